@@ -1,0 +1,37 @@
+// One scheduling pass: Snapshot + configuration + seed in, Plan out.
+//
+// The pass is a pipeline, each stage pure:
+//   1. order   — pending jobs in priority order (FIFO by default; PBA priority
+//                arithmetic and NCI equal-access shuffling reorder it);
+//   2. policy  — PBA preemption / NCI priority-run and parallel-run may emit
+//                Suspend / Requeue / Resume decisions that free resources;
+//   3. planner — start what fits, reserve and backfill (fcfs, easy,
+//                conservative, reserve, checkpoint), MONITOR lines.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "coordinator/model.hpp"
+#include "coordinator/nci/nci.hpp"
+#include "coordinator/pba/pba.hpp"
+#include "coordinator/planner/planner.hpp"
+
+namespace corral {
+
+struct SchedConfig {
+  PlannerConfig planner;
+  PbaConfig pba;      // pba.enabled = false: no project allocations
+  NciConfig nci;      // nci.enabled = false: no NCI shuffling / suspension
+};
+
+// Runs one pass. Never touches anything outside its arguments.
+Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed);
+
+// What the policy stages hand to the planner.
+struct PassState {
+  std::vector<std::uint32_t> order;  // indices into Snapshot::pending, best first
+  std::vector<JobId> freed;          // running jobs stopped/suspended this pass
+};
+
+}  // namespace corral
