@@ -159,4 +159,13 @@ struct Plan {
                                      // (empty unless enabled); caller writes them
 };
 
+// What the ordering and policy stages of a pass hand to the planner.
+struct PassState {
+  std::vector<std::uint32_t> order;  // indices into Snapshot::pending, best first;
+                                     // a pending job missing here is not started
+  std::vector<JobId> freed;          // running jobs stopped/suspended this pass:
+                                     // the planner treats their cores as free
+                                     // (a suspended job's memory stays held)
+};
+
 }  // namespace corral

@@ -15,11 +15,13 @@
 #include "coordinator/model.hpp"
 #include "coordinator/nci/nci.hpp"
 #include "coordinator/pba/pba.hpp"
+#include "coordinator/planner/order.hpp"
 #include "coordinator/planner/planner.hpp"
 
 namespace corral {
 
 struct SchedConfig {
+  OrderConfig order;  // base queue order (fifo, ...)
   PlannerConfig planner;
   PbaConfig pba;      // pba.enabled = false: no project allocations
   NciConfig nci;      // nci.enabled = false: no NCI shuffling / suspension
@@ -27,11 +29,5 @@ struct SchedConfig {
 
 // Runs one pass. Never touches anything outside its arguments.
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed);
-
-// What the policy stages hand to the planner.
-struct PassState {
-  std::vector<std::uint32_t> order;  // indices into Snapshot::pending, best first
-  std::vector<JobId> freed;          // running jobs stopped/suspended this pass
-};
 
 }  // namespace corral
