@@ -1,0 +1,10 @@
+// Subcommands of the `corral` command; each lives in its own file.
+#pragma once
+namespace corral::cli {
+int cmd_sim(int argc, char** argv);      // cmd_sim.cpp: trace simulation
+int cmd_submit(int argc, char** argv);   // cmd_jobs.cpp: talk to corrald
+int cmd_stat(int argc, char** argv);
+int cmd_cancel(int argc, char** argv);
+int cmd_wait(int argc, char** argv);
+int cmd_node(int argc, char** argv);
+}  // namespace corral::cli
