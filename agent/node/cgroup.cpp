@@ -1,0 +1,2 @@
+#include "cgroup.hpp"
+// implementation follows

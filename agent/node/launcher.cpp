@@ -1,0 +1,2 @@
+#include "launcher.hpp"
+// implementation follows

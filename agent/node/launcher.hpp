@@ -1,0 +1,135 @@
+// Launching and watching real jobs on this node.
+// Each job runs as its submitting user (setgroups from the user's group list, setgid, setuid in
+// the child; root only if root submitted), in a new session (so its whole process tree can be
+// signalled), inside its slot cgroups (cpuset of whole cores, memory limit, freezer).
+// A small "shepherd" process (fork of the agent, no exec) sits between the agent and the job:
+// it waits for the job and writes its exit status to the state dir, so a restarted agent can
+// adopt still-running jobs and still learn how they ended.
+// Limits enforced (NCI policy, seeds/nci-pbs-policy.txt): walltime (suspended time excluded),
+// memory (cgroup limit; OOM kill detected and reported), jobfs (size polled, killed above it),
+// cpus (cpuset). Every end says why (EndReason + message).
+// Threading: a Launcher is not thread-safe; call it from one thread (the daemon's loop).
+#pragma once
+
+#include <sys/types.h>
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgroup.hpp"
+#include "topology.hpp"
+
+namespace corral::node {
+
+struct LaunchSpec {
+  std::uint64_t id = 0;
+  uid_t uid = 0;                  // used if user is empty; else looked up from user
+  gid_t gid = 0;
+  std::string user;               // submitting user name (preferred: gives uid, gid, groups, HOME)
+  std::vector<std::string> argv;  // argv[0] searched in the job's PATH if it has no '/'
+  std::map<std::string, std::string> env;
+  std::string cwd;                // default: the user's home, else /
+  std::string stdout_path, stderr_path;  // opened as the user (so owned by them); default /dev/null
+  std::vector<int> cores;         // core indices of the Launcher's topology (whole cores)
+  std::int64_t mem_mb = 0;        // 0 = no limit
+  std::int64_t jobfs_mb = 0;      // 0 = no private jobfs dir
+  std::int64_t walltime_s = 0;    // 0 = no limit
+  int ckpt_signal = SIGUSR1;
+  int ckpt_grace_s = 30;
+  std::string ckpt_dir;           // default <ckpt_root>/<id>; survives requeue
+  bool restart = false;           // CORRAL_RESTART=1
+  std::string jobfs_root;         // default LauncherConfig::jobfs_root
+  std::string hosts;              // CORRAL_HOSTS; default this host
+};
+
+enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
+                       LaunchFailed };
+const char* to_string(EndReason r);
+
+struct JobEnd {
+  std::uint64_t id = 0;
+  EndReason reason = EndReason::Completed;
+  int exit_code = 0;              // exit status, or 128+signal if killed by a signal, -1 unknown
+  std::string message;            // human-readable why, e.g. "killed: memory limit 32 MB exceeded"
+};
+
+struct JobUsage {
+  double cpu_s = 0;
+  std::int64_t rss_mb = 0, max_rss_mb = 0;
+  std::int64_t jobfs_mb = 0;
+  bool running = false, suspended = false;
+  std::int64_t walltime_used_ms = 0;  // suspended time excluded
+};
+
+struct LauncherConfig {
+  std::string cgroup_parent = "corral";
+  std::string jobfs_root = "/var/tmp/corral/jobfs";
+  std::string ckpt_root = "/var/tmp/corral/ckpt";
+  std::string state_dir = "/run/corral/node";   // per-job records + shepherd exit files
+  std::string hostname;                          // default: the topology's hostname
+  std::int64_t jobfs_check_ms = 1000;            // how often jobfs size is measured
+  bool keep_ckpt_on_end = false;  // else the ckpt dir is removed when a job ends for good
+};
+
+enum class RecoverMode { Adopt, Cleanup };
+struct Recovered {
+  std::uint64_t id = 0;
+  bool adopted = false;   // true: now watched again; false: killed and removed
+  std::string message;
+};
+
+class Launcher {
+ public:
+  // topo: the node. If it is not the real machine (recorded/declared stand-in), core PUs are
+  // mapped onto the real CPUs modulo their count. cg: null = the cgroup v1 backend.
+  explicit Launcher(Topology topo, LauncherConfig cfg = {}, std::unique_ptr<CgroupBackend> cg = nullptr);
+  // Leaves running jobs alone (a restarting agent adopts them); stop_all() stops them first.
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  // Returns "" when the job runs, else why it could not start (unknown user, missing binary,
+  // bad cwd, cores out of range, duplicate id...). A failed start leaves nothing behind.
+  std::string start(const LaunchSpec& spec);
+
+  // Each returns "" or an error (unknown job, wrong state).
+  std::string suspend(std::uint64_t id);     // freezer FROZEN; walltime clock stops
+  std::string resume(std::uint64_t id);      // THAWED
+  std::string cancel(std::uint64_t id);      // kill everything -> Cancelled
+  std::string requeue(std::uint64_t id);     // kill everything -> Preempted (goes back to pending)
+  // Signal the job (spec.ckpt_signal) to write into CORRAL_CKPT_DIR; once it exits, or after
+  // ckpt_grace_s, it is stopped -> Checkpointed. Resumes it first if suspended.
+  std::string checkpoint(std::uint64_t id);
+
+  // Reap ended jobs, enforce walltime/memory/jobfs, finish checkpoints. now_ms: Launcher::now_ms()
+  // clock (monotonic); -1 = read it now.
+  std::vector<JobEnd> poll(std::int64_t now_ms = -1);
+
+  std::optional<JobUsage> usage(std::uint64_t id) const;
+  std::vector<std::uint64_t> jobs() const;
+  bool has(std::uint64_t id) const;
+
+  // After a restart: find the slots left under the cgroup parent. Adopt: jobs with a record whose
+  // processes still run are watched again (walltime continues); anything else is killed and
+  // removed. Cleanup: kill and remove all of them. Ends of jobs that finished while nobody watched
+  // come out of the next poll().
+  std::vector<Recovered> recover(RecoverMode mode);
+
+  void stop_all();            // cancel every job (shutdown without restart)
+  int wake_fd() const;        // readable when a job's shepherd exits (poll() drains it)
+  static std::int64_t now_ms();
+
+  const Topology& topology() const;
+  CgroupBackend& cgroups();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace corral::node

@@ -1,0 +1,2 @@
+#include "topology.hpp"
+// implementation follows
