@@ -1,0 +1,230 @@
+// Every message Corral puts on a wire, defined once, in MessagePack.
+//
+// A message is an envelope: the array ["corral", version, type, body], where
+// body is a map (field names as keys, so a peer may add fields without breaking
+// older readers; missing fields keep their defaults). A reader refuses a
+// different protocol version or bytes that are not such an envelope with a
+// ProtoError whose text says what is wrong; it never crashes on bad input.
+//
+// Used by: the local UNIX socket of corrald (requests and replies, framed by
+// a 4-byte big-endian length), the ZeroMQ PUB events (topic frame + envelope),
+// and the daemon's journal (JobRecord).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace corral::proto {
+
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::string_view kMagic = "corral";
+// Largest frame accepted on the local socket (scripts and environments are
+// copied at submit, as qsub does; 16 MiB is far beyond any sane one).
+inline constexpr std::uint32_t kMaxFrame = 16u << 20;
+
+class ProtoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ------------------------------------------------------------------ jobs --
+
+// What a user asks for (qsub options); filled by `corral submit`. Identity
+// (uid/gid/user) is NOT here: corrald takes it from SO_PEERCRED.
+struct JobSpec {
+  std::string name;
+  std::string queue;
+  std::string project;
+  std::int64_t walltime = 0;     // seconds; 0: none
+  std::int32_t ncpus = 1;
+  std::int64_t mem_mb = 0;       // 0: not limited
+  std::int64_t jobfs_mb = 0;
+  bool reserve = false;          // -R y
+  std::string script;            // script text, copied at submit
+  std::string script_name;       // path given, or "--wrap"
+  std::string stdout_path;       // -o; empty: <cwd>/<name>.o<id>
+  std::string stderr_path;       // -e; empty: <cwd>/<name>.e<id>
+  std::string cwd;               // submitter's working directory
+  std::vector<std::string> env;  // submitter's environment, KEY=VALUE
+  MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
+                     script_name, stdout_path, stderr_path, cwd, env)
+};
+
+// A job as shown to users (stat, wait, node) and carried in events.
+struct JobInfo {
+  std::uint64_t id = 0;
+  std::string name;
+  std::string user;
+  std::uint32_t uid = 0;
+  std::string queue;
+  std::string project;
+  std::string state;             // pending | running | suspended | ended
+  std::int32_t exit_code = -1;   // -1 until ended; 128+N when killed by signal N
+  std::string end_reason;        // exited | cancelled | walltime | mem | killed | ...
+  double submit_time = 0;        // epoch seconds
+  double start_time = 0;         // 0: never started
+  double end_time = 0;
+  std::int64_t walltime = 0;
+  std::int32_t ncpus = 1;
+  std::int64_t mem_mb = 0;
+  std::int64_t jobfs_mb = 0;
+  std::vector<int> cores;        // cores granted on this node
+  double cpu_seconds = 0;        // usage (last sample)
+  std::int64_t rss_mb = 0;
+  std::int32_t requeues = 0;
+  std::string stdout_path;
+  std::string stderr_path;
+  std::string comment;           // why it waits / what happened (scheduler reason)
+  MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
+                     submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
+                     cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment)
+};
+
+// Node-local status: works without any mesh.
+struct NodeStatus {
+  std::string node;              // host name
+  std::string mode;              // "standalone" (later: mesh role)
+  std::string topology;          // one-line summary (packages, NUMA, cores)
+  std::int32_t cores = 0;
+  std::int32_t numa_nodes = 0;
+  std::int64_t mem_mb = 0;
+  std::int32_t slots_total = 0;
+  std::int32_t slots_used = 0;
+  std::int32_t pending = 0;
+  std::vector<JobInfo> running;  // running and suspended, with usage
+  std::vector<JobInfo> recent;   // recent ends, newest first, with reasons
+  std::uint32_t agent_pid = 0;
+  double agent_uptime = 0;       // seconds
+  std::string version;
+  MSGPACK_DEFINE_MAP(node, mode, topology, cores, numa_nodes, mem_mb, slots_total, slots_used,
+                     pending, running, recent, agent_pid, agent_uptime, version)
+};
+
+// ------------------------------------------------------ socket requests --
+
+struct SubmitReq {
+  JobSpec spec;
+  MSGPACK_DEFINE_MAP(spec)
+};
+struct SubmitRep {
+  std::uint64_t id = 0;
+  MSGPACK_DEFINE_MAP(id)
+};
+struct StatReq {
+  std::uint64_t id = 0;          // 0: every job the caller may see
+  MSGPACK_DEFINE_MAP(id)
+};
+struct StatRep {
+  std::vector<JobInfo> jobs;
+  MSGPACK_DEFINE_MAP(jobs)
+};
+struct CancelReq {
+  std::uint64_t id = 0;
+  MSGPACK_DEFINE_MAP(id)
+};
+struct CancelRep {
+  std::uint64_t id = 0;
+  std::string state;             // state after the cancel was applied
+  MSGPACK_DEFINE_MAP(id, state)
+};
+struct WaitReq {
+  std::uint64_t id = 0;
+  MSGPACK_DEFINE_MAP(id)
+};
+struct WaitRep {                 // sent when the job has ended
+  JobInfo job;
+  MSGPACK_DEFINE_MAP(job)
+};
+struct NodeReq {
+  std::int32_t recent = 20;      // how many recent ends to include
+  MSGPACK_DEFINE_MAP(recent)
+};
+struct NodeRep {
+  NodeStatus node;
+  MSGPACK_DEFINE_MAP(node)
+};
+struct ErrorRep {
+  std::string code;              // invalid | not_found | permission | busy | internal | proto
+  std::string message;
+  MSGPACK_DEFINE_MAP(code, message)
+};
+
+// ------------------------------------------------------------ PUB events --
+
+// One published event. `seq` counts up by one per event from one agent
+// (`node`, `boot` identifies the agent's run) so a subscriber sees gaps.
+struct Event {
+  std::uint64_t seq = 0;
+  double time = 0;               // epoch seconds
+  std::string node;
+  double boot = 0;               // epoch seconds the agent started (seq restarts at 1)
+  std::string kind;              // heartbeat | submitted | started | ended | suspended |
+                                 // resumed | requeued | usage
+  std::uint64_t job = 0;         // 0 for heartbeat
+  std::string user;
+  std::string reason;
+  std::int32_t exit_code = -1;
+  std::vector<int> cores;
+  double cpu_seconds = 0;        // usage
+  std::int64_t rss_mb = 0;
+  double submit_time = 0;        // started: lets subscribers measure latency
+  // heartbeat summary
+  std::int32_t running = 0;
+  std::int32_t suspended = 0;
+  std::int32_t pending = 0;
+  std::int32_t slots_used = 0;
+  std::int32_t slots_total = 0;
+  MSGPACK_DEFINE_MAP(seq, time, node, boot, kind, job, user, reason, exit_code, cores, cpu_seconds,
+                     rss_mb, submit_time, running, suspended, pending, slots_used, slots_total)
+};
+
+// ------------------------------------------------------------ envelope --
+
+using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
+                             WaitRep, NodeReq, NodeRep, ErrorRep, Event>;
+
+// Wire name of each alternative, in variant order.
+std::string_view type_name(const Message& m);
+
+// Envelope bytes for a message.
+std::string encode(const Message& m);
+// Parses envelope bytes. Throws ProtoError (clear text) on garbage, truncated
+// data, a wrong magic, another protocol version, an unknown type or a body
+// of the wrong shape.
+Message decode(std::string_view bytes);
+// Same, with a tighter cap on array/map/string element counts (the daemon
+// uses a small cap for requests from unprivileged users).
+Message decode(std::string_view bytes, std::size_t max_elems);
+
+// 4-byte big-endian length + payload, for stream sockets.
+std::string frame(std::string_view payload);
+
+// Accumulates stream bytes and yields complete frames.
+class FrameReader {
+ public:
+  void feed(const char* data, std::size_t n) { buf_.append(data, n); }
+  // True and `out` set when a whole frame is buffered. Throws ProtoError on a
+  // length above kMaxFrame.
+  bool next(std::string& out);
+  std::size_t buffered() const { return buf_.size(); }
+
+ private:
+  std::string buf_;
+  std::size_t pos_ = 0;
+};
+
+// Job states and end reasons, spelled once.
+namespace state {
+inline constexpr std::string_view kPending = "pending";
+inline constexpr std::string_view kRunning = "running";
+inline constexpr std::string_view kSuspended = "suspended";
+inline constexpr std::string_view kEnded = "ended";
+}  // namespace state
+
+}  // namespace corral::proto

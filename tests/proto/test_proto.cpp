@@ -1,0 +1,190 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "proto/proto.hpp"
+
+using namespace corral::proto;
+
+namespace {
+// Packs an arbitrary envelope by hand (to forge other versions / shapes).
+template <class Body>
+std::string forge(std::string_view magic, std::uint64_t version, std::string_view type,
+                  const Body& body) {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_array(4);
+  pk.pack(magic);
+  pk.pack(version);
+  pk.pack(type);
+  pk.pack(body);
+  return std::string(buf.data(), buf.size());
+}
+}  // namespace
+
+TEST_CASE("submit request round-trips with every field", "[proto]") {
+  SubmitReq r;
+  r.spec.name = "sim";
+  r.spec.queue = "express";
+  r.spec.project = "a12";
+  r.spec.walltime = 3723;
+  r.spec.ncpus = 4;
+  r.spec.mem_mb = 4096;
+  r.spec.jobfs_mb = 1024;
+  r.spec.reserve = true;
+  r.spec.script = "#!/bin/sh\necho hi\n";
+  r.spec.script_name = "job.sh";
+  r.spec.stdout_path = "/tmp/o";
+  r.spec.stderr_path = "/tmp/e";
+  r.spec.cwd = "/home/u";
+  r.spec.env = {"A=1", "PATH=/bin"};
+  Message m = decode(encode(r));
+  REQUIRE(std::holds_alternative<SubmitReq>(m));
+  const JobSpec& s = std::get<SubmitReq>(m).spec;
+  CHECK(s.name == "sim");
+  CHECK(s.queue == "express");
+  CHECK(s.project == "a12");
+  CHECK(s.walltime == 3723);
+  CHECK(s.ncpus == 4);
+  CHECK(s.mem_mb == 4096);
+  CHECK(s.jobfs_mb == 1024);
+  CHECK(s.reserve);
+  CHECK(s.script == "#!/bin/sh\necho hi\n");
+  CHECK(s.script_name == "job.sh");
+  CHECK(s.stdout_path == "/tmp/o");
+  CHECK(s.stderr_path == "/tmp/e");
+  CHECK(s.cwd == "/home/u");
+  CHECK(s.env == std::vector<std::string>{"A=1", "PATH=/bin"});
+  CHECK(type_name(m) == "submit_req");
+}
+
+TEST_CASE("replies and events round-trip", "[proto]") {
+  JobInfo j;
+  j.id = 42;
+  j.state = "ended";
+  j.exit_code = 3;
+  j.end_reason = "exited";
+  j.cores = {0, 1};
+  j.submit_time = 1.5;
+  StatRep st;
+  st.jobs = {j, j};
+  st.jobs[1].id = 43;
+  Message m = decode(encode(st));
+  REQUIRE(std::holds_alternative<StatRep>(m));
+  const auto& jobs = std::get<StatRep>(m).jobs;
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].id == 42);
+  CHECK(jobs[1].id == 43);
+  CHECK(jobs[0].exit_code == 3);
+  CHECK(jobs[0].cores == std::vector<int>{0, 1});
+  CHECK(jobs[0].submit_time == 1.5);
+
+  Event e;
+  e.seq = 7;
+  e.kind = "ended";
+  e.job = 42;
+  e.reason = "walltime";
+  e.exit_code = 137;
+  Message me = decode(encode(e));
+  REQUIRE(std::holds_alternative<Event>(me));
+  CHECK(std::get<Event>(me).seq == 7);
+  CHECK(std::get<Event>(me).reason == "walltime");
+  CHECK(std::get<Event>(me).exit_code == 137);
+
+  NodeRep nr;
+  nr.node.node = "n1";
+  nr.node.running = {j};
+  Message mn = decode(encode(nr));
+  REQUIRE(std::holds_alternative<NodeRep>(mn));
+  CHECK(std::get<NodeRep>(mn).node.running.at(0).id == 42);
+
+  ErrorRep er{"permission", "job 5 belongs to alice"};
+  Message mer = decode(encode(er));
+  REQUIRE(std::holds_alternative<ErrorRep>(mer));
+  CHECK(std::get<ErrorRep>(mer).code == "permission");
+
+  for (Message x : {Message{StatReq{9}}, Message{CancelReq{9}}, Message{WaitReq{9}},
+                    Message{NodeReq{}}, Message{SubmitRep{9}}, Message{CancelRep{9, "ended"}},
+                    Message{WaitRep{j}}}) {
+    Message y = decode(encode(x));
+    CHECK(y.index() == x.index());
+  }
+}
+
+TEST_CASE("a missing field keeps its default (older peer)", "[proto]") {
+  std::map<std::string, std::uint64_t> body{{"id", 5}};
+  Message m = decode(forge(kMagic, kVersion, "wait_req", body));
+  CHECK(std::get<WaitReq>(m).id == 5);
+  std::map<std::string, int> empty;
+  Message s = decode(forge(kMagic, kVersion, "submit_req", std::map<std::string, JobSpec>{
+                                                                {"spec", JobSpec{}}}));
+  CHECK(std::get<SubmitReq>(s).spec.ncpus == 1);
+  Message n = decode(forge(kMagic, kVersion, "node_req", empty));
+  CHECK(std::get<NodeReq>(n).recent == 20);
+}
+
+TEST_CASE("a wrong protocol version is refused with a clear error", "[proto]") {
+  std::string bytes = forge(kMagic, kVersion + 1, "stat_req", StatReq{});
+  CHECK_THROWS_WITH(decode(bytes), Catch::Contains("protocol version 2 not supported"));
+  std::string zero = forge(kMagic, 0, "stat_req", StatReq{});
+  CHECK_THROWS_AS(decode(zero), ProtoError);
+}
+
+TEST_CASE("garbage bytes are refused, never crash", "[proto]") {
+  CHECK_THROWS_WITH(decode(""), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(decode("hello world"), Catch::Contains("not a Corral message"));
+  CHECK_THROWS_AS(decode(std::string("\xc1", 1)), ProtoError);
+  // An array header claiming 4 billion elements must not allocate them.
+  CHECK_THROWS_AS(decode(std::string("\xdd\xff\xff\xff\xff\x01", 6)), ProtoError);
+  CHECK_THROWS_AS(decode(std::string("\xdf\xff\xff\xff\xff", 5)), ProtoError);
+  // Wrong magic, unknown type, body of the wrong shape, trailing bytes.
+  CHECK_THROWS_WITH(decode(forge("other", kVersion, "stat_req", StatReq{})),
+                    Catch::Contains("bad magic"));
+  CHECK_THROWS_WITH(decode(forge(kMagic, kVersion, "launch_missiles", StatReq{})),
+                    Catch::Contains("unknown message type"));
+  CHECK_THROWS_WITH(decode(forge(kMagic, kVersion, "stat_req", 12)),
+                    Catch::Contains("expected a map"));
+  std::map<std::string, std::string> wrong{{"id", "seven"}};
+  CHECK_THROWS_WITH(decode(forge(kMagic, kVersion, "stat_req", wrong)),
+                    Catch::Contains("wrong type"));
+  std::map<std::string, int> negative{{"id", -3}};
+  CHECK_THROWS_AS(decode(forge(kMagic, kVersion, "cancel_req", negative)), ProtoError);
+  std::string good = encode(StatReq{1});
+  CHECK_THROWS_WITH(decode(good + "x"), Catch::Contains("trailing"));
+  // Every truncation of a valid message is refused.
+  std::string big = encode(SubmitReq{});
+  for (std::size_t n = 0; n < big.size(); ++n) CHECK_THROWS_AS(decode(big.substr(0, n)), ProtoError);
+  // Random bytes: either a clean ProtoError or (rarely) a valid message.
+  std::uint32_t x = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    std::string junk;
+    for (int k = 0; k < 1 + i % 40; ++k) {
+      x = x * 1664525u + 1013904223u;
+      junk.push_back(static_cast<char>(x >> 24));
+    }
+    try {
+      (void)decode(junk);
+    } catch (const ProtoError&) {
+    }
+  }
+}
+
+TEST_CASE("frames split and join across reads", "[proto]") {
+  std::string a = encode(StatReq{1}), b = encode(CancelReq{2});
+  std::string stream = frame(a) + frame(b);
+  FrameReader r;
+  std::vector<std::string> got;
+  for (char c : stream) {
+    r.feed(&c, 1);
+    std::string f;
+    while (r.next(f)) got.push_back(f);
+  }
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == a);
+  CHECK(got[1] == b);
+  FrameReader bad;
+  std::string huge("\x7f\xff\xff\xff", 4);
+  bad.feed(huge.data(), huge.size());
+  std::string f;
+  CHECK_THROWS_WITH(bad.next(f), Catch::Contains("exceeds"));
+}
