@@ -1,5 +1,761 @@
-// Placeholder until the nci part lands.
+// NCI scheduling cycle (nci-pbs-policy.txt, "Job scheduling").
 #include "coordinator/nci/nci.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
 namespace corral {
-void nci_stage(const Snapshot&, const NciConfig&, std::uint64_t, PassState&, Plan&) {}
+
+std::vector<Queue> nci_default_queues() {
+  // "Queue structure": relative charge express 3, normal 1, bonus 0. Bounds are
+  // the initial defaults ("Resource limits": varied over time and per project).
+  Queue express;
+  express.name = "express";
+  express.priority = 2;
+  express.charge_factor = 3.0;
+  express.max_walltime = 24 * 3600;
+  express.max_cpus = 64;
+  Queue normal;
+  normal.name = "normal";
+  normal.priority = 1;
+  normal.charge_factor = 1.0;
+  normal.max_walltime = 48 * 3600;
+  normal.max_cpus = 1024;
+  Queue bonus = normal;
+  bonus.name = "bonus";
+  bonus.priority = 0;
+  bonus.charge_factor = 0.0;
+  return {express, normal, bonus};
+}
+
+const Queue* nci_find_queue(const std::vector<Queue>& queues, const std::string& name) {
+  for (const Queue& q : queues)
+    if (q.name == name) return &q;
+  return nullptr;
+}
+
+namespace {
+
+const std::vector<Queue>& table_of(const std::vector<Queue>& queues, const NciConfig& cfg) {
+  return queues.empty() ? cfg.queues : queues;
+}
+
+const std::string& queue_name(const Job& j, const NciConfig& cfg) {
+  return j.queue.empty() ? cfg.default_queue : j.queue;
+}
+
+std::string bound_error(const char* what, long long v, const Queue& q, long long bound,
+                        const char* unit) {
+  return std::string(what) + " " + std::to_string(v) + unit + " above queue " + q.name +
+         "'s bound of " + std::to_string(bound) + unit;
+}
+
+// Share of a whole-job amount carried by k of its n cpus (rounded up, so the
+// per-node shares never sum below the whole).
+std::int64_t share(std::int64_t total, int k, int n) {
+  if (total <= 0 || k <= 0 || n <= 0) return 0;
+  return (total * k + n - 1) / n;
+}
+
+}  // namespace
+
+NciVerdict validate_request(const Job& job, const std::vector<Queue>& queues, const NciConfig& cfg) {
+  NciVerdict v;
+  auto fail = [&](std::string r) {
+    v.ok = false;
+    v.reason = std::move(r);
+    return v;
+  };
+  // "All jobs must have associated requests for the four main limited resources".
+  if (cfg.require_walltime && job.walltime <= 0) return fail("walltime missing");
+  if (job.walltime < 0) return fail("walltime negative");
+  if (job.slots_min < 1) return fail("ncpus missing");
+  if (job.slots_max < job.slots_min)
+    return fail("ncpus range " + std::to_string(job.slots_min) + "-" +
+                std::to_string(job.slots_max) + " is empty");
+  if (cfg.require_vmem && job.mem_mb <= 0) return fail("vmem missing");
+  if (job.mem_mb < 0) return fail("vmem negative");
+  if (cfg.require_jobfs && job.jobfs_mb <= 0) return fail("jobfs missing");
+  if (job.jobfs_mb < 0) return fail("jobfs negative");
+  const std::string& qn = queue_name(job, cfg);
+  const Queue* q = nci_find_queue(table_of(queues, cfg), qn);
+  if (!q) return fail("unknown queue " + qn);
+  if (q->max_walltime > 0 && job.walltime > q->max_walltime)
+    return fail(bound_error("walltime", job.walltime, *q, q->max_walltime, "s"));
+  if (q->max_cpus > 0 && job.slots_max > q->max_cpus)
+    return fail(bound_error("ncpus", job.slots_max, *q, q->max_cpus, ""));
+  if (q->max_mem_mb > 0 && job.mem_mb > q->max_mem_mb)
+    return fail(bound_error("vmem", job.mem_mb, *q, q->max_mem_mb, "MB"));
+  if (q->max_jobfs_mb > 0 && job.jobfs_mb > q->max_jobfs_mb)
+    return fail(bound_error("jobfs", job.jobfs_mb, *q, q->max_jobfs_mb, "MB"));
+  return v;
+}
+
+std::vector<double> equal_access_scores(const std::vector<const Job*>& pending,
+                                        const std::vector<const RunningJob*>& running) {
+  // Running jobs are "above" every queued one; sum their cpus per user and per
+  // project, then walk the queue adding each job after scoring it. A job of the
+  // same user AND project must be counted once: keep the pair sum too.
+  std::unordered_map<std::string, double> by_user, by_project;
+  std::map<std::pair<std::string, std::string>, double> by_both;
+  auto add = [&](const Job& j, double cpus) {
+    by_user[j.user] += cpus;
+    by_project[j.project] += cpus;
+    by_both[{j.user, j.project}] += cpus;
+  };
+  for (const RunningJob* r : running) add(r->job, r->slots > 0 ? r->slots : r->job.slots_min);
+  std::vector<double> out;
+  out.reserve(pending.size());
+  for (const Job* j : pending) {
+    auto get = [](auto& m, const auto& k) {
+      auto it = m.find(k);
+      return it == m.end() ? 0.0 : it->second;
+    };
+    out.push_back(get(by_user, j->user) + get(by_project, j->project) -
+                  get(by_both, std::make_pair(j->user, j->project)));
+    add(*j, j->slots_min);
+  }
+  return out;
+}
+
+double expansion_factor(const RunningJob& victim, Time projected_suspend) {
+  const double wall = static_cast<double>(std::max<Time>(victim.job.walltime, 1));
+  return (wall + static_cast<double>(victim.suspended_for + std::max<Time>(projected_suspend, 0))) /
+         wall;
+}
+
+Time walltime_deadline(const RunningJob& rj) {
+  return rj.start + rj.job.walltime + rj.suspended_for;
+}
+
+double suspension_score(const Job& s, const RunningJob& v, Time now, int s_running, int v_running,
+                        const NciConfig& cfg) {
+  const SuspendWeights& w = cfg.weights;
+  // 1. expansion factor of the victim if suspended for the suspender's walltime.
+  const double xf = expansion_factor(v, s.walltime);
+  const double span = std::max(cfg.xfactor_limit - 1.0, 1e-6);
+  const double fx = (xf - 1.0) / span;
+  double score = -w.xfactor * fx * fx;
+  // 2. larger jobs have priority over smaller ones.
+  const int vc = std::max(v.slots > 0 ? v.slots : v.job.slots_min, 1);
+  score += w.cpus * std::log2(static_cast<double>(std::max(s.slots_min, 1)) / vc);
+  // 3. owners' running jobs; no effect unless the counts differ a lot.
+  const double r = std::log2((1.0 + v_running) / (1.0 + s_running));
+  score += w.running * (r > 0 ? std::max(0.0, r - 1.0) : std::min(0.0, r + 1.0));
+  // 4. fraction done: jobs close to their walltime are kept running.
+  const double ran = static_cast<double>(std::max<Time>(now - v.start - v.suspended_for, 0));
+  const double done = std::clamp(ran / std::max<double>(static_cast<double>(v.job.walltime), 1.0), 0.0, 1.0);
+  score -= w.done * done * done;
+  // Start window: the suspender's own expansion factor while it waits
+  // ("the expansion factor of jobs starting late ... is modified").
+  const double swall = static_cast<double>(std::max<Time>(s.walltime, 1));
+  const double pxf = (swall + static_cast<double>(std::max<Time>(now - s.submit, 0))) / swall;
+  score += w.wait * (pxf - 1.0);
+  return score;
+}
+
+// ------------------------------------------------------------------ cycle --
+
+namespace {
+
+constexpr std::uint32_t kNone = ~0u;
+
+struct NodeState {
+  int cores = 0;
+  bool up = true;
+  bool cores_known = true;  // every running job here lists its cores
+  bool track_mem = false, track_jobfs = false;
+  int idle = 0;
+  std::int64_t mem_free = 0, jobfs_free = 0;
+  std::vector<std::uint32_t> owner;    // run index on each core, kNone if free
+  std::vector<std::uint8_t> claimed;   // core belongs to a suspended job
+};
+
+struct Run {
+  const Job* job = nullptr;
+  const RunningJob* rj = nullptr;  // null for jobs started this pass
+  std::vector<Placement> placement;
+  int cpus = 0;
+  int prio = 0;
+  bool suspended = false;
+  bool gone = false;        // stopped (requeued/checkpointed) by an earlier stage
+  bool protect = false;     // started/resumed this pass: never a victim
+  Time projected_end = 0;
+};
+
+struct Cycle {
+  const Snapshot& snap;
+  const NciConfig& cfg;
+  Plan& plan;
+  std::vector<Queue> queues;
+  std::vector<NodeState> nodes;
+  std::vector<Run> runs;
+  std::unordered_map<std::string, int> run_by_user, run_by_project;
+  int total_up_cores = 0;
+  int total_idle = 0;
+
+  Cycle(const Snapshot& s, const NciConfig& c, Plan& p) : snap(s), cfg(c), plan(p) {}
+
+  int prio_of(const std::string& q) const {
+    const Queue* qq = nci_find_queue(queues, q);
+    return qq ? qq->priority : 0;
+  }
+
+  void occupy(std::uint32_t ri) {
+    Run& r = runs[ri];
+    for (const Placement& p : r.placement) {
+      if (p.node >= nodes.size()) continue;
+      NodeState& n = nodes[p.node];
+      n.idle -= static_cast<int>(p.slots);
+      if (n.up) total_idle -= static_cast<int>(p.slots);
+      if (p.cores.size() == p.slots) {
+        for (int c : p.cores)
+          if (c >= 0 && c < n.cores) {
+            n.owner[c] = ri;
+            n.claimed[c] = 0;
+          }
+      } else {
+        n.cores_known = false;
+      }
+    }
+    run_by_user[r.job->user]++;
+    run_by_project[r.job->project]++;
+  }
+
+  void release_cores(std::uint32_t ri) {
+    Run& r = runs[ri];
+    for (const Placement& p : r.placement) {
+      if (p.node >= nodes.size()) continue;
+      NodeState& n = nodes[p.node];
+      n.idle += static_cast<int>(p.slots);
+      if (n.up) total_idle += static_cast<int>(p.slots);
+      for (int c : p.cores)
+        if (c >= 0 && c < n.cores && n.owner[c] == ri) n.owner[c] = kNone;
+    }
+    run_by_user[r.job->user]--;
+    run_by_project[r.job->project]--;
+  }
+
+  void hold_memory(const Run& r, int sign) {
+    for (const Placement& p : r.placement) {
+      if (p.node >= nodes.size()) continue;
+      NodeState& n = nodes[p.node];
+      n.mem_free -= sign * share(r.job->mem_mb, static_cast<int>(p.slots), r.cpus);
+      n.jobfs_free -= sign * share(r.job->jobfs_mb, static_cast<int>(p.slots), r.cpus);
+    }
+  }
+
+  void mark_claimed(const Run& r) {
+    for (const Placement& p : r.placement) {
+      if (p.node >= nodes.size()) continue;
+      NodeState& n = nodes[p.node];
+      for (int c : p.cores)
+        if (c >= 0 && c < n.cores && n.owner[c] == kNone) n.claimed[c] = 1;
+    }
+  }
+
+  void build() {
+    queues = snap.queues.empty() ? cfg.queues : snap.queues;
+    nodes.resize(snap.nodes.size());
+    for (std::size_t i = 0; i < snap.nodes.size(); ++i) {
+      const Node& sn = snap.nodes[i];
+      NodeState& n = nodes[i];
+      n.cores = std::max(sn.cores, 0);
+      n.up = sn.up;
+      n.idle = n.cores;
+      n.track_mem = sn.mem_mb > 0;
+      n.track_jobfs = sn.jobfs_mb > 0;
+      n.mem_free = sn.mem_mb;
+      n.jobfs_free = sn.jobfs_mb;
+      n.owner.assign(n.cores, kNone);
+      n.claimed.assign(n.cores, 0);
+      if (n.up) {
+        total_up_cores += n.cores;
+        total_idle += n.cores;
+      }
+    }
+  }
+
+  void add_running(const PassState& st) {
+    std::unordered_set<JobId> freed(st.freed.begin(), st.freed.end());
+    std::unordered_set<JobId> suspended_now;
+    for (const Decision& d : plan.decisions)
+      if (d.action == Action::Suspend) suspended_now.insert(d.job);
+    runs.reserve(snap.running.size() + snap.pending.size());
+    for (const RunningJob& rj : snap.running) {
+      Run r;
+      r.job = &rj.job;
+      r.rj = &rj;
+      r.placement = rj.placement;
+      r.cpus = rj.slots > 0 ? rj.slots : rj.job.slots_min;
+      r.prio = prio_of(queue_name(rj.job, cfg));
+      r.suspended = rj.suspended;
+      r.projected_end = std::max(rj.expected_end, walltime_deadline(rj));
+      if (freed.count(rj.job.id)) {
+        // Freed by an earlier stage: a suspension keeps memory, a requeue not.
+        if (suspended_now.count(rj.job.id)) {
+          r.suspended = true;
+          r.protect = true;  // do not resume what PBA just suspended
+        } else {
+          r.gone = true;
+        }
+      }
+      runs.push_back(std::move(r));
+      const std::uint32_t ri = static_cast<std::uint32_t>(runs.size() - 1);
+      if (runs[ri].gone) continue;
+      hold_memory(runs[ri], +1);
+      if (!runs[ri].suspended) occupy(ri);
+    }
+    for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
+      if (runs[ri].suspended && !runs[ri].gone) mark_claimed(runs[ri]);
+  }
+
+  int owner_running(const Job& j) const {
+    auto get = [](const auto& m, const std::string& k) {
+      auto it = m.find(k);
+      return it == m.end() ? 0 : it->second;
+    };
+    return std::max(get(run_by_user, j.user), get(run_by_project, j.project));
+  }
+
+  // ------------------------------------------------------------ resume --
+
+  bool try_resume(std::uint32_t ri) {
+    Run& r = runs[ri];
+    for (const Placement& p : r.placement) {
+      if (p.node >= nodes.size()) return false;
+      const NodeState& n = nodes[p.node];
+      if (!n.up || n.idle < static_cast<int>(p.slots)) return false;
+      if (p.cores.size() == p.slots)
+        for (int c : p.cores)
+          if (c < 0 || c >= n.cores || n.owner[c] != kNone) return false;
+    }
+    r.suspended = false;
+    r.protect = true;
+    occupy(ri);
+    Decision d;
+    d.action = Action::Resume;
+    d.job = r.job->id;
+    d.at = snap.now;
+    d.slots = r.cpus;
+    d.placement = r.placement;
+    d.reason = "resources of its suspender are free again";
+    plan.decisions.push_back(std::move(d));
+    return true;
+  }
+
+  // ------------------------------------------------------------- start --
+
+  // Cpus node n can give a job of `c` cpus, `m` MB and `f` MB jobfs, given
+  // `extra` cores freed there by chosen victims (memory of victims stays held).
+  int capacity(const NodeState& n, int extra, int c, const Job& j) const {
+    if (!n.up) return 0;
+    std::int64_t k = n.idle + extra;
+    if (n.track_mem && j.mem_mb > 0)
+      k = std::min<std::int64_t>(k, n.mem_free > 0 ? n.mem_free * c / j.mem_mb : 0);
+    if (n.track_jobfs && j.jobfs_mb > 0)
+      k = std::min<std::int64_t>(k, n.jobfs_free > 0 ? n.jobfs_free * c / j.jobfs_mb : 0);
+    return static_cast<int>(std::clamp<std::int64_t>(k, 0, c));
+  }
+
+  // Chooses nodes and cores for c cpus; `extra` maps node -> cores freed by
+  // victims (their cores are preferred). Returns false if it does not fit.
+  bool place(const Job& j, int c, const std::unordered_map<std::uint32_t, int>& extra,
+             const std::unordered_set<std::uint32_t>& victims, std::vector<Placement>& out) {
+    struct Cand {
+      std::uint32_t node;
+      int cap;
+      int freed;
+    };
+    std::vector<Cand> cands;
+    int total = 0;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+      auto it = extra.find(i);
+      const int ex = it == extra.end() ? 0 : it->second;
+      const int cap = capacity(nodes[i], ex, c, j);
+      if (cap > 0) {
+        cands.push_back({i, cap, ex});
+        total += cap;
+      }
+    }
+    if (total < c) return false;
+    // One node if possible (best fit, victims' nodes first); else the largest
+    // capacities first (fewest nodes), victims' nodes first.
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+      if ((a.freed > 0) != (b.freed > 0)) return a.freed > 0;
+      if (a.cap != b.cap) return a.cap > b.cap;
+      return a.node < b.node;
+    });
+    const Cand* single = nullptr;
+    for (const Cand& k : cands)
+      if (k.cap >= c && (!single || (k.freed > 0) > (single->freed > 0) ||
+                         ((k.freed > 0) == (single->freed > 0) && k.cap < single->cap)))
+        single = &k;
+    std::vector<std::pair<std::uint32_t, int>> take;
+    if (single) {
+      take.push_back({single->node, c});
+    } else {
+      int left = c;
+      for (const Cand& k : cands) {
+        if (left == 0) break;
+        const int t = std::min(left, k.cap);
+        take.push_back({k.node, t});
+        left -= t;
+      }
+    }
+    out.clear();
+    for (auto [ni, k] : take) {
+      NodeState& n = nodes[ni];
+      Placement p;
+      p.node = ni;
+      p.slots = static_cast<std::uint32_t>(k);
+      if (n.cores_known) {
+        // Victims' cores first, then unclaimed free cores, then cores a
+        // suspended job will want back.
+        std::vector<int> order;
+        for (int pass = 0; pass < 3 && static_cast<int>(order.size()) < k; ++pass)
+          for (int ci = 0; ci < n.cores && static_cast<int>(order.size()) < k; ++ci) {
+            const std::uint32_t o = n.owner[ci];
+            const bool victim = o != kNone && victims.count(o);
+            if (pass == 0 ? victim : pass == 1 ? (o == kNone && !n.claimed[ci])
+                                               : (o == kNone && n.claimed[ci]))
+              order.push_back(ci);
+          }
+        if (static_cast<int>(order.size()) == k) p.cores = std::move(order);
+      }
+      out.push_back(std::move(p));
+    }
+    return true;
+  }
+
+  enum class Mode { Priority, Parallel, Window };
+
+  bool eligible_victim(const Run& v, const Job& s, int sprio, int c, Mode mode, double score,
+                       double xf) const {
+    if (v.gone || v.suspended || v.protect || !v.rj) return false;
+    switch (mode) {
+      case Mode::Priority:
+        return v.prio < sprio;
+      case Mode::Parallel:
+        return v.prio <= sprio && v.cpus < c && score >= cfg.parallel_min_score &&
+               xf <= cfg.xfactor_limit;
+      case Mode::Window:
+        return true;
+    }
+    (void)s;
+    return false;
+  }
+
+  // Tries to start job j (c cpus) at runpriority sprio, suspending victims
+  // allowed by `mode`. On success emits the decisions and updates the model.
+  bool try_start(const Job& j, int sprio, Mode mode, const char* why, bool with_victims) {
+    const int cmin = std::max(j.slots_min, 1);
+    const int cmax = std::max(j.slots_max, cmin);
+    std::vector<Placement> pl;
+    static const std::unordered_map<std::uint32_t, int> kNoExtra;
+    static const std::unordered_set<std::uint32_t> kNoVictims;
+    if (!with_victims) {
+      if (total_idle < cmin) return false;
+      // Largest slot count of the range that fits now (PE ranges).
+      for (int c : {cmax, cmin}) {
+        if (c > total_idle) continue;
+        if (place(j, c, kNoExtra, kNoVictims, pl)) {
+          commit_start(j, c, std::move(pl), {}, why, mode);
+          return true;
+        }
+      }
+      return false;
+    }
+    const int c = cmin;
+    // Candidate victims, most favoured first: those whose expansion factor
+    // stays below the limit, then by suspension score.
+    struct Cand {
+      std::uint32_t ri;
+      double score;
+      double xf;
+    };
+    std::vector<Cand> cands;
+    int reach = total_idle;
+    const int srun = owner_running(j);
+    for (std::uint32_t ri = 0; ri < runs.size(); ++ri) {
+      const Run& v = runs[ri];
+      if (v.gone || v.suspended || v.protect || !v.rj) continue;
+      if (mode == Mode::Priority && v.prio >= sprio) continue;
+      const double xf = expansion_factor(*v.rj, j.walltime);
+      const double sc = suspension_score(j, *v.rj, snap.now, srun, owner_running(*v.job), cfg);
+      if (!eligible_victim(v, j, sprio, c, mode, sc, xf)) continue;
+      cands.push_back({ri, sc, xf});
+      reach += v.cpus;
+    }
+    if (reach < c || cands.empty()) return false;
+    std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
+      const bool ao = a.xf <= cfg.xfactor_limit, bo = b.xf <= cfg.xfactor_limit;
+      if (ao != bo) return ao;
+      if (a.score != b.score) return a.score > b.score;
+      return runs[a.ri].job->id < runs[b.ri].job->id;
+    });
+    // Add victims until the job fits (running total of per-node capacity).
+    std::unordered_map<std::uint32_t, int> extra;
+    std::vector<int> cap(nodes.size());
+    long long total = 0;
+    for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+      cap[i] = capacity(nodes[i], 0, c, j);
+      total += cap[i];
+    }
+    auto apply = [&](std::uint32_t ri, int sign) {
+      for (const Placement& p : runs[ri].placement) {
+        if (p.node >= nodes.size()) continue;
+        int& ex = extra[p.node];
+        ex += sign * static_cast<int>(p.slots);
+        total -= cap[p.node];
+        cap[p.node] = capacity(nodes[p.node], ex, c, j);
+        total += cap[p.node];
+      }
+    };
+    std::vector<std::size_t> chosen;
+    for (std::size_t k = 0; k < cands.size() && total < c; ++k) {
+      apply(cands[k].ri, +1);
+      chosen.push_back(k);
+    }
+    if (total < c) return false;
+    // Drop victims that turn out unnecessary, least favoured first.
+    for (std::size_t i = chosen.size(); i-- > 0;) {
+      apply(cands[chosen[i]].ri, -1);
+      if (total >= c) {
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        apply(cands[chosen[i]].ri, +1);
+      }
+    }
+    std::unordered_set<std::uint32_t> victims;
+    for (std::size_t k : chosen) victims.insert(cands[k].ri);
+    for (auto it = extra.begin(); it != extra.end();)
+      it = it->second == 0 ? extra.erase(it) : std::next(it);
+    if (!place(j, c, extra, victims, pl)) return false;
+    std::vector<std::pair<std::uint32_t, std::pair<double, double>>> vs;
+    for (std::size_t k : chosen) vs.push_back({cands[k].ri, {cands[k].score, cands[k].xf}});
+    commit_start(j, c, std::move(pl), vs, why, mode);
+    return true;
+  }
+
+  void commit_start(const Job& j, int c, std::vector<Placement> pl,
+                    const std::vector<std::pair<std::uint32_t, std::pair<double, double>>>& victims,
+                    const char* why, Mode mode) {
+    for (const auto& [ri, sx] : victims) {
+      Run& v = runs[ri];
+      release_cores(ri);
+      v.suspended = true;
+      mark_claimed(v);
+      Decision d;
+      d.action = Action::Suspend;
+      d.job = v.job->id;
+      d.at = snap.now;
+      d.slots = v.cpus;
+      d.placement = v.placement;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "suspended for job %llu (%s, XFactor %.2f, score %.2f)",
+                    static_cast<unsigned long long>(j.id),
+                    mode == Mode::Priority ? "priority-run"
+                    : mode == Mode::Parallel ? "parallel-run"
+                                             : "start window",
+                    sx.second, sx.first);
+      d.reason = buf;
+      plan.decisions.push_back(std::move(d));
+      suspended_ids.push_back(v.job->id);
+    }
+    Run r;
+    r.job = &j;
+    r.placement = pl;
+    r.cpus = c;
+    r.prio = 0;
+    r.protect = true;
+    r.projected_end = snap.now + j.walltime;
+    runs.push_back(std::move(r));
+    const auto ri = static_cast<std::uint32_t>(runs.size() - 1);
+    hold_memory(runs[ri], +1);
+    occupy(ri);
+    Decision d;
+    d.action = Action::Start;
+    d.job = j.id;
+    d.at = snap.now;
+    d.slots = c;
+    d.placement = std::move(pl);
+    d.reason = why;
+    plan.decisions.push_back(std::move(d));
+  }
+
+  std::vector<JobId> suspended_ids;
+};
+
+}  // namespace
+
+void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, PassState& st,
+               Plan& plan) {
+  (void)seed;  // ties keep the FIFO order handed in, which is already repeatable
+  Cycle cy(snap, cfg, plan);
+  cy.build();
+  cy.add_running(st);
+
+  // 1. Mandatory requests and bounds; projects without grant go to bonus.
+  struct P {
+    std::uint32_t idx;
+    std::string queue;
+    int prio;
+    bool must;
+  };
+  std::vector<P> live;
+  live.reserve(st.order.size());
+  const Queue* bonus = nci_find_queue(cy.queues, cfg.bonus_queue);
+  for (std::uint32_t idx : st.order) {
+    if (idx >= snap.pending.size()) continue;
+    const Job& j = snap.pending[idx];
+    NciVerdict v = validate_request(j, cy.queues, cfg);
+    if (v.ok && j.slots_min > cy.total_up_cores)
+      v = {false, "ncpus " + std::to_string(j.slots_min) + " above the cluster's " +
+                      std::to_string(cy.total_up_cores) + " cpus"};
+    if (!v.ok) {
+      Decision d;
+      d.action = Action::Reject;
+      d.job = j.id;
+      d.at = snap.now;
+      d.reason = v.reason;
+      plan.decisions.push_back(std::move(d));
+      continue;
+    }
+    std::string q = queue_name(j, cfg);
+    auto g = cfg.grant_left.find(j.project);
+    if (bonus && q != bonus->name && g != cfg.grant_left.end() && g->second <= 0) {
+      Decision d;
+      d.action = Action::Demote;
+      d.job = j.id;
+      d.at = snap.now;
+      d.queue = bonus->name;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2f", g->second);
+      d.reason = "project " + j.project + " has no grant left (" + buf + " SU): runs in " +
+                 bonus->name + " on idle cpus";
+      plan.decisions.push_back(std::move(d));
+      q = bonus->name;
+    }
+    const bool must = j.cycles_pending >= cfg.window_cycles ||
+                      (cfg.window_wait > 0 && snap.now - j.submit >= cfg.window_wait);
+    live.push_back({idx, q, cy.prio_of(q), must});
+  }
+
+  // 2. Equal-access shuffle of each queue, queues in priority order.
+  std::map<std::string, std::vector<std::size_t>> by_queue;  // into live
+  for (std::size_t i = 0; i < live.size(); ++i) by_queue[live[i].queue].push_back(i);
+  std::map<std::string, std::vector<const RunningJob*>> running_by_queue;
+  for (const RunningJob& rj : snap.running) running_by_queue[queue_name(rj.job, cfg)].push_back(&rj);
+  std::vector<std::size_t> order;  // into live
+  std::vector<std::string> qnames;
+  for (auto& [qn, v] : by_queue) qnames.push_back(qn);
+  std::stable_sort(qnames.begin(), qnames.end(), [&](const std::string& a, const std::string& b) {
+    return cy.prio_of(a) > cy.prio_of(b);
+  });
+  for (const std::string& qn : qnames) {
+    std::vector<std::size_t>& members = by_queue[qn];
+    std::vector<const Job*> jobs;
+    for (std::size_t i : members) jobs.push_back(&snap.pending[live[i].idx]);
+    const std::vector<double> score = equal_access_scores(jobs, running_by_queue[qn]);
+    std::vector<std::size_t> pos(members.size());
+    std::iota(pos.begin(), pos.end(), 0);
+    std::stable_sort(pos.begin(), pos.end(), [&](std::size_t a, std::size_t b) {
+      const double ka = score[a] - cfg.age_cpus_per_cycle * jobs[a]->cycles_pending;
+      const double kb = score[b] - cfg.age_cpus_per_cycle * jobs[b]->cycles_pending;
+      return ka < kb;
+    });
+    for (std::size_t p : pos) order.push_back(members[p]);
+  }
+
+  // 3. Resume suspended jobs first (their suspender may have completed):
+  // higher queues first, then the most expanded.
+  std::vector<std::uint32_t> susp;
+  for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri)
+    if (cy.runs[ri].suspended && !cy.runs[ri].gone && !cy.runs[ri].protect) susp.push_back(ri);
+  std::sort(susp.begin(), susp.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const Run& x = cy.runs[a];
+    const Run& y = cy.runs[b];
+    if (x.prio != y.prio) return x.prio > y.prio;
+    const double xa = expansion_factor(*x.rj, 0), xb = expansion_factor(*y.rj, 0);
+    if (xa != xb) return xa > xb;
+    return x.job->id < y.job->id;
+  });
+  for (std::uint32_t ri : susp) cy.try_resume(ri);
+
+  // 4. Start window jobs first (longest waiting first), then each queue.
+  std::vector<std::size_t> must, rest;
+  for (std::size_t i : order) (live[i].must ? must : rest).push_back(i);
+  std::stable_sort(must.begin(), must.end(), [&](std::size_t a, std::size_t b) {
+    const Job& x = snap.pending[live[a].idx];
+    const Job& y = snap.pending[live[b].idx];
+    if (x.cycles_pending != y.cycles_pending) return x.cycles_pending > y.cycles_pending;
+    return x.submit < y.submit;
+  });
+  std::vector<bool> started(live.size(), false);
+  Time shadow = kForever;  // a must-start job that could not start holds this
+  bool blocked = false;
+  auto attempt = [&](std::size_t i) {
+    const Job& j = snap.pending[live[i].idx];
+    const int pr = live[i].prio;
+    if (blocked && snap.now + std::max<Time>(j.walltime, 1) > shadow) return false;
+    if (cy.try_start(j, pr, Cycle::Mode::Priority, live[i].must ? "start window" : "idle cpus", false))
+      return true;
+    if (cfg.priority_run && cy.try_start(j, pr, Cycle::Mode::Priority, "priority-run", true))
+      return true;
+    if (cfg.parallel_run && j.slots_min >= cfg.parallel_min_cpus &&
+        cy.try_start(j, pr, Cycle::Mode::Parallel, "parallel-run", true))
+      return true;
+    if (live[i].must && cy.try_start(j, pr, Cycle::Mode::Window, "start window", true)) return true;
+    return false;
+  };
+  for (std::size_t i : must) {
+    if (attempt(i)) {
+      started[i] = true;
+      continue;
+    }
+    if (blocked) continue;
+    // Cannot start even by suspension (memory held, nodes down): hold back
+    // every later job that would still run when all running jobs have ended.
+    Time end = snap.now;
+    for (const Run& r : cy.runs)
+      if (!r.gone && !r.suspended) end = std::max(end, r.projected_end);
+    shadow = end;
+    blocked = true;
+    Decision d;
+    d.action = Action::Reserve;
+    d.job = snap.pending[live[i].idx].id;
+    d.at = end;
+    d.slots = snap.pending[live[i].idx].slots_min;
+    d.reason = "start window reached: resources held for it";
+    plan.decisions.push_back(std::move(d));
+  }
+  for (std::size_t i : rest)
+    if (attempt(i)) started[i] = true;
+
+  // 5. Hand over: NCI started what could start; nothing is left for the
+  // planner to start this pass. Victims count as freed.
+  st.freed.insert(st.freed.end(), cy.suspended_ids.begin(), cy.suspended_ids.end());
+  st.order.clear();
+
+  // 6. Every job still pending was bypassed this cycle: its window advances.
+  std::unordered_map<JobId, std::size_t> upd;
+  for (std::size_t k = 0; k < plan.updates.size(); ++k) upd[plan.updates[k].job] = k;
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    if (started[i]) continue;
+    const Job& j = snap.pending[live[i].idx];
+    auto it = upd.find(j.id);
+    if (it != upd.end()) {
+      plan.updates[it->second].cycles_pending = j.cycles_pending + 1;
+    } else {
+      plan.updates.push_back({j.id, j.priority, j.cycles_pending + 1});
+    }
+  }
+}
+
 }  // namespace corral

@@ -1,15 +1,137 @@
 // NCI National Facility policy (nci-pbs-policy.txt). Owned by the nci part;
 // the planner part calls nci_stage() from schedule().
+//
+// What lives here (all pure: no I/O, no clock; time is Snapshot::now):
+//   - validate_request(): the mandatory walltime/ncpus/vmem/jobfs requests and
+//     the queue bounds ("Resource limits"), called at submit and in the pass;
+//   - equal-access shuffling of each queue ("Queue shuffling");
+//   - the suspension score and expansion factor ("Scoring factors");
+//   - nci_stage(): one NCI scheduling cycle ("Job selection"): resume first,
+//     then per queue in priority order, per shuffled job a priority-run, else
+//     a parallel-run, with the start "window" so that no job starves.
+// Charging and grants: ledger.hpp. Per-project reports: report.hpp.
 #pragma once
+
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "coordinator/model.hpp"
+
 namespace corral {
+
+// The three queues of "Queue structure": express 3 SU, normal 1 SU, bonus 0 SU
+// per cpu-hour. The bounds are the initial defaults the document says are
+// varied per site/project; callers pass their own table in Snapshot::queues.
+std::vector<Queue> nci_default_queues();
+
+// Weights of the suspension score ("Scoring factors"). Each factor enters
+// non-linearly so that it only matters in extreme cases (the document's own
+// remark about factor 3).
+struct SuspendWeights {
+  double xfactor = 4.0;     // penalty per ((XF-1)/(limit-1))^2 of the victim
+  double cpus = 1.0;        // bonus per log2(suspender cpus / victim cpus)
+  double running = 1.0;     // per doubling of victim-owner/suspender-owner running
+                            // jobs beyond a dead zone of one doubling
+  double done = 3.0;        // penalty per (victim fraction done)^2
+  double wait = 1.0;        // bonus per (suspender's pending XF - 1)
+};
+
 struct NciConfig {
   bool enabled = false;
+
+  // Queue table used when Snapshot::queues is empty.
+  std::vector<Queue> queues = nci_default_queues();
+  std::string default_queue = "normal";  // Job::queue empty
+  std::string bonus_queue = "bonus";     // where a project with no grant left runs
+
+  // Mandatory requests (a site without local disk may turn jobfs off; the SWF
+  // simulator, whose traces carry no memory, turns vmem off).
+  bool require_walltime = true;
+  bool require_vmem = true;
+  bool require_jobfs = true;
+
+  // Grants: SUs left per project this period (the caller copies them from its
+  // Ledger before each pass). A project listed with <= 0 left has its jobs
+  // in non-bonus queues demoted to the bonus queue. Unlisted: not checked.
+  std::map<std::string, double> grant_left;
+
+  // Suspension ("Scoring factors").
+  double xfactor_limit = 1.25;  // keep victims' expansion factor below this
+  SuspendWeights weights;
+  // Parallel-run: a job of at least this many cpus may suspend smaller jobs at
+  // the same or lower runpriority when every victim scores >= this threshold.
+  int parallel_min_cpus = 16;
+  double parallel_min_score = 0.0;
+  bool priority_run = true;
+  bool parallel_run = true;
+
+  // Start window: a job pending this many cycles (or this long, if > 0) must
+  // start: it is tried before every other job, may suspend any running job
+  // that is not itself protected, and holds back later jobs that would delay it.
+  int window_cycles = 48;
+  Time window_wait = 0;
+  // Each pending cycle lowers a job's shuffle score by this many cpus, so a
+  // bypassed job climbs its queue before its window closes.
+  double age_cpus_per_cycle = 2.0;
 };
-// Equal-access shuffling, priority-run / parallel-run with suspension scoring,
-// resume, start window for one pass: may reorder st.order, add to st.freed,
-// and append decisions/updates to plan. `seed` makes any tie-break repeatable.
+
+// ---------------------------------------------------------------- checks --
+
+struct NciVerdict {
+  bool ok = true;
+  std::string reason;  // empty when ok, else e.g. "walltime missing",
+                       // "ncpus 64 above queue normal's bound of 32"
+};
+
+// The queue a job is in, after defaulting (nullptr if unknown).
+const Queue* nci_find_queue(const std::vector<Queue>& queues, const std::string& name);
+
+// Mandatory requests and queue bounds: call at submit; nci_stage rejects the
+// jobs that fail it. `queues` empty: cfg.queues.
+NciVerdict validate_request(const Job& job, const std::vector<Queue>& queues,
+                            const NciConfig& cfg = {});
+
+// ---------------------------------------------------------------- scores --
+
+// Equal-access score of each job in one queue ("Queue shuffling"): the cpus
+// of all jobs ahead of it (running ones first, then pending ones in the given
+// order) that belong to the same user or the same project.
+// `pending` are the queued jobs of that queue in their current order.
+std::vector<double> equal_access_scores(const std::vector<const Job*>& pending,
+                                        const std::vector<const RunningJob*>& running);
+
+// XFactor = (requested_walltime + projected_suspend_time) / requested_walltime,
+// where the suspend time counts what it was already suspended plus what it is
+// projected to be suspended now (the suspender's walltime).
+double expansion_factor(const RunningJob& victim, Time projected_suspend);
+
+// Suspension score of suspending `victim` so that `suspender` can start;
+// higher means more favoured. `*_running` are the running-job counts of the
+// owners (user or project, whichever is larger).
+double suspension_score(const Job& suspender, const RunningJob& victim, Time now,
+                        int suspender_owner_running, int victim_owner_running,
+                        const NciConfig& cfg);
+
+// The time a running job reaches its walltime: suspended time does not count
+// ("walltime ... If a job is suspended, its wall clock time will also be suspended").
+Time walltime_deadline(const RunningJob& rj);
+
+// ----------------------------------------------------------------- cycle --
+
+// One NCI scheduling cycle. Emits Reject (bad requests), Demote (no grant
+// left), Resume, Suspend, Start (with placement and concrete cores) and
+// Reserve (a must-start job that cannot start yet) decisions, and a JobUpdate
+// (cycles_pending + 1) for every job left pending.
+//
+// NCI places the jobs it starts itself, on the very cores its victims free,
+// so it takes the whole start procedure: victims go into st.freed (their
+// memory and jobfs stay held), and st.order is left EMPTY so the planner
+// starts nothing more this pass (every pending job was already tried against
+// the resources left). Jobs already in st.freed on entry (PBA) count as freed.
+// `seed` breaks exact ties repeatably.
 void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed,
                PassState& st, Plan& plan);
+
 }  // namespace corral
