@@ -142,6 +142,8 @@ struct Decision {
   std::vector<Placement> placement;
   std::string queue;             // for Demote
   std::string reason;            // human-readable why (shown to users/admins)
+  bool backfilled = false;       // Start: backfilled past a reservation under the
+                                 // checkpoint policy (caller sets RunningJob::backfilled)
 };
 
 // Per-job policy state changes the caller must store before the next pass.
