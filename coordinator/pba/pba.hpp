@@ -1,13 +1,115 @@
 // Priority-based allocation of job slots to projects (pba-synopsys-patent.txt).
 // Owned by the pba part; the planner part calls pba_stage() from schedule().
+//
+// Contract with the caller (simulator / coordinator), who stores job state
+// between passes:
+//   - apply Plan::updates (priority, cycles_pending) before applying Starts, so
+//     a started job carries the priority it was started with;
+//   - on Start: set Job::last_start_priority = Job::priority (and first_start);
+//   - on Requeue / Checkpoint: Job::requeues += 1 and cycles_pending = 0 (PBA's
+//     own Requeue decisions also come with an update saying so);
+//   - on Demote: Job::queue = Decision::queue.
+//   - for throughput SLAs: count finished jobs per project in
+//     PbaConfig::jobs_done.
 #pragma once
+
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "coordinator/model.hpp"
+#include "coordinator/pba/calendar.hpp"
+#include "coordinator/pba/plan_file.hpp"
+
 namespace corral {
+
 struct PbaConfig {
   bool enabled = false;
+  // The project plan (projects, members, flows, weekly allocations, SLAs). It
+  // is plain data handed to every pass, so a change takes effect next pass.
+  pba::ProjectPlan plan;
+  // Jobs finished so far per project (throughput SLA progress, caller-kept).
+  std::map<std::string, int> jobs_done;
+
+  // Priority arithmetic (patent: default 20, +100 PBA, +1 per cycle, +10 on requeue).
+  double default_priority = 20;
+  double allocation_increment = 100;
+  double cycle_increment = 1;
+  double requeue_increment = 10;
+  int max_requeues = 3;            // a job requeued this often is not requeued again
+
+  // Preemption ("pending for more than a predetermined period").
+  bool preempt = true;
+  Time preempt_after = 300;        // seconds pending before an allocated job may preempt
+  Time victim_start_bucket = 60;   // starts this close count as "started at the same time"
+
+  // Pre-qualification: a job failing it is demoted to this queue (runs only on
+  // idle slots, first to be preempted).
+  bool require_project_tag = true;
+  std::string lowest_queue = "lowest";
+
+  // Service levels: extra (non-persisted) ordering priority for a throughput
+  // SLA project, scaled by how far behind its deadline it is (0..1).
+  double sla_boost = 50;
 };
+
 // Pre-qualification, priority arithmetic, ordering and preemption for one pass:
 // may reorder st.order, add to st.freed, and append decisions/updates to plan.
 void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& plan);
+
+namespace pba {
+
+// ------------------------------------------------------- pre-qualification --
+enum class Qualify : std::uint8_t { Ok, NoProjectTag, UnknownProject, NotMember, NoAllocation };
+struct Verdict {
+  Qualify code = Qualify::Ok;
+  std::string reason;  // empty when ok; otherwise says exactly why
+  bool ok() const { return code == Qualify::Ok; }
+};
+// The submit-time checks (patent: "pre-qualification step"): project tag set,
+// project valid, submitter (user or UNIX group) a member, slots allocated to
+// the project for the week containing `now`.
+Verdict prequalify(const Job& job, const ProjectPlan& plan, Time now, bool require_tag = true);
+
+// Does allocation `a` cover this job (project, and user/group/step narrowing)?
+bool covers(const Allocation& a, const Job& job);
+
+// ------------------------------------------------------------ priorities --
+// The job's priority after one more pending cycle. `allocated`: the job
+// matches an allocation this week (gets the +100 once, then +1 per cycle).
+double next_priority(const Job& job, bool allocated, const PbaConfig& cfg);
+
+// Ordering classes, best first: allocated (within the allocation) > requeued >
+// normal > demoted (failed pre-qualification).
+enum class JobClass : std::uint8_t { Lowest = 0, Normal = 1, Requeued = 2, Allocated = 3 };
+
+// --------------------------------------------------- placeholder slots --
+// A host's standard slot is one core with an equal share of its memory.
+std::int64_t standard_share_mb(const Node& node);  // 0: memory not tracked
+// Placeholder ("dummy") slots a job using `mem_mb` on `slots` cores of this
+// node must hold so that no other heavy job lands there: ceil(mem/share) - slots.
+int placeholders_for(const Node& node, int slots, std::int64_t mem_mb);
+bool is_light(const Node& node, int slots, std::int64_t mem_mb);  // below the standard share
+
+// Slot occupancy of one node as the placeholder rule sees it.
+struct NodeLoad {
+  int heavy_or_standard = 0;  // cores held by jobs at or above the standard share
+  int light = 0;              // cores held by light jobs (may sit in placeholder slots)
+  int placeholders = 0;       // placeholder slots held for heavy jobs
+};
+// Loads of every node from the running jobs (suspended jobs keep their
+// placeholders, since their memory stays held, but not their cores; jobs in
+// `freed` count as gone).
+std::vector<NodeLoad> node_loads(const Snapshot& snap, const std::vector<JobId>& freed = {});
+// The memory a job uses on one node: its memory in proportion to its slots there.
+std::int64_t mem_on_node(const Job& job, int total_slots, int slots_here);
+// May `slots` cores of a job using `mem_mb` there be placed on this node?
+// Light jobs may use placeholder slots; others need real free slots, plus
+// room for their own placeholders.
+bool may_place(const Node& node, const NodeLoad& load, int slots, std::int64_t mem_mb);
+// Records such a placement in `load`.
+void add_placement(const Node& node, NodeLoad& load, int slots, std::int64_t mem_mb);
+
+}  // namespace pba
 }  // namespace corral
