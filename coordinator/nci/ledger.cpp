@@ -1,0 +1,92 @@
+#include "coordinator/nci/ledger.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace corral {
+
+namespace {
+std::int64_t floor_div(Time a, Time b) {
+  if (b <= 0) return 0;
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+}  // namespace
+
+Time running_seconds(const RunningJob& rj, Time now) {
+  return std::max<Time>(now - rj.start - rj.suspended_for, 0);
+}
+
+Ledger::Ledger(std::vector<Queue> queues, LedgerConfig cfg)
+    : queues_(std::move(queues)), cfg_(std::move(cfg)) {}
+
+std::int64_t Ledger::period_of(Time t) const { return floor_div(t - cfg_.period_origin, cfg_.period); }
+std::int64_t Ledger::week_of(Time t) const { return floor_div(t - cfg_.week_origin, 7 * 86400); }
+
+void Ledger::set_grant(const std::string& project, double su, Time at) {
+  if (project.empty()) throw std::invalid_argument("grant: project name missing");
+  if (su < 0) throw std::invalid_argument("grant for project " + project + " is negative");
+  const std::int64_t p = period_of(at);
+  grant_[{project, p}] = su;
+  latest_period_ = std::max(latest_period_, p);
+}
+
+double Ledger::charge(const Job& job, Time seconds, Time at, int cpus) {
+  if (seconds < 0)
+    throw std::invalid_argument("charge for job " + std::to_string(job.id) + ": negative seconds");
+  const std::string& qn = job.queue.empty() ? cfg_.default_queue : job.queue;
+  const Queue* q = nullptr;
+  for (const Queue& x : queues_)
+    if (x.name == qn) q = &x;
+  if (!q)
+    throw std::invalid_argument("charge for job " + std::to_string(job.id) + ": unknown queue " + qn);
+  const int n = cpus > 0 ? cpus : std::max(job.slots_max, job.slots_min);
+  const double cpu_s = static_cast<double>(seconds) * n;
+  const double su = cpu_s / 3600.0 * q->charge_factor;
+  const std::int64_t p = period_of(at);
+  const std::int64_t w = week_of(at);
+  latest_period_ = std::max(latest_period_, p);
+  charged_[{job.project, p}] += su;
+  Usage& pu = proj_week_[{job.project, w}];
+  pu.su += su;
+  pu.cpu_seconds += cpu_s;
+  Usage& uu = user_week_[{job.user, w}];
+  uu.su += su;
+  uu.cpu_seconds += cpu_s;
+  user_project_[job.user] = job.project;
+  return su;
+}
+
+double Ledger::charged(const std::string& project, std::int64_t period) const {
+  auto it = charged_.find({project, period});
+  return it == charged_.end() ? 0.0 : it->second;
+}
+
+double Ledger::granted(const std::string& project, std::int64_t period) const {
+  auto it = grant_.find({project, period});
+  return it == grant_.end() ? 0.0 : it->second;
+}
+
+bool Ledger::has_grant(const std::string& project, Time at) const {
+  return grant_.count({project, period_of(at)}) > 0;
+}
+
+double Ledger::grant_left(const std::string& project, Time at) const {
+  const std::int64_t p = period_of(at);
+  return granted(project, p) - charged(project, p);
+}
+
+double Ledger::grant_left(const std::string& project) const {
+  return granted(project, latest_period_) - charged(project, latest_period_);
+}
+
+std::map<std::string, double> Ledger::grants_left(Time at) const {
+  std::map<std::string, double> out;
+  const std::int64_t p = period_of(at);
+  for (const auto& [key, su] : grant_)
+    if (key.second == p) out[key.first] = su - charged(key.first, p);
+  return out;
+}
+
+}  // namespace corral

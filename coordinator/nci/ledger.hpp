@@ -1,0 +1,80 @@
+// Service-unit accounting (nci-pbs-policy.txt "Charging"): a job is charged
+// the wallclock time it spent in the running state x the cpus it requested x
+// its queue's charge factor (express 3, normal 1, bonus 0). Suspended time is
+// not charged. Projects have grants per period; a project with no grant left
+// runs only in the bonus queue (NciConfig::grant_left, filled from here).
+//
+// The Ledger is plain data the caller keeps (the agent, the simulator); it has
+// no clock: every call carries the time it applies to.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "coordinator/model.hpp"
+
+namespace corral {
+
+struct LedgerConfig {
+  Time period = 13 * 7 * 86400;  // grant period (a quarter by default)
+  Time period_origin = 0;        // start of period 0 (caller's epoch)
+  Time week_origin = 0;          // start of week 0, for reports
+  std::string default_queue = "normal";
+};
+
+// Seconds a job has spent in the running state by `now` (suspended time off).
+Time running_seconds(const RunningJob& rj, Time now);
+
+class Ledger {
+ public:
+  // Charge factors come from the queue table (Queue::charge_factor).
+  explicit Ledger(std::vector<Queue> queues, LedgerConfig cfg = {});
+
+  std::int64_t period_of(Time t) const;
+  std::int64_t week_of(Time t) const;
+  Time week_start(std::int64_t week) const { return cfg_.week_origin + week * 7 * 86400; }
+
+  // Grant of `su` service units to `project` for the period containing `at`.
+  void set_grant(const std::string& project, double su, Time at);
+
+  // Charges `seconds` of running time of `job`, accounted at time `at` (period
+  // and week). `cpus` 0: the job's request (slots_max). Returns the SUs
+  // charged. Throws std::invalid_argument (clear message) on an unknown queue
+  // or negative seconds; nothing is recorded then.
+  double charge(const Job& job, Time seconds, Time at, int cpus = 0);
+
+  // SUs left of the project's grant in the period containing `at` (0 when it
+  // has no grant; may be negative after overrun).
+  double grant_left(const std::string& project, Time at) const;
+  // Same, for the latest period the ledger has seen (grant or charge).
+  double grant_left(const std::string& project) const;
+  bool has_grant(const std::string& project, Time at) const;
+
+  // For NciConfig::grant_left: every project with a grant in `at`'s period.
+  std::map<std::string, double> grants_left(Time at) const;
+
+  struct Usage {
+    double su = 0;            // service units charged
+    double cpu_seconds = 0;   // running seconds x cpus (any queue, bonus too)
+  };
+  // Per (project, week) and (user, week).
+  const std::map<std::pair<std::string, std::int64_t>, Usage>& project_weeks() const { return proj_week_; }
+  const std::map<std::pair<std::string, std::int64_t>, Usage>& user_weeks() const { return user_week_; }
+  const std::map<std::string, std::string>& user_projects() const { return user_project_; }
+  double charged(const std::string& project, std::int64_t period) const;
+  double granted(const std::string& project, std::int64_t period) const;
+
+ private:
+  std::vector<Queue> queues_;
+  LedgerConfig cfg_;
+  std::int64_t latest_period_ = 0;
+  std::map<std::pair<std::string, std::int64_t>, double> grant_;    // project, period
+  std::map<std::pair<std::string, std::int64_t>, double> charged_;  // project, period
+  std::map<std::pair<std::string, std::int64_t>, Usage> proj_week_;
+  std::map<std::pair<std::string, std::int64_t>, Usage> user_week_;
+  std::map<std::string, std::string> user_project_;                // last project seen
+};
+
+}  // namespace corral
