@@ -1,14 +1,96 @@
 #include "coordinator/planner/order.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+
 namespace corral {
-void order_pending(const Snapshot& snap, const OrderConfig&, PassState& st) {
-  st.order.resize(snap.pending.size());
-  std::iota(st.order.begin(), st.order.end(), 0u);
-  std::stable_sort(st.order.begin(), st.order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const Job& x = snap.pending[a];
-    const Job& y = snap.pending[b];
-    return x.submit != y.submit ? x.submit < y.submit : x.id < y.id;
-  });
+
+namespace {
+
+enum class Pol { Fifo, Sjf, Saf, Wfp3, Sjbf, Unknown };
+
+Pol parse(const std::string& p) {
+  if (p == "fifo" || p.empty()) return Pol::Fifo;
+  if (p == "sjf") return Pol::Sjf;
+  if (p == "saf") return Pol::Saf;
+  if (p == "wfp3") return Pol::Wfp3;
+  if (p == "sjbf") return Pol::Sjbf;
+  return Pol::Unknown;
 }
+
+Time est_of(const Job& j) {
+  Time e = j.estimate > 0 ? j.estimate : j.walltime;
+  return std::max<Time>(1, e - j.work_done);
+}
+
+bool fifo_less(const Job& x, const Job& y) { return x.submit != y.submit ? x.submit < y.submit : x.id < y.id; }
+
+}  // namespace
+
+bool order_policy_known(const std::string& policy) { return parse(policy) != Pol::Unknown; }
+
+void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) {
+  const auto& pend = snap.pending;
+  const std::size_t n = pend.size();
+  Pol pol = parse(cfg.policy);
+  if (pol == Pol::Unknown) pol = Pol::Fifo;
+
+  st.order.resize(n);
+  std::iota(st.order.begin(), st.order.end(), 0u);
+  // FIFO order first (callers usually keep pending in submit order already).
+  bool sorted = true;
+  for (std::size_t i = 1; i < n && sorted; ++i) sorted = !fifo_less(pend[i], pend[i - 1]);
+  if (!sorted)
+    std::stable_sort(st.order.begin(), st.order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return fifo_less(pend[a], pend[b]); });
+
+  // Aged jobs (waited >= aging) keep FIFO order at the front.
+  auto rest = st.order.begin();
+  if (cfg.aging > 0)
+    rest = std::stable_partition(st.order.begin(), st.order.end(),
+                                 [&](std::uint32_t i) { return snap.now - pend[i].submit >= cfg.aging; });
+  if (pol == Pol::Fifo || rest == st.order.end()) return;
+
+  if (pol == Pol::Sjbf) {
+    // The FIFO prefix that fits in the free cores now, then the head (first
+    // that does not fit); only the remaining candidates are reordered.
+    std::int64_t free = 0;
+    for (const Node& nd : snap.nodes)
+      if (nd.up) free += nd.cores;
+    for (const RunningJob& r : snap.running)
+      if (!r.suspended) free -= r.slots;
+    auto it = st.order.begin();
+    while (it != st.order.end() && pend[*it].slots_min <= free) free -= pend[*it++].slots_min;
+    if (it == st.order.end()) return;
+    rest = std::max(rest, it + 1);
+    if (rest == st.order.end()) return;
+  }
+
+  // Sort the rest by a precomputed key (ties: FIFO).
+  std::vector<std::pair<double, std::uint32_t>> keyed;
+  keyed.reserve(static_cast<std::size_t>(st.order.end() - rest));
+  for (auto it = rest; it != st.order.end(); ++it) {
+    const Job& j = pend[*it];
+    double e = static_cast<double>(est_of(j));
+    double key = 0;
+    switch (pol) {
+      case Pol::Sjf:
+      case Pol::Sjbf: key = e; break;
+      case Pol::Saf: key = e * std::max(1, j.slots_min); break;
+      case Pol::Wfp3: {
+        double w = static_cast<double>(std::max<Time>(0, snap.now - j.submit)) / e;
+        key = -(w * w * w) * std::max(1, j.slots_min);
+        break;
+      }
+      default: break;
+    }
+    keyed.emplace_back(key, *it);
+  }
+  // `keyed` is in FIFO order, so a stable sort keeps FIFO among equal keys.
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t k = 0; k < keyed.size(); ++k) rest[static_cast<std::ptrdiff_t>(k)] = keyed[k].second;
+}
+
 }  // namespace corral

@@ -1,12 +1,35 @@
 // Queue-ordering policies (owned by the sim part): the order in which the
 // planner considers pending jobs when no allocation policy reorders them.
+// Pure: the only time used is Snapshot::now.
 #pragma once
+
+#include <string>
+
 #include "coordinator/model.hpp"
+
 namespace corral {
+
 struct OrderConfig {
   // "fifo": submit time, then job id (the SWF/textbook convention).
+  // "sjf":  shortest estimate first (estimate = Job::estimate if set, else walltime).
+  // "saf":  smallest area first (estimate x slots).
+  // "wfp3": highest (wait/estimate)^3 x slots first (Tang et al., WFP3).
+  // "sjbf": FIFO head, backfill candidates shortest first ("shortest job
+  //         backfilled first", EASY++, Tsafrir/Etsion/Feitelson 2007): the FIFO
+  //         jobs that fit now, then the first that does not (the head, which
+  //         gets the reservation), then every other job shortest first.
   std::string policy = "fifo";
+  // Starvation bound: a job that has waited at least `aging` seconds goes ahead
+  // of every job that has not, and aged jobs keep FIFO order among themselves,
+  // so (with a reservation for the head) no job waits much beyond it. 0: off.
+  Time aging = 0;
 };
-// Fills st.order with every pending job, best first.
+
+// True if `policy` names a policy above (for command-line validation).
+bool order_policy_known(const std::string& policy);
+
+// Fills st.order with every pending job, best first. An unknown policy name
+// falls back to fifo (callers validate names with order_policy_known).
 void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st);
+
 }  // namespace corral

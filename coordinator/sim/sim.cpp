@@ -1,1 +1,578 @@
-// placeholder: replaced by the sim part
+#include "coordinator/sim/sim.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <queue>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace corral::sim {
+
+namespace {
+
+enum class St : std::uint8_t { Future, Pending, Running, Checkpointing, Suspended, Done, Rejected };
+
+// Per-job simulator state; the index in the trace is the job's internal id - 1
+// (trace ids are only used for output, so duplicate ids in a trace are harmless).
+struct Rec {
+  Time first_start = -1, end = -1;
+  Time seg_start = 0;       // start of the current run segment
+  Time seg_overhead = 0;    // restart cost paid at the start of this segment
+  Time actual_end = 0;      // when the current segment completes the job
+  Time remaining = 0;       // while suspended: seconds still to run
+  Time suspended_at = 0;
+  Time work_done = 0;       // seconds of the run saved by checkpoints
+  Time plan_est = 0;        // planning estimate (prediction or requested)
+  int checkpoints = 0, requeues = 0;
+  std::uint32_t gen = 0;    // bumps invalidate queued events
+  St st = St::Future;
+  bool starting = false;    // selected by this pass's Start decisions
+  int start_slots = 0;
+  std::vector<Placement> start_place;
+};
+
+struct Ev {
+  Time t;
+  std::uint32_t idx, gen;
+  bool operator>(const Ev& o) const { return t != o.t ? t > o.t : idx > o.idx; }
+};
+using MinHeap = std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>>;
+
+class Simulator {
+ public:
+  Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o), cfg_(o.sched) {
+    n_ = tr.jobs.size();
+    if (opt_.max_jobs > 0 && opt_.max_jobs < n_) n_ = opt_.max_jobs;
+    int machine = tr.max_procs > 0 ? tr.max_procs : tr.max_nodes;
+    int nodes = opt_.nodes > 0 ? opt_.nodes : machine;
+    if (nodes <= 0)
+      throw std::invalid_argument("the trace has no '; MaxProcs:' or '; MaxNodes:' header: give --nodes N");
+    if (opt_.cores <= 0) throw std::invalid_argument("cores per node must be > 0");
+    cpn_ = opt_.cores;
+    total_ = static_cast<std::int64_t>(nodes) * cpn_;
+    if (total_ > (1 << 24)) throw std::invalid_argument("machine too large (more than 16M cores)");
+    snap_.nodes.resize(static_cast<std::size_t>(nodes));
+    for (int i = 0; i < nodes; ++i) {
+      snap_.nodes[static_cast<std::size_t>(i)].name = "n" + std::to_string(i);
+      snap_.nodes[static_cast<std::size_t>(i)].cores = cpn_;
+    }
+    node_used_.assign(static_cast<std::size_t>(nodes), 0);
+    if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
+    recs_.resize(n_);
+    run_pos_.assign(n_, -1);
+    res_.machine_procs = static_cast<int>(total_);
+  }
+
+  SimResult run() {
+    auto t0 = std::chrono::steady_clock::now();
+    std::size_t next = 0;             // next arrival
+    std::size_t tick = std::max<std::size_t>(1, n_ / 100), last_tick = 0;
+    for (;;) {
+      drop_stale();
+      Time t = kForever;
+      if (next < n_) t = tr_.jobs[next].submit;
+      if (!heap_.empty()) t = std::min(t, heap_.top().t);
+      if (t == kForever) break;
+      now_ = t;
+      // 1. completions (and checkpoints that finished)
+      while (!heap_.empty() && heap_.top().t == now_) {
+        Ev e = heap_.top();
+        heap_.pop();
+        Rec& r = recs_[e.idx];
+        if (e.gen != r.gen) continue;
+        if (r.st == St::Running) finish(e.idx);
+        else if (r.st == St::Checkpointing) end_checkpoint(e.idx);
+      }
+      // 2. arrivals
+      while (next < n_ && tr_.jobs[next].submit == now_) arrive(next++);
+      // 3. one scheduling pass
+      if (!snap_.pending.empty()) pass();
+      if (opt_.progress && next - last_tick >= tick) {
+        last_tick = next;
+        opt_.progress(static_cast<double>(next) / static_cast<double>(n_));
+      }
+    }
+    if (opt_.progress) opt_.progress(1.0);
+    res_.sim_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    summarize();
+    return std::move(res_);
+  }
+
+ private:
+  const SwfTrace& tr_;
+  const SimOptions& opt_;
+  SchedConfig cfg_;
+  std::size_t n_ = 0;
+  int cpn_ = 1;
+  std::int64_t total_ = 0, used_ = 0;
+  std::vector<int> node_used_;
+  Snapshot snap_;
+  std::vector<Rec> recs_;
+  std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
+  MinHeap heap_;       // completions / checkpoint ends
+  MinHeap extend_;     // predicted expected ends to check (EASY++ extension)
+  std::unordered_map<long, std::pair<Time, Time>> history_;  // user -> last two runs
+  std::unordered_map<long, int> history_n_;
+  std::unordered_map<long, std::string> user_names_;
+  Time now_ = 0;
+  SimResult res_;
+
+  static JobId jid(std::size_t idx) { return static_cast<JobId>(idx + 1); }
+
+  void drop_stale() {
+    while (!heap_.empty() && heap_.top().gen != recs_[heap_.top().idx].gen) heap_.pop();
+  }
+
+  Time predict(const SwfJob& s) const {
+    if (!opt_.predict || s.user < 0) return 0;
+    auto it = history_.find(s.user);
+    if (it == history_.end()) return 0;  // no history: the requested time is the estimate
+    int n = history_n_.at(s.user);
+    Time mean = n >= 2 ? (it->second.first + it->second.second + 1) / 2 : it->second.second;
+    return std::clamp<Time>(mean, 1, s.estimate);
+  }
+
+  void arrive(std::size_t idx) {
+    const SwfJob& s = tr_.jobs[idx];
+    Rec& r = recs_[idx];
+    Job j;
+    j.id = jid(idx);
+    if (s.user >= 0) {
+      auto [it, fresh] = user_names_.try_emplace(s.user);
+      if (fresh) it->second = std::to_string(s.user);
+      j.user = it->second;
+    }
+    if (s.group >= 0) j.group = std::to_string(s.group);
+    j.submit = s.submit;
+    j.walltime = s.estimate;
+    j.estimate = predict(s);
+    j.slots_min = j.slots_max = s.procs;
+    j.checkpointable = true;
+    if (opt_.on_arrival) opt_.on_arrival(j, s);
+    r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
+    r.st = St::Pending;
+    snap_.pending.push_back(std::move(j));  // arrivals come in submit, id order
+  }
+
+  void add_running(std::size_t idx, Job&& j, int slots, std::vector<Placement> place) {
+    Rec& r = recs_[idx];
+    const SwfJob& s = tr_.jobs[idx];
+    if (r.first_start < 0) r.first_start = now_;
+    if (j.first_start < 0) j.first_start = now_;
+    r.seg_start = now_;
+    r.seg_overhead = r.work_done > 0 ? opt_.restart_cost : 0;
+    res_.restart_cost_total += r.seg_overhead * slots;
+    r.actual_end = now_ + r.seg_overhead + (s.run - r.work_done);
+    r.st = St::Running;
+    ++r.gen;
+    heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), r.gen});
+    RunningJob rj;
+    rj.start = now_;
+    rj.slots = slots;
+    rj.placement = std::move(place);
+    Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
+    rj.expected_end = now_ + r.seg_overhead + left_est;
+    if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
+    rj.job = std::move(j);
+    run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
+    snap_.running.push_back(std::move(rj));
+  }
+
+  // Removes a job from snap_.running (swap with last) and frees its cores.
+  RunningJob take_running(std::size_t idx) {
+    std::int32_t p = run_pos_[idx];
+    RunningJob rj = std::move(snap_.running[static_cast<std::size_t>(p)]);
+    if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
+      snap_.running[static_cast<std::size_t>(p)] = std::move(snap_.running.back());
+      run_pos_[snap_.running[static_cast<std::size_t>(p)].job.id - 1] = p;
+    }
+    snap_.running.pop_back();
+    run_pos_[idx] = -1;
+    if (!rj.suspended) release(rj.slots, rj.placement);
+    return rj;
+  }
+
+  void release(int slots, const std::vector<Placement>& place) {
+    used_ -= slots;
+    for (const Placement& p : place)
+      if (p.node < node_used_.size()) node_used_[p.node] -= static_cast<int>(p.slots);
+  }
+  bool can_take(int slots, const std::vector<Placement>& place) const {
+    if (used_ + slots > total_) return false;
+    for (const Placement& p : place)
+      if (p.node >= node_used_.size() || node_used_[p.node] + static_cast<int>(p.slots) > cpn_) return false;
+    return true;
+  }
+  void take(int slots, const std::vector<Placement>& place) {
+    used_ += slots;
+    for (const Placement& p : place) node_used_[p.node] += static_cast<int>(p.slots);
+  }
+
+  void segment(std::size_t idx, const RunningJob& rj, Time end, bool ckpt) {
+    if (!opt_.record_segments) return;
+    res_.segments.push_back({tr_.jobs[idx].id, recs_[idx].seg_start, end, rj.slots, rj.placement, ckpt});
+  }
+
+  void finish(std::size_t idx) {
+    Rec& r = recs_[idx];
+    RunningJob rj = take_running(idx);
+    segment(idx, rj, now_, false);
+    r.end = now_;
+    r.st = St::Done;
+    ++r.gen;
+    const SwfJob& s = tr_.jobs[idx];
+    if (s.user >= 0) {  // EASY++ history: the user's last two run times
+      auto& h = history_[s.user];
+      h.first = h.second;
+      h.second = s.run;
+      ++history_n_[s.user];
+    }
+  }
+
+  // Puts a stopped job back in the pending queue at its submit-order place.
+  void requeue(std::size_t idx, Job&& j) {
+    Rec& r = recs_[idx];
+    r.st = St::Pending;
+    ++r.gen;
+    j.work_done = r.work_done;
+    auto pos = std::lower_bound(snap_.pending.begin(), snap_.pending.end(), j, [](const Job& a, const Job& b) {
+      return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
+    });
+    snap_.pending.insert(pos, std::move(j));
+  }
+
+  void end_checkpoint(std::size_t idx) {
+    RunningJob rj = take_running(idx);
+    segment(idx, rj, now_, true);
+    requeue(idx, std::move(rj.job));
+  }
+
+  void do_checkpoint(std::size_t idx) {
+    Rec& r = recs_[idx];
+    if (r.st != St::Running || r.checkpoints >= 1000) return;  // bound pathological loops
+    const SwfJob& s = tr_.jobs[idx];
+    Time work = std::max<Time>(0, now_ - r.seg_start - r.seg_overhead);
+    r.work_done = std::min(s.run - 1, r.work_done + work);  // a checkpoint never completes the job
+    ++r.checkpoints;
+    ++res_.checkpoints;
+    RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+    ++rj.job.requeues;
+    ++r.requeues;
+    res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
+    ++r.gen;
+    if (opt_.checkpoint_cost > 0) {
+      // It holds its resources while the checkpoint is written.
+      r.st = St::Checkpointing;
+      rj.expected_end = now_ + opt_.checkpoint_cost;
+      heap_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
+    } else {
+      end_checkpoint(idx);
+    }
+  }
+
+  void do_requeue(std::size_t idx) {
+    Rec& r = recs_[idx];
+    if (r.st != St::Running && r.st != St::Suspended) return;
+    RunningJob rj = take_running(idx);
+    if (r.st == St::Running) segment(idx, rj, now_, false);
+    ++r.requeues;
+    ++rj.job.requeues;
+    ++res_.preemptions;
+    requeue(idx, std::move(rj.job));  // work since the last checkpoint is lost
+  }
+
+  void do_suspend(std::size_t idx) {
+    Rec& r = recs_[idx];
+    if (r.st != St::Running) return;
+    RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+    segment(idx, rj, now_, false);
+    r.remaining = r.actual_end - now_;
+    r.suspended_at = now_;
+    r.st = St::Suspended;
+    ++r.gen;
+    rj.suspended = true;
+    release(rj.slots, rj.placement);
+    ++res_.preemptions;
+  }
+
+  void do_resume(std::size_t idx) {
+    Rec& r = recs_[idx];
+    if (r.st != St::Suspended) return;
+    RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+    if (!can_take(rj.slots, rj.placement)) {
+      ++res_.deferred_starts;
+      return;
+    }
+    take(rj.slots, rj.placement);
+    rj.suspended = false;
+    rj.suspended_for += now_ - r.suspended_at;
+    rj.expected_end += now_ - r.suspended_at;
+    r.seg_start = now_;
+    r.seg_overhead = 0;
+    r.actual_end = now_ + r.remaining;
+    r.st = St::Running;
+    ++r.gen;
+    heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), r.gen});
+  }
+
+  // EASY++: a job that outlives its prediction gets its expected end moved
+  // to its requested time; it is never killed before that.
+  void extend_predictions() {
+    while (!extend_.empty() && extend_.top().t <= now_) {
+      Ev e = extend_.top();
+      extend_.pop();
+      Rec& r = recs_[e.idx];
+      if (e.gen != r.gen || r.st != St::Running) continue;
+      RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[e.idx])];
+      Time req_left = std::max<Time>(1, tr_.jobs[e.idx].estimate - r.work_done);
+      rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left);
+    }
+  }
+
+  void pass() {
+    extend_predictions();
+    snap_.now = now_;
+    Plan plan = opt_.scheduler ? opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes)
+                               : schedule(snap_, cfg_, opt_.seed + res_.passes);
+    ++res_.passes;
+    bool any_start = false;
+    auto index_of = [&](JobId id) -> std::size_t {
+      return (id >= 1 && id <= n_) ? static_cast<std::size_t>(id - 1) : n_;
+    };
+    // Stops first, so the cores they free are there for this pass's starts.
+    for (const Decision& d : plan.decisions) {
+      std::size_t idx = index_of(d.job);
+      if (idx == n_) continue;
+      switch (d.action) {
+        case Action::Checkpoint: do_checkpoint(idx); break;
+        case Action::Requeue: do_requeue(idx); break;
+        case Action::Suspend: do_suspend(idx); break;
+        default: break;
+      }
+    }
+    for (const Decision& d : plan.decisions) {
+      std::size_t idx = index_of(d.job);
+      if (idx == n_) continue;
+      Rec& r = recs_[idx];
+      switch (d.action) {
+        case Action::Resume: do_resume(idx); break;
+        case Action::Start: {
+          if (r.st != St::Pending || r.starting) break;
+          int slots = d.slots > 0 ? d.slots : tr_.jobs[idx].procs;
+          if (!can_take(slots, d.placement)) {  // e.g. a checkpoint still being written
+            ++res_.deferred_starts;
+            break;
+          }
+          take(slots, d.placement);
+          r.starting = true;
+          r.start_slots = slots;
+          r.start_place = d.placement;
+          any_start = true;
+          break;
+        }
+        case Action::Reject:
+          if (r.st == St::Pending) {
+            r.st = St::Rejected;
+            any_start = true;  // removed from pending below
+          }
+          break;
+        case Action::Demote:
+          if (r.st == St::Pending)
+            for (Job& j : snap_.pending)
+              if (j.id == d.job) j.queue = d.queue;
+          break;
+        default: break;
+      }
+    }
+    if (!any_start) return;
+    // One sweep moves every started job from pending to running.
+    auto& pend = snap_.pending;
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < pend.size(); ++i) {
+      std::size_t idx = static_cast<std::size_t>(pend[i].id - 1);
+      Rec& r = recs_[idx];
+      if (r.starting) {
+        r.starting = false;
+        // Its cores were already taken when the decision was checked.
+        add_running(idx, std::move(pend[i]), r.start_slots, std::move(r.start_place));
+        r.start_place.clear();
+      } else if (r.st == St::Rejected) {
+        ++res_.rejected;
+      } else {
+        if (w != i) pend[w] = std::move(pend[i]);
+        ++w;
+      }
+    }
+    pend.resize(w);
+  }
+
+  void summarize() {
+    SimResult& s = res_;
+    s.jobs = n_;
+    s.per_job.resize(n_);
+    double wsum = 0, bsum = 0, work = 0;
+    std::size_t started = 0;
+    Time first_submit = n_ ? tr_.jobs[0].submit : 0, last_end = first_submit;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const SwfJob& j = tr_.jobs[i];
+      const Rec& r = recs_[i];
+      JobResult& o = s.per_job[i];
+      o = {j.id, j.submit, j.run, j.estimate, j.procs, r.first_start, r.end, r.checkpoints, r.requeues,
+           r.st == St::Rejected};
+      if (r.st == St::Pending) ++s.unstarted;
+      if (r.first_start >= 0) {
+        Time w = r.first_start - j.submit;
+        wsum += static_cast<double>(w);
+        s.max_wait = std::max(s.max_wait, w);
+        ++started;
+      }
+      if (r.end >= 0) {
+        ++s.finished;
+        double b = std::max(1.0, static_cast<double>(r.end - j.submit) /
+                                     static_cast<double>(std::max<Time>(j.run, 10)));
+        bsum += b;
+        s.max_bsld = std::max(s.max_bsld, b);
+        work += static_cast<double>(j.run) * j.procs;
+        last_end = std::max(last_end, r.end);
+      }
+    }
+    s.mean_wait = started ? wsum / static_cast<double>(started) : 0;
+    s.mean_bsld = s.finished ? bsum / static_cast<double>(s.finished) : 0;
+    s.makespan = last_end - first_submit;
+    s.utilization = s.makespan > 0 ? work / (static_cast<double>(total_) * static_cast<double>(s.makespan)) : 0;
+  }
+};
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+}  // namespace
+
+SimResult simulate(const SwfTrace& trace, const SimOptions& opt) {
+  Simulator s(trace, opt);
+  return s.run();
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) o += c;
+  }
+  return o + "\"";
+}
+
+std::string to_json(const SimResult& r, const JsonFields& labels) {
+  std::string o = "{";
+  auto kv = [&](const std::string& k, const std::string& v) {
+    if (o.size() > 1) o += ", ";
+    o += json_string(k);
+    o += ": ";
+    o += v;
+  };
+  for (const auto& [k, v] : labels) kv(k, v);
+  kv("jobs", std::to_string(r.jobs));
+  kv("finished", std::to_string(r.finished));
+  kv("rejected", std::to_string(r.rejected));
+  kv("unstarted", std::to_string(r.unstarted));
+  kv("utilization", num(r.utilization));
+  kv("mean_wait", num(r.mean_wait));
+  kv("max_wait", std::to_string(r.max_wait));
+  kv("mean_bsld", num(r.mean_bsld));
+  kv("max_bsld", num(r.max_bsld));
+  kv("makespan", std::to_string(r.makespan));
+  kv("preemptions", std::to_string(r.preemptions));
+  kv("checkpoints", std::to_string(r.checkpoints));
+  kv("checkpoint_cost_total", std::to_string(r.checkpoint_cost_total));
+  kv("restart_cost_total", std::to_string(r.restart_cost_total));
+  kv("deferred_starts", std::to_string(r.deferred_starts));
+  kv("passes", std::to_string(r.passes));
+  kv("machine_procs", std::to_string(r.machine_procs));
+  kv("sim_seconds", num(r.sim_seconds));
+  o += "}";
+  return o;
+}
+
+std::string starts_csv(const SimResult& r) {
+  std::string o;
+  o.reserve(r.per_job.size() * 16);
+  for (const JobResult& j : r.per_job) {
+    o += std::to_string(j.id);
+    o += ',';
+    o += std::to_string(j.first_start);
+    o += '\n';
+  }
+  return o;
+}
+
+std::string gantt_svg(const SimResult& r, Time from, Time to) {
+  if (to <= from) to = from + 1;
+  const int rows = std::max(1, r.machine_procs);
+  const double W = 1200, H = std::min(2400.0, std::max(200.0, rows * 2.0)), left = 60, top = 30;
+  const double rowh = H / rows, sx = W / static_cast<double>(to - from);
+  std::string o;
+  char b[512];
+  std::snprintf(b, sizeof b,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+                "font-size=\"11\">\n<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#f4f4f4\" stroke=\"#888\"/>\n"
+                "<text x=\"%.0f\" y=\"18\">t = %lld .. %lld s, %d processors</text>\n",
+                W + left + 20, H + top + 40, left, top, W, H, left, static_cast<long long>(from),
+                static_cast<long long>(to), rows);
+  o += b;
+  // Rows are assigned by first fit in start order (the same packing the
+  // simulator's capacity check guarantees), so concurrent jobs never overlap.
+  std::vector<std::size_t> order(r.segments.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b2) { return r.segments[a].start < r.segments[b2].start; });
+  std::set<int> free_rows;
+  for (int i = 0; i < rows; ++i) free_rows.insert(i);
+  using End = std::pair<Time, std::size_t>;
+  std::priority_queue<End, std::vector<End>, std::greater<End>> ends;
+  std::vector<std::vector<int>> held(r.segments.size());
+  for (std::size_t k : order) {
+    const Segment& sg = r.segments[k];
+    if (sg.start >= to) break;
+    while (!ends.empty() && ends.top().first <= sg.start) {
+      for (int row : held[ends.top().second]) free_rows.insert(row);
+      held[ends.top().second].clear();
+      ends.pop();
+    }
+    for (int i = 0; i < sg.slots && !free_rows.empty(); ++i) {
+      held[k].push_back(*free_rows.begin());
+      free_rows.erase(free_rows.begin());
+    }
+    ends.push({sg.end, k});
+    if (sg.end <= from) continue;
+    double x0 = left + static_cast<double>(std::max(sg.start, from) - from) * sx;
+    double x1 = left + static_cast<double>(std::min(sg.end, to) - from) * sx;
+    unsigned hue = static_cast<unsigned>((sg.id * 2654435761u) % 360u);
+    // One rectangle per run of consecutive rows.
+    const std::vector<int>& hr = held[k];
+    for (std::size_t a = 0; a < hr.size();) {
+      std::size_t z = a;
+      while (z + 1 < hr.size() && hr[z + 1] == hr[z] + 1) ++z;
+      std::snprintf(b, sizeof b,
+                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%u,60%%,60%%)\" "
+                    "stroke=\"%s\" stroke-width=\"0.3\"><title>job %llu: %lld..%lld, %d procs%s</title></rect>\n",
+                    x0, top + hr[a] * rowh, std::max(0.5, x1 - x0), (static_cast<double>(z - a + 1)) * rowh, hue,
+                    sg.checkpointed ? "#c00" : "#333", static_cast<unsigned long long>(sg.id),
+                    static_cast<long long>(sg.start), static_cast<long long>(sg.end), sg.slots,
+                    sg.checkpointed ? " (checkpointed)" : "");
+      o += b;
+      a = z + 1;
+    }
+  }
+  std::snprintf(b, sizeof b, "<text x=\"%.0f\" y=\"%.0f\">time (s)</text>\n</svg>\n", left + W / 2, H + top + 25);
+  o += b;
+  return o;
+}
+
+}  // namespace corral::sim

@@ -1,9 +1,239 @@
-// Placeholder until the sim part lands.
+// `corral sim TRACE [options]`: replays an SWF trace through the scheduling
+// core in simulated time and prints one JSON object on stdout.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "coordinator/sim/sim.hpp"
 #include "tools/corral/commands.hpp"
+
 namespace corral::cli {
-int cmd_sim(int, char**) {
-  std::fprintf(stderr, "corral sim: not built yet\n");
-  return 1;
+
+namespace {
+
+// The default is the best setting measured on all traces (bench/sim/RESULTS.md).
+constexpr const char* kDefaultPolicy = "easy";
+constexpr const char* kDefaultOrder = "fifo";
+constexpr Time kDefaultAging = 0;
+constexpr bool kDefaultPredict = false;
+
+const char* kHelp =
+    "usage: corral sim TRACE [options]\n"
+    "\n"
+    "Replays a Standard Workload Format trace (plain or .gz) through Corral's\n"
+    "scheduling core in simulated time; prints one JSON object on stdout.\n"
+    "\n"
+    "options:\n"
+    "  --policy P           fcfs | easy | conservative | reserve | checkpoint\n"
+    "  --order O            queue order: fifo | sjf | saf | wfp3 | sjbf\n"
+    "  --aging T            starvation bound: jobs waiting >= T go first, FIFO (0: off)\n"
+    "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
+    "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
+    "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
+    "  --nodes N            machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
+    "  --cores C            cores per node (default 1)\n"
+    "  --max-jobs N         replay only the first N usable jobs\n"
+    "  --seed N             seed handed to every scheduling pass (default 1)\n"
+    "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
+    "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
+    "  --from T, --to T     time range of the chart (default: the first day)\n"
+    "  --help               this text\n"
+    "Times accept a suffix s, m, h or d (e.g. --aging 24h). The default setting\n"
+    "(no --policy/--order) is the best one measured on every trace; see\n"
+    "bench/sim/RESULTS.md.\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+long long parse_int(std::string_view opt, const std::string& v, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || x < lo || x > hi)
+    throw UsageError(std::string(opt) + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  return x;
 }
+
+Time parse_time(std::string_view opt, std::string v) {
+  long long mul = 1;
+  if (!v.empty()) {
+    switch (v.back()) {
+      case 's': mul = 1; v.pop_back(); break;
+      case 'm': mul = 60; v.pop_back(); break;
+      case 'h': mul = 3600; v.pop_back(); break;
+      case 'd': mul = 86400; v.pop_back(); break;
+      default: break;
+    }
+  }
+  return parse_int(opt, v, 0, (1LL << 40) / mul) * mul;
+}
+
+Backfill parse_policy(const std::string& p) {
+  if (p == "fcfs") return Backfill::Fcfs;
+  if (p == "easy") return Backfill::Easy;
+  if (p == "conservative") return Backfill::Conservative;
+  if (p == "reserve") return Backfill::Reserve;
+  if (p == "checkpoint") return Backfill::Checkpoint;
+  throw UsageError("--policy: unknown policy '" + p + "' (fcfs, easy, conservative, reserve, checkpoint)");
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+  f << text;
+  f.close();
+  if (!f) throw std::runtime_error("cannot write '" + path + "'");
+}
+
+void progress_bar(double frac) {
+  int w = 40, k = static_cast<int>(std::lround(frac * w));
+  std::fprintf(stderr, "\r[%-*.*s] %3d%%", w, k, "########################################",
+               static_cast<int>(std::lround(frac * 100)));
+  if (frac >= 1.0) std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int cmd_sim(int argc, char** argv) {
+  std::string trace_path, policy = kDefaultPolicy, order = kDefaultOrder, starts_path, gantt_path;
+  sim::SimOptions opt;
+  opt.sched.order.aging = kDefaultAging;
+  opt.predict = kDefaultPredict;
+  Time from = -1, to = -1;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i], val;
+      bool has_eq = false;
+      if (a.rfind("--", 0) == 0) {
+        if (auto eq = a.find('='); eq != std::string::npos) {
+          val = a.substr(eq + 1);
+          a = a.substr(0, eq);
+          has_eq = true;
+        }
+      }
+      auto value = [&]() -> std::string {
+        if (has_eq) return val;
+        if (i + 1 >= argc) throw UsageError(a + ": missing value");
+        return argv[++i];
+      };
+      if (a == "--help" || a == "-h") {
+        std::fputs(kHelp, stdout);
+        return 0;
+      } else if (a == "--policy") {
+        policy = value();
+        parse_policy(policy);
+      } else if (a == "--order") {
+        order = value();
+        if (!order_policy_known(order))
+          throw UsageError("--order: unknown order '" + order + "' (fifo, sjf, saf, wfp3, sjbf)");
+      } else if (a == "--aging") {
+        opt.sched.order.aging = parse_time(a, value());
+      } else if (a == "--predict") {
+        if (has_eq) throw UsageError("--predict takes no value");
+        opt.predict = true;
+      } else if (a == "--no-predict") {
+        opt.predict = false;
+      } else if (a == "--checkpoint-cost") {
+        opt.checkpoint_cost = parse_time(a, value());
+      } else if (a == "--restart-cost") {
+        opt.restart_cost = parse_time(a, value());
+      } else if (a == "--nodes") {
+        opt.nodes = static_cast<int>(parse_int(a, value(), 1, 1 << 20));
+      } else if (a == "--cores") {
+        opt.cores = static_cast<int>(parse_int(a, value(), 1, 4096));
+      } else if (a == "--max-jobs") {
+        opt.max_jobs = static_cast<std::size_t>(parse_int(a, value(), 1, 1LL << 40));
+      } else if (a == "--seed") {
+        opt.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, (1LL << 62)));
+      } else if (a == "--starts") {
+        starts_path = value();
+      } else if (a == "--gantt") {
+        gantt_path = value();
+      } else if (a == "--from") {
+        from = parse_time(a, value());
+      } else if (a == "--to") {
+        to = parse_time(a, value());
+      } else if (a == "--projects") {
+        // Reserved for the allocation parts (PBA/NCI): they fill
+        // SimOptions::on_setup / on_arrival from the file.
+        throw UsageError("--projects: not available in this build yet");
+      } else if (a.size() > 1 && a[0] == '-') {
+        throw UsageError("unknown option '" + a + "' (see corral sim --help)");
+      } else if (trace_path.empty()) {
+        trace_path = a;
+      } else {
+        throw UsageError("only one TRACE may be given (got '" + trace_path + "' and '" + a + "')");
+      }
+    }
+    if (trace_path.empty()) throw UsageError("missing TRACE (see corral sim --help)");
+    if ((from >= 0 || to >= 0) && gantt_path.empty()) throw UsageError("--from/--to need --gantt FILE.svg");
+    if (from >= 0 && to >= 0 && to <= from) throw UsageError("--to must be after --from");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "corral sim: %s\n", e.what());
+    return 2;
+  }
+
+  opt.sched.order.policy = order;
+  opt.sched.planner.backfill = parse_policy(policy);
+  opt.record_segments = !gantt_path.empty();
+  if (isatty(STDERR_FILENO)) opt.progress = progress_bar;
+
+  sim::SwfTrace trace;
+  try {
+    trace = sim::read_swf(trace_path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corral sim: %s\n", e.what());
+    return 2;
+  }
+  if (trace.bad_lines > 0)
+    std::fprintf(stderr, "corral sim: %zu bad line(s) skipped in '%s' (first: %s)\n", trace.bad_lines,
+                 trace_path.c_str(), trace.first_bad.c_str());
+  if (trace.jobs.empty()) {
+    std::fprintf(stderr, "corral sim: '%s' has no usable job\n", trace_path.c_str());
+    return 2;
+  }
+
+  try {
+    sim::SimResult r = sim::simulate(trace, opt);
+    sim::JsonFields labels = {
+        {"trace", sim::json_string(trace_path)},
+        {"policy", sim::json_string(policy)},
+        {"order", sim::json_string(order)},
+        {"aging", std::to_string(opt.sched.order.aging)},
+        {"predict", opt.predict ? "true" : "false"},
+        {"checkpoint_cost", std::to_string(opt.checkpoint_cost)},
+        {"restart_cost", std::to_string(opt.restart_cost)},
+        {"bad_lines", std::to_string(trace.bad_lines)},
+        {"skipped", std::to_string(trace.skipped)},
+    };
+    std::printf("%s\n", sim::to_json(r, labels).c_str());
+    if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
+    if (!gantt_path.empty()) {
+      Time f = from >= 0 ? from : trace.jobs.front().submit;
+      Time t = to >= 0 ? to : f + 86400;
+      write_file(gantt_path, sim::gantt_svg(r, f, t));
+    }
+    if (r.unstarted > 0)
+      std::fprintf(stderr, "corral sim: %zu job(s) never started (the planner left them pending)\n", r.unstarted);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "corral sim: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corral sim: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace corral::cli

@@ -1,0 +1,102 @@
+// Trace-driven simulation: replays an SWF trace through the core's schedule()
+// in simulated time. This is a driver, not the core: it may do I/O and read the
+// clock (for its own speed figure), the core it calls may not.
+//
+// Event rules (SWF convention, so results compare with other simulators): at
+// one instant, completions first, then arrivals, then ONE scheduling pass.
+// The simulator keeps one Snapshot and mutates it between passes (started jobs
+// move from pending to running, finished ones are erased); it never rebuilds it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/schedule.hpp"
+#include "coordinator/sim/swf.hpp"
+
+namespace corral::sim {
+
+struct SimOptions {
+  SchedConfig sched;           // policy, order, planner settings (duration offset 0)
+  int nodes = 0;               // 0: the trace's machine size, as single-core nodes
+  int cores = 1;               // cores per node
+  bool predict = false;        // EASY++ user run-time prediction (Tsafrir et al. 2007)
+  Time checkpoint_cost = 60;   // s a checkpointed job holds its resources longer
+  Time restart_cost = 60;      // s more a restarted job needs
+  std::uint64_t seed = 1;
+  std::size_t max_jobs = 0;    // 0: all; else only the first N usable jobs
+  bool record_segments = false;  // keep every run segment (for a Gantt chart)
+  // Called every ~1% of events with the fraction done (progress bar).
+  std::function<void(double)> progress;
+  // Hook for later parts (e.g. `--projects FILE` of PBA/NCI): called once with
+  // the initial snapshot and config, then for every job as it arrives, so a
+  // part can set projects, queues and allocations. Empty: nothing.
+  std::function<void(Snapshot&, SchedConfig&)> on_setup;
+  std::function<void(Job&, const SwfJob&)> on_arrival;
+  // The pass to run; empty: corral::schedule (tests script their own).
+  std::function<Plan(const Snapshot&, const SchedConfig&, std::uint64_t)> scheduler;
+};
+
+// One contiguous stretch of a job on the machine.
+struct Segment {
+  JobId id = 0;          // trace id
+  Time start = 0, end = 0;
+  int slots = 0;
+  std::vector<Placement> placement;  // as granted (may be empty)
+  bool checkpointed = false;         // ended by a checkpoint (not completion)
+};
+
+struct JobResult {
+  JobId id = 0;          // trace id
+  Time submit = 0, run = 0, estimate = 0;
+  int procs = 0;
+  Time first_start = -1;  // -1: never started
+  Time end = -1;          // final completion (-1: never finished)
+  int checkpoints = 0;
+  int requeues = 0;
+  bool rejected = false;
+};
+
+struct SimResult {
+  std::size_t jobs = 0;         // jobs in the replay
+  std::size_t finished = 0;
+  std::size_t rejected = 0;     // the core said they can never run
+  std::size_t unstarted = 0;    // left pending when no event remained
+  double utilization = 0;       // useful proc-seconds / (procs * makespan)
+  double mean_wait = 0;         // first start - submit
+  Time max_wait = 0;
+  double mean_bsld = 0;         // max(1, (end-submit)/max(run,10)) over finished jobs
+  double max_bsld = 0;
+  Time makespan = 0;            // last end - first submit
+  std::size_t preemptions = 0;  // requeues and suspensions (not checkpoints)
+  std::size_t checkpoints = 0;
+  Time checkpoint_cost_total = 0;   // s x slots held by checkpoints
+  Time restart_cost_total = 0;      // s x slots spent restarting
+  std::size_t deferred_starts = 0;  // starts the machine could not honour at once
+  std::size_t passes = 0;
+  int machine_procs = 0;
+  double sim_seconds = 0;       // wall-clock time of the replay (not parsing)
+  std::vector<JobResult> per_job;   // in trace order (submit, id)
+  std::vector<Segment> segments;    // if record_segments
+};
+
+// Replays `trace` (its jobs must be sorted by submit, id; read_swf does that).
+// Throws std::invalid_argument for impossible options (no machine size, ...).
+SimResult simulate(const SwfTrace& trace, const SimOptions& opt);
+
+// The result as one JSON object (no trailing newline). `labels` come first,
+// as key -> already-encoded JSON value (use json_string for text).
+using JsonFields = std::vector<std::pair<std::string, std::string>>;
+std::string to_json(const SimResult& r, const JsonFields& labels = {});
+std::string json_string(const std::string& s);
+
+// Writes `id,start` lines, one per job in trace order (start -1 if never).
+std::string starts_csv(const SimResult& r);
+
+// An SVG Gantt chart of the segments overlapping [from, to).
+std::string gantt_svg(const SimResult& r, Time from, Time to);
+
+}  // namespace corral::sim

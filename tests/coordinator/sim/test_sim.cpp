@@ -1,0 +1,503 @@
+// Tests of the trace simulator: SWF parsing, the event loop's mechanics
+// (with scripted passes), and exact agreement of `fcfs` and `easy` with an
+// independent textbook reference simulator written below.
+#include <zlib.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "coordinator/planner/order.hpp"
+#include "coordinator/sim/sim.hpp"
+
+using namespace corral;
+using namespace corral::sim;
+
+#ifndef CORRAL_TRACES
+#define CORRAL_TRACES "../shared/traces"
+#endif
+
+namespace {
+
+// One SWF line with the fields that matter (others -1).
+std::string swf_line(long id, long submit, long run, long procs_alloc, long procs_req, long req_time,
+                     long user = -1) {
+  std::ostringstream o;
+  o << id << ' ' << submit << " -1 " << run << ' ' << procs_alloc << " -1 -1 " << procs_req << ' ' << req_time
+    << " -1 1 " << user << " -1 -1 -1 -1 -1 -1\n";
+  return o.str();
+}
+
+// ------------------------------------------------ the textbook reference --
+// Straightforward FCFS / EASY over a single pool of processors, written from
+// the definitions (Lifka 1995; Mu'alem & Feitelson 2001), independent of the
+// simulator and the planner.
+struct RefJob {
+  JobId id;
+  Time submit, run, est;
+  int procs;
+};
+
+std::map<JobId, Time> reference(const std::vector<RefJob>& jobs, int machine, bool easy) {
+  struct Run {
+    Time end, est_end;
+    int procs;
+  };
+  std::vector<Run> running;
+  std::vector<RefJob> queue;
+  std::map<JobId, Time> start;
+  std::size_t next = 0;
+  int free = machine;
+  while (next < jobs.size() || !running.empty() || !queue.empty()) {
+    Time t = std::numeric_limits<Time>::max();
+    if (next < jobs.size()) t = jobs[next].submit;
+    for (const Run& r : running) t = std::min(t, r.end);
+    if (t == std::numeric_limits<Time>::max()) break;  // stuck (cannot happen with valid jobs)
+    for (std::size_t i = 0; i < running.size();) {       // completions
+      if (running[i].end == t) {
+        free += running[i].procs;
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    while (next < jobs.size() && jobs[next].submit == t) queue.push_back(jobs[next++]);  // arrivals
+    // One pass: start from the head while it fits.
+    while (!queue.empty() && queue.front().procs <= free) {
+      const RefJob& j = queue.front();
+      start[j.id] = t;
+      free -= j.procs;
+      running.push_back({t + j.run, t + j.est, j.procs});
+      queue.erase(queue.begin());
+    }
+    if (!easy || queue.empty()) continue;
+    // Shadow time of the head and the extra processors.
+    std::vector<Run> by_end = running;
+    std::sort(by_end.begin(), by_end.end(), [](const Run& a, const Run& b) { return a.est_end < b.est_end; });
+    int avail = free;
+    Time shadow = 0;
+    for (const Run& r : by_end) {
+      avail += r.procs;
+      if (avail >= queue.front().procs) {
+        shadow = r.est_end;
+        break;
+      }
+    }
+    int at_shadow = free;
+    for (const Run& r : running)
+      if (r.est_end <= shadow) at_shadow += r.procs;
+    int extra = at_shadow - queue.front().procs;
+    for (std::size_t i = 1; i < queue.size();) {
+      const RefJob& j = queue[i];
+      bool go = false;
+      if (j.procs <= free) {
+        if (t + j.est <= shadow) {
+          go = true;
+        } else if (j.procs <= extra) {
+          go = true;
+          extra -= j.procs;
+        }
+      }
+      if (go) {
+        start[j.id] = t;
+        free -= j.procs;
+        running.push_back({t + j.run, t + j.est, j.procs});
+        queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  return start;
+}
+
+std::vector<RefJob> ref_jobs(const SwfTrace& tr, std::size_t limit = 0) {
+  std::vector<RefJob> v;
+  for (const SwfJob& j : tr.jobs) {
+    if (limit && v.size() >= limit) break;
+    v.push_back({j.id, j.submit, j.run, j.estimate, j.procs});
+  }
+  return v;
+}
+
+// Runs the simulator under `b` and compares every job's start with the reference.
+void check_against_reference(const SwfTrace& tr, Backfill b, std::size_t limit = 0) {
+  SimOptions opt;
+  opt.sched.planner.backfill = b;
+  opt.max_jobs = limit;
+  SimResult r = simulate(tr, opt);
+  int machine = tr.max_procs > 0 ? tr.max_procs : tr.max_nodes;
+  auto ref = reference(ref_jobs(tr, limit), machine, b == Backfill::Easy);
+  REQUIRE(r.unstarted == 0);
+  REQUIRE(r.per_job.size() == ref.size());
+  std::size_t mismatches = 0;
+  for (const JobResult& j : r.per_job) {
+    if (ref.at(j.id) != j.first_start) {
+      if (mismatches++ < 5)
+        UNSCOPED_INFO("job " << j.id << ": sim starts at " << j.first_start << ", reference at " << ref.at(j.id));
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+SwfTrace random_trace(std::uint32_t seed, int machine, int n) {
+  std::mt19937 rng(seed);
+  std::ostringstream o;
+  o << "; MaxProcs: " << machine << "\n";
+  long t = 0;
+  for (int i = 1; i <= n; ++i) {
+    t += std::uniform_int_distribution<int>(0, 3)(rng) * 50;  // many simultaneous events
+    long run = std::uniform_int_distribution<int>(1, 20)(rng) * 50;
+    long est = std::uniform_int_distribution<int>(0, 2)(rng) == 0 ? run : run * std::uniform_int_distribution<int>(1, 4)(rng) + 50;
+    int procs = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? std::uniform_int_distribution<int>(machine / 2, machine)(rng)
+                                                                  : std::uniform_int_distribution<int>(1, machine / 4)(rng);
+    o << swf_line(i, t, run, procs, -1, est);
+  }
+  return parse_swf(o.str());
+}
+
+// A scripted pass: FIFO, start every job that fits (no backfilling).
+Plan greedy(const Snapshot& s) {
+  Plan p;
+  int free = 0;
+  for (const Node& n : s.nodes) free += n.cores;
+  for (const RunningJob& r : s.running)
+    if (!r.suspended) free -= r.slots;
+  for (const Job& j : s.pending) {
+    if (j.slots_min > free) break;
+    free -= j.slots_min;
+    p.decisions.push_back({Action::Start, j.id, s.now, j.slots_min, {}, {}, {}});
+  }
+  return p;
+}
+
+std::filesystem::path tmpdir() {
+  auto d = std::filesystem::temp_directory_path() / ("corral_sim_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ SWF --
+
+TEST_CASE("SWF: header, procs and estimate conventions, skip rules", "[sim][swf]") {
+  std::string text = "; Version: 2.2\n; MaxNodes: 16\n; MaxProcs: 8\n" +
+                     swf_line(1, 0, 100, 4, -1, 200) +   // procs from field 5 (field 8 is -1)
+                     swf_line(2, 5, 100, 4, 2, -1) +     // procs from field 8; no estimate -> run
+                     swf_line(3, 5, 300, 2, 2, 200) +    // run > estimate -> run = estimate
+                     swf_line(4, 6, 0, 2, 2, 200) +      // run 0: skipped
+                     swf_line(5, 6, 10, -1, -1, 200) +   // no procs: skipped
+                     swf_line(6, 7, 10, 9, 9, 200) +     // more than MaxProcs: skipped
+                     swf_line(7, 1, 10, 1, 1, 20);       // out of submit order: sorted
+  SwfTrace t = parse_swf(text);
+  CHECK(t.max_procs == 8);
+  CHECK(t.max_nodes == 16);
+  CHECK(t.lines == 7);
+  CHECK(t.bad_lines == 0);
+  CHECK(t.skipped == 3);
+  REQUIRE(t.jobs.size() == 4);
+  CHECK(t.jobs[0].id == 1);
+  CHECK(t.jobs[0].procs == 4);
+  CHECK(t.jobs[0].estimate == 200);
+  CHECK(t.jobs[1].id == 7);
+  CHECK(t.jobs[2].id == 2);
+  CHECK(t.jobs[2].procs == 2);
+  CHECK(t.jobs[2].estimate == 100);
+  CHECK(t.jobs[3].run == 200);
+  CHECK(t.jobs[3].estimate == 200);
+}
+
+TEST_CASE("SWF: MaxNodes is the machine size when MaxProcs is absent", "[sim][swf]") {
+  SwfTrace t = parse_swf("; MaxNodes: 4\n" + swf_line(1, 0, 10, 4, -1, -1) + swf_line(2, 0, 10, 5, -1, -1));
+  CHECK(t.max_procs == 0);
+  CHECK(t.max_nodes == 4);
+  CHECK(t.jobs.size() == 1);
+  CHECK(t.skipped == 1);
+}
+
+TEST_CASE("SWF: float fields parse, bad lines are counted and skipped", "[sim][swf]") {
+  std::string text = "; MaxProcs: 8\n"
+                     "  1  0  5  552.6  4  552.21  -1  4  43200.0  -1  1  4  1  -1 -1  1 -1 -1\n"
+                     "2 0 5 abc 4 -1 -1 4 100 -1 1 4 1 -1 -1 1 -1 -1\n"
+                     "3 0\n"
+                     "\n"
+                     "4 1 5 nan 4 -1 -1 4 100 -1 1 4 1 -1 -1 1 -1 -1\r\n" +
+                     swf_line(5, 2, 10, 1, 1, 10);
+  SwfTrace t = parse_swf(text);
+  CHECK(t.bad_lines == 3);
+  CHECK(t.first_bad.find("line 3") != std::string::npos);
+  REQUIRE(t.jobs.size() == 2);
+  CHECK(t.jobs[0].run == 553);
+  CHECK(t.jobs[0].estimate == 43200);
+  CHECK(t.jobs[0].user == 4);
+}
+
+TEST_CASE("SWF: gzip files are read transparently; missing files give a clear error", "[sim][swf]") {
+  auto dir = tmpdir();
+  std::string text = "; MaxProcs: 4\n" + swf_line(1, 0, 10, 2, 2, 20) + swf_line(2, 3, 10, 2, 2, 20);
+  auto gz = (dir / "t.swf.gz").string();
+  gzFile f = gzopen(gz.c_str(), "wb");
+  REQUIRE(f);
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  SwfTrace t = read_swf(gz);
+  CHECK(t.jobs.size() == 2);
+  CHECK(t.max_procs == 4);
+  try {
+    read_swf((dir / "nope.swf").string());
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("cannot open") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// --------------------------------------------------------------- orders --
+
+namespace {
+Snapshot order_snap() {
+  Snapshot s;
+  s.now = 1000;
+  s.nodes.resize(1);
+  s.nodes[0].cores = 10;
+  auto job = [](JobId id, Time submit, Time wall, int slots) {
+    Job j;
+    j.id = id;
+    j.submit = submit;
+    j.walltime = wall;
+    j.slots_min = j.slots_max = slots;
+    return j;
+  };
+  s.pending = {job(1, 0, 500, 4), job(2, 100, 100, 8), job(3, 200, 50, 1), job(4, 900, 50, 2), job(5, 950, 300, 1)};
+  return s;
+}
+std::vector<JobId> ids(const Snapshot& s, const OrderConfig& c) {
+  PassState st;
+  order_pending(s, c, st);
+  std::vector<JobId> v;
+  for (auto i : st.order) v.push_back(s.pending[i].id);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("order: fifo, sjf, saf, wfp3, sjbf and the aging bound", "[sim][order]") {
+  Snapshot s = order_snap();
+  OrderConfig c;
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  std::swap(s.pending[0], s.pending[3]);  // FIFO does not rely on input order
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  s = order_snap();
+  c.policy = "sjf";
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});  // 50, 50 (FIFO tie), 100, 300, 500
+  s.pending[2].estimate = 400;                            // a prediction overrides walltime
+  CHECK(ids(s, c) == std::vector<JobId>{4, 2, 5, 3, 1});
+  s = order_snap();
+  c.policy = "saf";  // areas 2000, 800, 50, 100, 300
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 5, 2, 1});
+  c.policy = "wfp3";  // (wait/est)^3*slots: 1: 8e-3*4, 2: 729*8, 3: 4096, 4: 8*2, 5: ~0
+  CHECK(ids(s, c) == std::vector<JobId>{2, 3, 4, 1, 5});
+  c.policy = "sjf";
+  c.aging = 850;  // jobs 1, 2 (waited 1000, 900) go first, in FIFO order
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  c.aging = 950;
+  CHECK(ids(s, c) == std::vector<JobId>{1, 3, 4, 2, 5});
+  c.aging = 0;
+  c.policy = "sjbf";  // 10 free: job 1 (4) fits, job 2 (8) is the head, then shortest first
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  s.pending[4].walltime = 10;
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 5, 3, 4});
+  CHECK(order_policy_known("wfp3"));
+  CHECK_FALSE(order_policy_known("random"));
+}
+
+// ------------------------------------------------------ event mechanics --
+
+TEST_CASE("sim: completions before arrivals, metrics, starts file", "[sim]") {
+  // Machine of 4. Job 1 uses all 4 for 100 s; job 2 arrives at 100 and needs
+  // all 4: it must start at 100 (the completion is processed first).
+  SwfTrace t = parse_swf("; MaxProcs: 4\n" + swf_line(1, 0, 100, 4, 4, 100) + swf_line(2, 100, 50, 4, 4, 100) +
+                         swf_line(3, 100, 5, 1, 1, 5));
+  SimOptions opt;
+  opt.scheduler = [](const Snapshot& s, const SchedConfig&, std::uint64_t) { return greedy(s); };
+  SimResult r = simulate(t, opt);
+  REQUIRE(r.per_job.size() == 3);
+  CHECK(r.per_job[0].first_start == 0);
+  CHECK(r.per_job[1].first_start == 100);
+  CHECK(r.per_job[2].first_start == 150);
+  CHECK(r.per_job[2].end == 155);
+  CHECK(r.finished == 3);
+  CHECK(r.makespan == 155);
+  CHECK(r.max_wait == 50);
+  CHECK(r.mean_wait == Approx(50.0 / 3));
+  // bsld: 1, 1, (155-100)/max(5,10) = 5.5
+  CHECK(r.mean_bsld == Approx((1 + 1 + 5.5) / 3));
+  CHECK(r.utilization == Approx((400.0 + 200 + 5) / (4 * 155)));
+  CHECK(starts_csv(r) == "1,0\n2,100\n3,150\n");
+  std::string js = to_json(r, {{"policy", json_string("x\"y")}});
+  CHECK(js.find("\"policy\": \"x\\\"y\"") != std::string::npos);
+  CHECK(js.find("\"mean_bsld\": ") != std::string::npos);
+  CHECK(js.find("\"sim_seconds\": ") != std::string::npos);
+}
+
+TEST_CASE("sim: checkpoint costs are charged and the job resumes its work", "[sim]") {
+  // Job 1 (4 procs, 1000 s) is checkpointed at 100 when job 2 arrives.
+  // The checkpoint holds the cores 60 s, so job 2 starts at 160 (deferred),
+  // then job 1 restarts at 260 with 900 s left plus 60 s restart cost.
+  SwfTrace t = parse_swf("; MaxProcs: 4\n" + swf_line(1, 0, 1000, 4, 4, 1000) + swf_line(2, 100, 100, 4, 4, 100));
+  SimOptions opt;
+  opt.record_segments = true;
+  opt.scheduler = [](const Snapshot& s, const SchedConfig&, std::uint64_t) {
+    Plan p;
+    bool two_pending = std::any_of(s.pending.begin(), s.pending.end(), [](const Job& j) { return j.id == 2; });
+    if (two_pending)
+      for (const RunningJob& r : s.running)
+        if (r.job.id == 1) {
+          p.decisions.push_back({Action::Checkpoint, 1, s.now, 0, {}, {}, {}});
+          p.decisions.push_back({Action::Start, 2, s.now, 4, {}, {}, {}});
+          return p;
+        }
+    return greedy(s);
+  };
+  SimResult r = simulate(t, opt);
+  CHECK(r.checkpoints == 1);
+  CHECK(r.deferred_starts == 1);
+  CHECK(r.per_job[0].first_start == 0);
+  CHECK(r.per_job[1].first_start == 160);
+  CHECK(r.per_job[0].end == 260 + 60 + 900);
+  CHECK(r.checkpoint_cost_total == 60 * 4);
+  CHECK(r.restart_cost_total == 60 * 4);
+  REQUIRE(r.segments.size() == 3);
+  CHECK(r.segments[0].checkpointed);
+  CHECK(r.segments[0].end == 160);
+  std::string svg = gantt_svg(r, 0, 2000);
+  CHECK(svg.find("<svg") == 0);
+  CHECK(svg.find("job 1: 0..160, 4 procs (checkpointed)") != std::string::npos);
+}
+
+TEST_CASE("sim: requeue loses work, suspend/resume keeps it", "[sim]") {
+  SwfTrace t = parse_swf("; MaxProcs: 2\n" + swf_line(1, 0, 100, 2, 2, 100) + swf_line(2, 10, 20, 2, 2, 20));
+  for (Action stop : {Action::Requeue, Action::Suspend}) {
+    SimOptions opt;
+    opt.scheduler = [stop](const Snapshot& s, const SchedConfig&, std::uint64_t) {
+      Plan p;
+      if (s.now == 10) {
+        p.decisions.push_back({stop, 1, s.now, 0, {}, {}, {}});
+        p.decisions.push_back({Action::Start, 2, s.now, 2, {}, {}, {}});
+        return p;
+      }
+      for (const RunningJob& r : s.running)
+        if (r.suspended && s.running.size() == 1) p.decisions.push_back({Action::Resume, r.job.id, s.now, 0, {}, {}, {}});
+      if (!p.decisions.empty()) return p;
+      return greedy(s);
+    };
+    SimResult r = simulate(t, opt);
+    CHECK(r.preemptions == 1);
+    CHECK(r.per_job[1].first_start == 10);
+    CHECK(r.per_job[0].first_start == 0);
+    if (stop == Action::Requeue)
+      CHECK(r.per_job[0].end == 30 + 100);  // restarted from scratch at 30
+    else
+      CHECK(r.per_job[0].end == 30 + 90);   // resumed with 90 s left
+  }
+}
+
+TEST_CASE("sim: EASY++ prediction and its extension", "[sim]") {
+  // User 7 runs two 100 s jobs (requested 1000); the third gets estimate 100,
+  // runs 300: past its prediction its expected end moves to start + 1000.
+  SwfTrace t = parse_swf("; MaxProcs: 4\n" + swf_line(1, 0, 100, 1, 1, 1000, 7) + swf_line(2, 0, 100, 1, 1, 1000, 7) +
+                         swf_line(3, 200, 300, 1, 1, 1000, 7) + swf_line(4, 400, 10, 1, 1, 1000, 8));
+  SimOptions opt;
+  opt.predict = true;
+  std::vector<std::pair<Time, Time>> seen;  // (now, expected_end of job 3)
+  Time est3 = -1;
+  opt.scheduler = [&](const Snapshot& s, const SchedConfig&, std::uint64_t) {
+    for (const Job& j : s.pending)
+      if (j.id == 3) est3 = j.estimate;
+    for (const RunningJob& r : s.running)
+      if (r.job.id == 3) seen.emplace_back(s.now, r.expected_end);
+    return greedy(s);
+  };
+  simulate(t, opt);
+  CHECK(est3 == 100);
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].first == 400);
+  CHECK(seen[0].second == 200 + 1000);
+}
+
+TEST_CASE("sim: bad options are refused with a clear message", "[sim]") {
+  SwfTrace t = parse_swf(swf_line(1, 0, 10, 1, 1, 10));  // no header
+  SimOptions opt;
+  CHECK_THROWS_WITH(simulate(t, opt), Catch::Contains("MaxProcs"));
+  opt.nodes = 2;
+  opt.scheduler = [](const Snapshot& s, const SchedConfig&, std::uint64_t) { return greedy(s); };
+  CHECK(simulate(t, opt).finished == 1);
+}
+
+TEST_CASE("sim: a planner that starts nothing leaves jobs unstarted, no hang", "[sim]") {
+  SwfTrace t = parse_swf("; MaxProcs: 2\n" + swf_line(1, 0, 10, 1, 1, 10));
+  SimOptions opt;
+  opt.scheduler = [](const Snapshot&, const SchedConfig&, std::uint64_t) { return Plan{}; };
+  SimResult r = simulate(t, opt);
+  CHECK(r.unstarted == 1);
+  CHECK(r.finished == 0);
+}
+
+// ---------------------------------- exact agreement with the reference --
+
+TEST_CASE("reference: the test's own FCFS/EASY on a hand-checked case", "[sim][reference]") {
+  // Machine 10. t=0: A(6 procs, 100 s) starts. B(8) cannot: shadow = 100,
+  // extra = 10 - 8 = 2. C(4, est 50) fits and ends by 100: backfills.
+  // D(2, est 500) fits in extra: backfills. E(1, est 500): no procs left.
+  std::vector<RefJob> jobs = {{1, 0, 100, 100, 6}, {2, 0, 100, 100, 8}, {3, 0, 50, 50, 4}, {4, 0, 500, 500, 2},
+                              {5, 0, 500, 500, 1}};
+  // Only D is left at 100, so B (8) waits: 10 - 2 = 8 free at 100 -> B at 100.
+  auto e = reference(jobs, 10, true);
+  CHECK(e.at(1) == 0);
+  CHECK(e.at(2) == 100);
+  CHECK(e.at(3) == 0);
+  CHECK(e.at(4) == 0);
+  CHECK(e.at(5) == 200);  // after B ends (D holds 2, B 8)
+  auto f = reference(jobs, 10, false);
+  CHECK(f.at(2) == 100);
+  CHECK(f.at(3) == 200);
+}
+
+TEST_CASE("fcfs and easy reproduce the textbook algorithms: hand-built traces", "[sim][reference]") {
+  std::string text = "; MaxProcs: 10\n" + swf_line(1, 0, 100, 6, 6, 100) + swf_line(2, 0, 100, 8, 8, 100) +
+                     swf_line(3, 0, 50, 4, 4, 50) + swf_line(4, 0, 500, 2, 2, 500) + swf_line(5, 0, 500, 1, 1, 500) +
+                     swf_line(6, 100, 10, 10, 10, 40) + swf_line(7, 100, 30, 1, 1, 60) + swf_line(8, 150, 5, 3, 3, 5);
+  SwfTrace t = parse_swf(text);
+  check_against_reference(t, Backfill::Fcfs);
+  check_against_reference(t, Backfill::Easy);
+}
+
+TEST_CASE("fcfs and easy reproduce the textbook algorithms: random traces", "[sim][reference]") {
+  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+    INFO("seed " << seed);
+    SwfTrace t = random_trace(seed, 32, 400);
+    check_against_reference(t, Backfill::Fcfs);
+    check_against_reference(t, Backfill::Easy);
+  }
+}
+
+TEST_CASE("fcfs and easy reproduce the textbook algorithms: real traces", "[sim][reference]") {
+  std::string dir = CORRAL_TRACES;
+  if (!std::filesystem::exists(dir + "/lublin_256.swf")) {
+    WARN("traces not found in " << dir << ": skipped");
+    return;
+  }
+  SwfTrace l = read_swf(dir + "/lublin_256.swf");
+  REQUIRE(l.jobs.size() > 9000);
+  check_against_reference(l, Backfill::Easy);
+  check_against_reference(l, Backfill::Fcfs);
+  SwfTrace k = read_swf(dir + "/KTH-SP2-1996-2.1-cln.swf");
+  check_against_reference(k, Backfill::Easy, 5000);
+  SwfTrace c = read_swf(dir + "/CTC-SP2-1996-3.1-cln.swf.gz");
+  check_against_reference(c, Backfill::Easy, 5000);
+}
