@@ -1,2 +1,415 @@
 #include "cgroup.hpp"
-// implementation follows
+
+#include <libcgroup.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "topology.hpp"
+
+namespace corral::node {
+namespace fs = std::filesystem;
+namespace {
+
+std::string cg_error(int code) {
+  std::string s = cgroup_strerror(code);
+  if (code == ECGOTHER) s += std::string(": ") + std::strerror(cgroup_get_last_errno());
+  return s;
+}
+
+// libcgroup parses /proc/mounts once per process.
+int init_libcgroup() {
+  static std::once_flag once;
+  static int rc = 0;
+  std::call_once(once, [] { rc = cgroup_init(); });
+  return rc;
+}
+
+std::string mount_point(const char* controller) {
+  char* mp = nullptr;
+  int rc = cgroup_get_subsys_mount_point(controller, &mp);
+  if (rc != 0 || !mp) return {};
+  std::string s = mp;
+  free(mp);
+  return s;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::int64_t read_int(const std::string& path) {
+  std::string s = read_file(path);
+  try {
+    return s.empty() ? 0 : std::stoll(s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Value of "key N" in a flat keyed file (memory.oom_control, memory.stat).
+std::int64_t keyed_value(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string k;
+  std::int64_t v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
+}
+
+// A libcgroup struct cgroup with one controller, freed on scope exit.
+struct CgHandle {
+  struct cgroup* cg = nullptr;
+  struct cgroup_controller* ctrl = nullptr;
+  CgHandle(const std::string& name, const char* controller) {
+    cg = cgroup_new_cgroup(name.c_str());
+    if (!cg) throw CgroupError("libcgroup: cannot allocate cgroup " + name);
+    ctrl = cgroup_add_controller(cg, controller);
+    if (!ctrl) {
+      cgroup_free(&cg);
+      throw CgroupError(std::string("libcgroup: cannot add controller ") + controller + " to " + name);
+    }
+  }
+  ~CgHandle() { cgroup_free(&cg); }
+  CgHandle(const CgHandle&) = delete;
+  CgHandle& operator=(const CgHandle&) = delete;
+};
+
+// Common lifecycle of one v1 controller: group <parent>/<slot> in that controller's hierarchy.
+class V1Controller : public Controller {
+ public:
+  V1Controller(const char* name, std::string parent) : name_(name), parent_(std::move(parent)) {
+    mount_ = mount_point(name);
+    if (mount_.empty()) throw CgroupError(std::string("cgroup v1 controller '") + name + "' is not mounted");
+  }
+  const char* name() const override { return name_; }
+  std::string dir(const std::string& slot) const { return mount_ + "/" + parent_ + (slot.empty() ? "" : "/" + slot); }
+  bool exists(const std::string& slot) const override { return fs::is_directory(dir(slot)); }
+
+  // The parent group Corral owns; subclasses add the values it needs.
+  virtual void ensure_parent() {
+    if (exists("")) return;
+    CgHandle h(parent_, name_);
+    parent_values(h.ctrl);
+    int rc = cgroup_create_cgroup(h.cg, 0);
+    if (rc != 0) throw CgroupError("cannot create " + dir("") + ": " + cg_error(rc));
+  }
+  virtual void parent_values(struct cgroup_controller*) {}
+  virtual void slot_values(struct cgroup_controller*, const SlotLimits&) {}
+
+  void prepare(const std::string& slot, const SlotLimits& limits) override {
+    ensure_parent();
+    CgHandle h(parent_ + "/" + slot, name_);
+    slot_values(h.ctrl, limits);
+    int rc = cgroup_create_cgroup(h.cg, 0);
+    if (rc != 0) throw CgroupError("cannot create " + dir(slot) + ": " + cg_error(rc));
+  }
+  void attach(const std::string& slot, pid_t pid) override {
+    CgHandle h(parent_ + "/" + slot, name_);
+    int rc = cgroup_attach_task_pid(h.cg, pid);
+    if (rc != 0)
+      throw CgroupError("cannot move pid " + std::to_string(pid) + " into " + dir(slot) + ": " + cg_error(rc));
+  }
+  void usage(const std::string&, SlotUsage&) const override {}
+  void cleanup(const std::string& slot) override {
+    if (!exists(slot)) return;
+    CgHandle h(parent_ + "/" + slot, name_);
+    // EMPTY_ONLY: never migrate a job's processes into the parent; the caller kills them first.
+    int rc = cgroup_delete_cgroup_ext(h.cg, CGFLAG_DELETE_EMPTY_ONLY);
+    if (rc != 0 && exists(slot) && ::rmdir(dir(slot).c_str()) != 0 && errno != ENOENT)
+      throw CgroupError("cannot remove " + dir(slot) + ": " + cg_error(rc) + " (" + std::strerror(errno) + ")");
+  }
+  void set(const std::string& slot, const char* key, const std::string& value) {
+    CgHandle h(parent_ + "/" + slot, name_);
+    cgroup_add_value_string(h.ctrl, key, value.c_str());
+    int rc = cgroup_modify_cgroup(h.cg);
+    if (rc != 0) throw CgroupError("cannot set " + dir(slot) + "/" + key + "=" + value + ": " + cg_error(rc));
+  }
+  std::vector<pid_t> procs(const std::string& slot) const {
+    std::vector<pid_t> out;
+    std::ifstream in(dir(slot) + "/cgroup.procs");
+    pid_t p;
+    while (in >> p) out.push_back(p);
+    return out;
+  }
+  std::vector<std::string> children() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(dir(""), ec))
+      if (e.is_directory()) out.push_back(e.path().filename().string());
+    return out;
+  }
+
+ protected:
+  const char* name_;
+  std::string parent_;
+  std::string mount_;
+};
+
+class CpusetController : public V1Controller {
+ public:
+  explicit CpusetController(std::string parent) : V1Controller("cpuset", std::move(parent)) {}
+  // A cpuset child needs cpus and mems before any task can join: copy the root's.
+  void parent_values(struct cgroup_controller* c) override {
+    root_cpus_ = trim(read_file(mount_ + "/cpuset.effective_cpus"));
+    if (root_cpus_.empty()) root_cpus_ = trim(read_file(mount_ + "/cpuset.cpus"));
+    root_mems_ = trim(read_file(mount_ + "/cpuset.effective_mems"));
+    if (root_mems_.empty()) root_mems_ = trim(read_file(mount_ + "/cpuset.mems"));
+    cgroup_add_value_string(c, "cpuset.cpus", root_cpus_.c_str());
+    cgroup_add_value_string(c, "cpuset.mems", root_mems_.c_str());
+  }
+  void slot_values(struct cgroup_controller* c, const SlotLimits& l) override {
+    std::string pcpus = trim(read_file(dir("") + "/cpuset.cpus"));
+    std::string pmems = trim(read_file(dir("") + "/cpuset.mems"));
+    std::string cpus = l.cpus.empty() ? pcpus : to_cpu_list(l.cpus);
+    std::string mems = l.mems.empty() ? pmems : to_cpu_list(l.mems);
+    check_subset(cpus, pcpus, "CPUs");
+    check_subset(mems, pmems, "NUMA nodes");
+    cgroup_add_value_string(c, "cpuset.cpus", cpus.c_str());
+    cgroup_add_value_string(c, "cpuset.mems", mems.c_str());
+  }
+  static std::string trim(std::string s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    return s;
+  }
+  void check_subset(const std::string& want, const std::string& have, const char* what) {
+    auto w = parse_cpu_list(want), h = parse_cpu_list(have);
+    for (int x : w)
+      if (std::find(h.begin(), h.end(), x) == h.end())
+        throw CgroupError(std::string(what) + " " + want + " are not all available (this node has " + have + ")");
+  }
+
+ private:
+  std::string root_cpus_, root_mems_;
+};
+
+class MemoryController : public V1Controller {
+ public:
+  explicit MemoryController(std::string parent) : V1Controller("memory", std::move(parent)) {
+    has_memsw_ = fs::exists(mount_ + "/memory.memsw.limit_in_bytes");
+  }
+  void ensure_parent() override {
+    V1Controller::ensure_parent();
+    // Hierarchical accounting so the parent sees its jobs; fails harmlessly once children exist.
+    if (read_int(dir("") + "/memory.use_hierarchy") != 1) {
+      try {
+        set("", "memory.use_hierarchy", "1");
+      } catch (const CgroupError&) {
+      }
+    }
+  }
+  void slot_values(struct cgroup_controller* c, const SlotLimits& l) override {
+    if (l.mem_mb <= 0) return;
+    std::int64_t bytes = l.mem_mb * 1024 * 1024;
+    // limit before memsw (memsw must stay >= limit); memsw = limit: swap is no way around it.
+    cgroup_add_value_int64(c, "memory.limit_in_bytes", bytes);
+    if (has_memsw_) cgroup_add_value_int64(c, "memory.memsw.limit_in_bytes", bytes);
+  }
+  void usage(const std::string& slot, SlotUsage& u) const override {
+    std::string d = dir(slot);
+    u.mem_mb = read_int(d + "/memory.usage_in_bytes") >> 20;
+    u.max_mem_mb = read_int(d + "/memory.max_usage_in_bytes") >> 20;
+    u.failcnt = read_int(d + "/memory.failcnt");
+    if (has_memsw_) u.failcnt = std::max(u.failcnt, read_int(d + "/memory.memsw.failcnt"));
+    std::string oom = read_file(d + "/memory.oom_control");
+    u.oom_kills = keyed_value(oom, "oom_kill");
+    u.under_oom = keyed_value(oom, "under_oom") != 0;
+  }
+
+ private:
+  bool has_memsw_ = false;
+};
+
+class FreezerController : public V1Controller {
+ public:
+  explicit FreezerController(std::string parent) : V1Controller("freezer", std::move(parent)) {}
+  FreezeState state(const std::string& slot) const {
+    std::string s = read_file(dir(slot) + "/freezer.state");
+    if (s.rfind("THAWED", 0) == 0) return FreezeState::Thawed;
+    if (s.rfind("FREEZING", 0) == 0) return FreezeState::Freezing;
+    if (s.rfind("FROZEN", 0) == 0) return FreezeState::Frozen;
+    return FreezeState::Unknown;
+  }
+};
+
+class CpuacctController : public V1Controller {
+ public:
+  explicit CpuacctController(std::string parent) : V1Controller("cpuacct", std::move(parent)) {}
+  void usage(const std::string& slot, SlotUsage& u) const override {
+    u.cpu_s = static_cast<double>(read_int(dir(slot) + "/cpuacct.usage")) / 1e9;
+  }
+};
+
+class V1Backend : public CgroupBackend {
+ public:
+  explicit V1Backend(std::string parent) : parent_(std::move(parent)) {
+    if (parent_.empty() || parent_.find("..") != std::string::npos || parent_.front() == '/')
+      throw CgroupError("cgroup parent '" + parent_ + "' must be a relative group name like 'corral'");
+    int rc = init_libcgroup();
+    if (rc != 0) throw CgroupError("libcgroup cannot initialise: " + cg_error(rc));
+    cpuset_ = std::make_unique<CpusetController>(parent_);
+    memory_ = std::make_unique<MemoryController>(parent_);
+    freezer_ = std::make_unique<FreezerController>(parent_);
+    cpuacct_ = std::make_unique<CpuacctController>(parent_);
+    all_ = {cpuset_.get(), memory_.get(), freezer_.get(), cpuacct_.get()};
+  }
+  std::string version() const override { return "v1"; }
+  std::string parent() const override { return parent_; }
+
+  void create(const std::string& slot, const SlotLimits& limits) override {
+    check_slot(slot);
+    try {
+      for (auto* c : all_) c->prepare(slot, limits);
+    } catch (...) {
+      for (auto* c : all_) try { c->cleanup(slot); } catch (...) {}
+      throw;
+    }
+  }
+  void attach(const std::string& slot, pid_t pid) override {
+    for (auto* c : all_) c->attach(slot, pid);
+  }
+  void freeze(const std::string& slot) override {
+    freezer_->set(slot, "freezer.state", "FROZEN");
+    // FREEZING until every task has stopped; wait (bounded), re-requesting as the kernel wants.
+    for (int i = 0; i < 400; ++i) {
+      if (freezer_->state(slot) == FreezeState::Frozen) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (i % 20 == 19) freezer_->set(slot, "freezer.state", "FROZEN");
+    }
+    throw CgroupError("freezer " + freezer_->dir(slot) + " did not reach FROZEN within 2 s");
+  }
+  void thaw(const std::string& slot) override { freezer_->set(slot, "freezer.state", "THAWED"); }
+  FreezeState freezer_state(const std::string& slot) const override { return freezer_->state(slot); }
+
+  std::vector<pid_t> pids(const std::string& slot) const override {
+    std::set<pid_t> s;
+    for (auto* c : all_)
+      for (pid_t p : c->procs(slot)) s.insert(p);
+    return {s.begin(), s.end()};
+  }
+  SlotUsage usage(const std::string& slot) const override {
+    SlotUsage u;
+    for (auto* c : all_) c->usage(slot, u);
+    return u;
+  }
+  bool kill_all(const std::string& slot, int timeout_ms, pid_t spare) override {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    auto others = [&] {
+      auto p = pids(slot);
+      p.erase(std::remove(p.begin(), p.end(), spare), p.end());
+      return p;
+    };
+    while (true) {
+      if (others().empty()) return true;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      bool frozen = false;
+      if (freezer_->exists(slot)) {
+        try {
+          freeze(slot);
+          frozen = true;
+        } catch (const CgroupError&) {
+        }
+      }
+      for (pid_t pid : others()) ::kill(pid, SIGKILL);  // frozen: none can fork meanwhile
+      if (frozen) thaw(slot);
+      // Killed tasks leave the cgroup once the kernel has torn them down (zombies don't count).
+      for (int i = 0; i < 50 && !others().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  void destroy(const std::string& slot) override {
+    check_slot(slot);
+    if (!kill_all(slot, 5000, 0))
+      throw CgroupError("slot " + slot + " still has processes after SIGKILL; not removed");
+    if (freezer_->exists(slot) && freezer_->state(slot) != FreezeState::Thawed) thaw(slot);
+    std::string errors;
+    for (auto* c : all_) {
+      try {
+        c->cleanup(slot);
+      } catch (const CgroupError& e) {
+        errors += std::string(errors.empty() ? "" : "; ") + e.what();
+      }
+    }
+    if (!errors.empty()) throw CgroupError(errors);
+  }
+  std::vector<std::string> list() const override {
+    std::set<std::string> s;
+    for (auto* c : all_)
+      for (auto& n : c->children()) s.insert(n);
+    return {s.begin(), s.end()};
+  }
+  std::string cpuset_path(const std::string& slot) const override { return cpuset_->dir(slot); }
+
+ private:
+  static void check_slot(const std::string& slot) {
+    if (slot.empty() || slot.find('/') != std::string::npos || slot == "." || slot == "..")
+      throw CgroupError("bad slot name '" + slot + "'");
+  }
+  std::string parent_;
+  std::unique_ptr<CpusetController> cpuset_;
+  std::unique_ptr<MemoryController> memory_;
+  std::unique_ptr<FreezerController> freezer_;
+  std::unique_ptr<CpuacctController> cpuacct_;
+  std::vector<V1Controller*> all_;
+};
+
+}  // namespace
+
+const char* to_string(FreezeState s) {
+  switch (s) {
+    case FreezeState::Thawed: return "THAWED";
+    case FreezeState::Freezing: return "FREEZING";
+    case FreezeState::Frozen: return "FROZEN";
+    default: return "UNKNOWN";
+  }
+}
+
+std::unique_ptr<CgroupBackend> make_cgroup_v1(const std::string& parent) {
+  return std::make_unique<V1Backend>(parent);
+}
+
+bool cgroup_v1_available(std::string* why) {
+  auto fail = [why](const std::string& s) {
+    if (why) *why = s;
+    return false;
+  };
+  if (geteuid() != 0) return fail("not root: cannot create cgroups");
+  int rc = init_libcgroup();
+  if (rc != 0) return fail(std::string("libcgroup cannot initialise: ") + cg_error(rc));
+  for (const char* c : {"cpuset", "memory", "freezer", "cpuacct"})
+    if (mount_point(c).empty()) return fail(std::string("cgroup v1 controller '") + c + "' is not mounted");
+  return true;
+}
+
+std::string slot_name(std::uint64_t jobid) { return "job." + std::to_string(jobid); }
+
+std::optional<std::uint64_t> slot_jobid(const std::string& slot) {
+  if (slot.rfind("job.", 0) != 0 || slot.size() <= 4 || slot.size() > 24) return std::nullopt;
+  std::string n = slot.substr(4);
+  if (n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoull(n);
+}
+
+std::vector<std::uint64_t> list_existing(const CgroupBackend& backend) {
+  std::vector<std::uint64_t> out;
+  for (auto& s : backend.list())
+    if (auto id = slot_jobid(s)) out.push_back(*id);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace corral::node

@@ -65,8 +65,9 @@ class CgroupBackend {
   virtual std::vector<pid_t> pids(const std::string& slot) const = 0;  // every process in the slot
   virtual SlotUsage usage(const std::string& slot) const = 0;
   // Freeze, SIGKILL every process, thaw, wait (up to timeout_ms) until the slot is empty.
-  // Returns true if empty. Nothing can fork its way out while frozen.
-  virtual bool kill_all(const std::string& slot, int timeout_ms = 5000) = 0;
+  // Returns true if empty. Nothing can fork its way out while frozen. spare: one pid left alive
+  // (the launcher's shepherd, which then reaps the killed ones and exits by itself).
+  virtual bool kill_all(const std::string& slot, int timeout_ms = 5000, pid_t spare = 0) = 0;
   virtual void destroy(const std::string& slot) = 0;          // kill_all + remove every group
   virtual std::vector<std::string> list() const = 0;          // slots under the parent, any controller
   virtual std::string cpuset_path(const std::string& slot) const = 0;  // for diagnostics/tests

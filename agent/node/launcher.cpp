@@ -1,2 +1,897 @@
 #include "launcher.hpp"
-// implementation follows
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace corral::node {
+namespace fs = std::filesystem;
+
+const char* to_string(EndReason r) {
+  switch (r) {
+    case EndReason::Completed: return "completed";
+    case EndReason::Failed: return "failed";
+    case EndReason::Walltime: return "walltime";
+    case EndReason::Memory: return "memory";
+    case EndReason::Jobfs: return "jobfs";
+    case EndReason::Cancelled: return "cancelled";
+    case EndReason::Preempted: return "preempted";
+    case EndReason::Checkpointed: return "checkpointed";
+    case EndReason::LaunchFailed: return "launch-failed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// ---- small helpers ---------------------------------------------------------------------------
+
+std::string errstr(int e) { return std::strerror(e); }
+
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  void reset(int f = -1) {
+    if (fd >= 0) ::close(fd);
+    fd = f;
+  }
+};
+
+// du-like accounting of a jobfs directory: allocated blocks, not apparent sizes, no symlinks followed.
+thread_local std::int64_t g_du_bytes = 0;
+int du_visit(const char*, const struct stat* st, int, struct FTW*) {
+  g_du_bytes += static_cast<std::int64_t>(st->st_blocks) * 512;
+  return 0;
+}
+std::int64_t du_mb(const std::string& dir) {
+  g_du_bytes = 0;
+  if (dir.empty() || ::nftw(dir.c_str(), du_visit, 32, FTW_PHYS | FTW_MOUNT) != 0) return 0;
+  return g_du_bytes >> 20;
+}
+
+// Record files: "key=value" lines, values with '%' and newlines escaped.
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '%') o += "%25";
+    else if (c == '\n') o += "%0A";
+    else o += c;
+  }
+  return o;
+}
+std::string unesc(const std::string& s) {
+  std::string o;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() + 0 && s.compare(i, 3, "%25") == 0) { o += '%'; i += 2; }
+    else if (s[i] == '%' && s.compare(i, 3, "%0A") == 0) { o += '\n'; i += 2; }
+    else o += s[i];
+  }
+  return o;
+}
+
+struct UserInfo {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name, home, shell;
+  std::vector<gid_t> groups;
+};
+
+std::string lookup_user(const LaunchSpec& spec, UserInfo& u) {
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* res = nullptr;
+  int rc = spec.user.empty() ? getpwuid_r(spec.uid, &pw, buf.data(), buf.size(), &res)
+                             : getpwnam_r(spec.user.c_str(), &pw, buf.data(), buf.size(), &res);
+  if (rc != 0 || !res)
+    return "unknown user " + (spec.user.empty() ? "uid " + std::to_string(spec.uid) : "'" + spec.user + "'") +
+           (rc ? ": " + errstr(rc) : "");
+  u.uid = pw.pw_uid;
+  u.gid = spec.user.empty() ? spec.gid : pw.pw_gid;
+  u.name = pw.pw_name;
+  u.home = pw.pw_dir ? pw.pw_dir : "/";
+  u.shell = pw.pw_shell ? pw.pw_shell : "/bin/sh";
+  int n = 64;
+  std::vector<gid_t> groups(static_cast<std::size_t>(n));
+  while (getgrouplist(u.name.c_str(), u.gid, groups.data(), &n) < 0) groups.resize(static_cast<std::size_t>(n));
+  groups.resize(static_cast<std::size_t>(n));
+  u.groups = groups;
+  return {};
+}
+
+bool executable_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+// argv[0] resolved in the parent (PATH search is not async-signal-safe in the child).
+std::string resolve_binary(const std::string& arg0, const std::string& path_env, const std::string& cwd,
+                           std::string& err) {
+  if (arg0.find('/') != std::string::npos) {
+    std::string p = arg0[0] == '/' ? arg0 : cwd + "/" + arg0;
+    if (!executable_file(p)) {
+      err = "command not found or not executable: " + arg0;
+      return {};
+    }
+    return p;
+  }
+  std::stringstream ss(path_env);
+  std::string d;
+  while (std::getline(ss, d, ':')) {
+    if (d.empty()) d = ".";
+    std::string p = (d[0] == '/' ? d : cwd + "/" + d) + "/" + arg0;
+    if (executable_file(p)) return p;
+  }
+  err = "command not found: " + arg0 + " (PATH=" + path_env + ")";
+  return {};
+}
+
+void close_fds_except(std::vector<int> keep) {  // async-signal-safe
+  std::sort(keep.begin(), keep.end());
+  unsigned lo = 3;
+  for (int k : keep) {
+    if (k < 3) continue;
+    if (static_cast<unsigned>(k) > lo) ::close_range(lo, static_cast<unsigned>(k) - 1, 0);
+    lo = static_cast<unsigned>(k) + 1;
+  }
+  ::close_range(lo, ~0U, 0);
+}
+
+void reset_signals() {  // async-signal-safe: the agent may block or ignore signals (signalfd, SIGPIPE)
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &sa, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// Child-side failure report: "<stage>:<errno>" on the error pipe. Only async-signal-safe calls.
+[[noreturn]] void child_fail(int fd, const char* stage) {
+  int e = errno;
+  char buf[128];
+  std::size_t n = 0;
+  for (const char* p = stage; *p && n < 100; ++p) buf[n++] = *p;
+  buf[n++] = ':';
+  char digits[16];
+  int d = 0;
+  do { digits[d++] = static_cast<char>('0' + e % 10); e /= 10; } while (e && d < 15);
+  while (d) buf[n++] = digits[--d];
+  [[maybe_unused]] auto w = ::write(fd, buf, n);
+  ::_exit(127);
+}
+
+std::string describe_status(int st) {
+  if (WIFEXITED(st)) return "exit " + std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st)) return std::string("killed by signal ") + std::to_string(WTERMSIG(st)) + " (" +
+                              (strsignal(WTERMSIG(st)) ? strsignal(WTERMSIG(st)) : "?") + ")";
+  return "status " + std::to_string(st);
+}
+int exit_code_of(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return -1;
+}
+
+}  // namespace
+
+// ---- state ------------------------------------------------------------------------------------
+
+struct Launcher::Impl {
+  struct Job {
+    LaunchSpec spec;
+    pid_t shepherd = -1;
+    bool our_child = true;       // false when adopted from another agent process
+    bool reaped = false;
+    int shepherd_status = 0;
+    bool suspended = false;
+    std::int64_t acc_ms = 0;          // walltime used before run_started_ms
+    std::int64_t run_started_ms = 0;  // when it last started running (valid if !suspended)
+    std::optional<EndReason> kill_reason;
+    std::string kill_message;
+    std::int64_t ckpt_deadline_ms = -1;  // >= 0 while a checkpoint is in progress
+    std::string jobfs_dir, ckpt_dir;
+    bool own_ckpt_dir = false;           // under ckpt_root: removed when the job ends for good
+    std::int64_t jobfs_checked_ms = -1, jobfs_mb_now = 0;
+  };
+
+  Topology topo;
+  LauncherConfig cfg;
+  std::unique_ptr<CgroupBackend> cg;
+  std::map<std::uint64_t, Job> jobs;
+  int wake_r = -1, wake_w = -1;
+  std::vector<int> real_cpus;
+
+  std::string record_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".rec"; }
+  std::string exit_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".exit"; }
+  std::string slot(std::uint64_t id) const { return slot_name(id); }
+
+  std::int64_t used_ms(const Job& j, std::int64_t now) const {
+    return j.acc_ms + (j.suspended ? 0 : std::max<std::int64_t>(0, now - j.run_started_ms));
+  }
+
+  void save_record(std::uint64_t id, const Job& j) const {
+    std::string tmp = record_path(id) + ".tmp";
+    {
+      std::ofstream o(tmp, std::ios::trunc);
+      o << "id=" << id << "\npid=" << j.shepherd << "\nuid=" << j.spec.uid << "\ngid=" << j.spec.gid
+        << "\nuser=" << esc(j.spec.user) << "\nwalltime_s=" << j.spec.walltime_s << "\nmem_mb=" << j.spec.mem_mb
+        << "\njobfs_mb=" << j.spec.jobfs_mb << "\njobfs_dir=" << esc(j.jobfs_dir) << "\nckpt_dir=" << esc(j.ckpt_dir)
+        << "\nown_ckpt_dir=" << j.own_ckpt_dir << "\nckpt_signal=" << j.spec.ckpt_signal
+        << "\nckpt_grace_s=" << j.spec.ckpt_grace_s << "\nsuspended=" << j.suspended << "\nacc_ms=" << j.acc_ms
+        << "\nrun_started_ms=" << j.run_started_ms << "\n";
+    }
+    ::rename(tmp.c_str(), record_path(id).c_str());
+  }
+
+  std::optional<Job> load_record(std::uint64_t id) const {
+    std::ifstream in(record_path(id));
+    if (!in) return std::nullopt;
+    std::map<std::string, std::string> kv;
+    std::string line;
+    while (std::getline(in, line)) {
+      auto eq = line.find('=');
+      if (eq != std::string::npos) kv[line.substr(0, eq)] = unesc(line.substr(eq + 1));
+    }
+    Job j;
+    try {
+      j.spec.id = id;
+      j.shepherd = std::stoi(kv.at("pid"));
+      j.spec.uid = static_cast<uid_t>(std::stoul(kv.at("uid")));
+      j.spec.gid = static_cast<gid_t>(std::stoul(kv.at("gid")));
+      j.spec.user = kv["user"];
+      j.spec.walltime_s = std::stoll(kv.at("walltime_s"));
+      j.spec.mem_mb = std::stoll(kv.at("mem_mb"));
+      j.spec.jobfs_mb = std::stoll(kv.at("jobfs_mb"));
+      j.jobfs_dir = kv["jobfs_dir"];
+      j.ckpt_dir = kv["ckpt_dir"];
+      j.own_ckpt_dir = kv["own_ckpt_dir"] == "1";
+      j.spec.ckpt_signal = std::stoi(kv.at("ckpt_signal"));
+      j.spec.ckpt_grace_s = std::stoi(kv.at("ckpt_grace_s"));
+      j.suspended = kv["suspended"] == "1";
+      j.acc_ms = std::stoll(kv.at("acc_ms"));
+      j.run_started_ms = std::stoll(kv.at("run_started_ms"));
+    } catch (const std::exception&) {
+      return std::nullopt;  // unreadable record: the job is cleaned up instead of adopted
+    }
+    return j;
+  }
+
+  // Remove everything a job left: cgroups, jobfs, (ckpt dir if terminal), record, exit file.
+  std::string cleanup(std::uint64_t id, const Job& j, bool terminal) {
+    std::string err;
+    try {
+      cg->destroy(slot(id));
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    std::error_code ec;
+    if (!j.jobfs_dir.empty()) fs::remove_all(j.jobfs_dir, ec);
+    if (terminal && j.own_ckpt_dir && !cfg.keep_ckpt_on_end && !j.ckpt_dir.empty()) fs::remove_all(j.ckpt_dir, ec);
+    fs::remove(record_path(id), ec);
+    fs::remove(exit_path(id), ec);
+    return err;
+  }
+
+  // The job's raw wait status as the shepherd recorded it, if it did.
+  std::optional<int> read_exit(std::uint64_t id) const {
+    std::ifstream in(exit_path(id));
+    int st = 0;
+    if (in >> st) return st;
+    return std::nullopt;
+  }
+
+  void kill_job(std::uint64_t id, Job& j, EndReason why, std::string msg) {
+    if (!j.kill_reason) {
+      j.kill_reason = why;
+      j.kill_message = std::move(msg);
+    }
+    try {
+      cg->kill_all(slot(id), 5000, j.shepherd);  // the shepherd reaps them, records the status, exits
+    } catch (const std::exception&) {
+    }
+    if (j.suspended) j.suspended = false;
+  }
+
+  // After the job's main process ended: stop what it left behind, let the shepherd reap it and
+  // exit (no zombies), reap the shepherd if it is ours.
+  void wind_down(std::uint64_t id, Job& j) {
+    if (j.reaped && j.our_child) return;
+    try {
+      cg->kill_all(slot(id), 2000, j.shepherd);
+    } catch (const std::exception&) {
+    }
+    for (int i = 0; i < 200 && j.our_child && !j.reaped; ++i) {
+      int st = 0;
+      pid_t r = ::waitpid(j.shepherd, &st, WNOHANG);
+      if (r == j.shepherd || (r < 0 && errno == ECHILD)) {
+        j.reaped = true;
+        j.shepherd_status = st;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  // Has the shepherd ended? Reaps it if it is our child.
+  bool ended(std::uint64_t id, Job& j) {
+    if (j.reaped) return true;
+    if (read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
+    if (j.our_child) {
+      int st = 0;
+      pid_t r = ::waitpid(j.shepherd, &st, WNOHANG);
+      if (r == j.shepherd) {
+        j.reaped = true;
+        j.shepherd_status = st;
+        return true;
+      }
+      if (r == 0) return false;
+      j.our_child = false;  // ECHILD: not ours after all (e.g. reaped elsewhere); watch it from outside
+    }
+    if (::kill(j.shepherd, 0) != 0 && errno == ESRCH) return j.reaped = true;
+    // A pid can be reused: an empty cgroup means the shepherd is gone whatever the pid says.
+    if (cg->pids(slot(id)).empty()) return j.reaped = true;
+    return false;
+  }
+
+  JobEnd finish(std::uint64_t id, Job& j) {
+    wind_down(id, j);
+    JobEnd e;
+    e.id = id;
+    SlotUsage u;
+    try {
+      u = cg->usage(slot(id));
+    } catch (const std::exception&) {
+    }
+    std::optional<int> st = read_exit(id);
+    std::string how;
+    if (st) {
+      e.exit_code = exit_code_of(*st);
+      how = describe_status(*st);
+    } else if (j.kill_reason) {
+      e.exit_code = 128 + SIGKILL;
+      how = "killed by signal 9";
+    } else {
+      e.exit_code = -1;
+      how = "exit status lost (shepherd " + (j.our_child && WIFSIGNALED(j.shepherd_status)
+                                                 ? describe_status(j.shepherd_status)
+                                                 : std::string("gone")) + ")";
+    }
+    bool oom = u.oom_kills > 0 || (st && WIFSIGNALED(*st) && WTERMSIG(*st) == SIGKILL && u.failcnt > 0 &&
+                                   j.spec.mem_mb > 0);
+    std::string mem_msg = "killed: memory limit " + std::to_string(j.spec.mem_mb) + " MB exceeded (" +
+                          std::to_string(u.oom_kills) + " OOM kill(s), limit hit " + std::to_string(u.failcnt) +
+                          " times)";
+    if (j.kill_reason) {
+      e.reason = *j.kill_reason;
+      e.message = j.kill_message;
+      if (*j.kill_reason == EndReason::Checkpointed && e.message.empty()) e.message = "checkpointed (" + how + ")";
+    } else if (j.ckpt_deadline_ms >= 0) {
+      e.reason = EndReason::Checkpointed;
+      e.message = "checkpointed: exited after the checkpoint signal (" + how + ")";
+    } else if (oom) {
+      e.reason = EndReason::Memory;
+      e.message = mem_msg;
+    } else if (st && e.exit_code == 0) {
+      e.reason = EndReason::Completed;
+      e.message = "completed (exit 0)";
+    } else {
+      e.reason = EndReason::Failed;
+      e.message = "failed: " + how;
+    }
+    bool terminal = e.reason != EndReason::Preempted && e.reason != EndReason::Checkpointed;
+    std::string err = cleanup(id, j, terminal);
+    if (!err.empty()) e.message += "; cleanup: " + err;
+    return e;
+  }
+
+  std::vector<int> map_cpus(const std::vector<int>& pus) const {
+    if (topo.real() || real_cpus.empty()) return pus;
+    // Stand-in topology: fold its PUs onto the real CPUs (enforcement is approximate).
+    std::vector<int> out;
+    for (int p : pus) out.push_back(real_cpus[static_cast<std::size_t>(p) % real_cpus.size()]);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+};
+
+// ---- public -----------------------------------------------------------------------------------
+
+std::int64_t Launcher::now_ms() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBackend> cg) : impl_(new Impl) {
+  impl_->topo = std::move(topo);
+  impl_->cfg = std::move(cfg);
+  if (impl_->cfg.hostname.empty()) impl_->cfg.hostname = impl_->topo.hostname;
+  impl_->cg = cg ? std::move(cg) : make_cgroup_v1(impl_->cfg.cgroup_parent);
+  std::error_code ec;
+  fs::create_directories(impl_->cfg.state_dir, ec);
+  if (ec) throw std::runtime_error("state dir " + impl_->cfg.state_dir + ": " + ec.message());
+  ::chmod(impl_->cfg.state_dir.c_str(), 0700);
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe: " + errstr(errno));
+  impl_->wake_r = p[0];
+  impl_->wake_w = p[1];
+  std::ifstream online("/sys/devices/system/cpu/online");
+  std::string list;
+  if (std::getline(online, list)) {
+    try {
+      impl_->real_cpus = parse_cpu_list(list);
+    } catch (...) {
+    }
+  }
+}
+
+Launcher::~Launcher() {
+  if (impl_->wake_r >= 0) ::close(impl_->wake_r);
+  if (impl_->wake_w >= 0) ::close(impl_->wake_w);
+}
+
+const Topology& Launcher::topology() const { return impl_->topo; }
+CgroupBackend& Launcher::cgroups() { return *impl_->cg; }
+int Launcher::wake_fd() const { return impl_->wake_r; }
+bool Launcher::has(std::uint64_t id) const { return impl_->jobs.count(id) > 0; }
+
+std::vector<std::uint64_t> Launcher::jobs() const {
+  std::vector<std::uint64_t> v;
+  for (auto& [id, j] : impl_->jobs) v.push_back(id);
+  return v;
+}
+
+std::string Launcher::start(const LaunchSpec& spec_in) {
+  Impl& I = *impl_;
+  LaunchSpec spec = spec_in;
+  const std::uint64_t id = spec.id;
+  if (I.jobs.count(id)) return "job " + std::to_string(id) + " is already running here";
+  if (spec.argv.empty() || spec.argv[0].empty()) return "job " + std::to_string(id) + ": empty command";
+  if (spec.mem_mb < 0 || spec.jobfs_mb < 0 || spec.walltime_s < 0 || spec.ckpt_grace_s < 0)
+    return "job " + std::to_string(id) + ": negative memory, jobfs, walltime or grace";
+  if (spec.ckpt_signal <= 0 || spec.ckpt_signal >= NSIG) return "bad checkpoint signal " + std::to_string(spec.ckpt_signal);
+
+  UserInfo u;
+  if (auto err = lookup_user(spec, u); !err.empty()) return err;
+  spec.uid = u.uid;
+  spec.gid = u.gid;
+  spec.user = u.name;
+
+  std::string cwd = spec.cwd.empty() ? u.home : spec.cwd;
+  struct stat cst {};
+  if (::stat(cwd.c_str(), &cst) != 0 || !S_ISDIR(cst.st_mode)) {
+    if (!spec.cwd.empty()) return "working directory " + cwd + " does not exist";
+    cwd = "/";
+  }
+
+  std::vector<int> cpus, mems;
+  try {
+    cpus = I.map_cpus(pus_of(I.topo, spec.cores));
+    if (I.topo.real()) mems = numas_of(I.topo, spec.cores);
+  } catch (const std::exception& e) {
+    return std::string("job ") + std::to_string(id) + ": " + e.what();
+  }
+
+  std::map<std::string, std::string> env = spec.env;
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  std::string bin_err;
+  std::string binary = resolve_binary(spec.argv[0], env["PATH"], cwd, bin_err);
+  if (binary.empty()) return bin_err;
+
+  Impl::Job j;
+  std::error_code ec;
+  // Private jobfs dir (NCI: per-job local scratch), owned by the user.
+  if (spec.jobfs_mb > 0) {
+    std::string root = spec.jobfs_root.empty() ? I.cfg.jobfs_root : spec.jobfs_root;
+    fs::create_directories(root, ec);
+    j.jobfs_dir = root + "/" + std::to_string(id);
+    fs::remove_all(j.jobfs_dir, ec);
+    if (::mkdir(j.jobfs_dir.c_str(), 0700) != 0 || ::chown(j.jobfs_dir.c_str(), u.uid, u.gid) != 0)
+      return "cannot create jobfs " + j.jobfs_dir + ": " + errstr(errno);
+  }
+  // Checkpoint dir: kept across requeue so a restarted job finds what it wrote.
+  if (spec.ckpt_dir.empty()) {
+    fs::create_directories(I.cfg.ckpt_root, ec);
+    j.ckpt_dir = I.cfg.ckpt_root + "/" + std::to_string(id);
+    j.own_ckpt_dir = true;
+  } else {
+    j.ckpt_dir = spec.ckpt_dir;
+  }
+  fs::create_directories(j.ckpt_dir, ec);
+  if (ec || ::chown(j.ckpt_dir.c_str(), u.uid, u.gid) != 0) {
+    std::string why = ec ? ec.message() : errstr(errno);
+    fs::remove_all(j.jobfs_dir, ec);
+    return "cannot create checkpoint dir " + j.ckpt_dir + ": " + why;
+  }
+  ::chmod(j.ckpt_dir.c_str(), 0700);
+
+  std::string hostname = spec.hosts.empty() ? I.cfg.hostname : spec.hosts;
+  env.try_emplace("HOME", u.home);
+  env.try_emplace("USER", u.name);
+  env.try_emplace("LOGNAME", u.name);
+  env.try_emplace("SHELL", u.shell);
+  env["CORRAL_JOBID"] = std::to_string(id);
+  env["CORRAL_NCPUS"] = std::to_string(spec.cores.empty() ? I.topo.cores.size() : spec.cores.size());
+  env["CORRAL_HOSTS"] = hostname;
+  env["CORRAL_JOBFS"] = j.jobfs_dir;
+  env["CORRAL_CKPT_DIR"] = j.ckpt_dir;
+  env["CORRAL_RESTART"] = spec.restart ? "1" : "0";
+  if (!j.jobfs_dir.empty()) env.try_emplace("TMPDIR", j.jobfs_dir);
+
+  // Leftover slot of the same id from an earlier life: it is not a running job of ours.
+  try {
+    if (auto l = I.cg->list(); std::find(l.begin(), l.end(), I.slot(id)) != l.end()) I.cg->destroy(I.slot(id));
+    I.cg->create(I.slot(id), SlotLimits{cpus, mems, spec.mem_mb});
+  } catch (const std::exception& e) {
+    fs::remove_all(j.jobfs_dir, ec);
+    if (j.own_ckpt_dir && !spec.restart) fs::remove_all(j.ckpt_dir, ec);
+    return std::string("cannot set up cgroups: ") + e.what();
+  }
+  j.spec = spec;
+
+  // Everything the children need, prepared now: after fork only async-signal-safe calls.
+  std::vector<std::string> envs;
+  for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> argvp, envp;
+  for (auto& a : spec.argv) argvp.push_back(const_cast<char*>(a.c_str()));
+  argvp.push_back(nullptr);
+  for (auto& e : envs) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::string out_path = spec.stdout_path.empty() ? "/dev/null" : spec.stdout_path;
+  std::string err_path = spec.stderr_path.empty() ? "/dev/null" : spec.stderr_path;
+  std::string exit_file = I.exit_path(id), exit_tmp = exit_file + ".tmp";
+  fs::remove(exit_file, ec);
+  const bool same_out = out_path == err_path;
+  const bool drop = u.uid != 0 || u.gid != 0;
+
+  int go[2], errp[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) return "pipe: " + errstr(errno);
+  if (::pipe2(errp, O_CLOEXEC) != 0) {
+    ::close(go[0]);
+    ::close(go[1]);
+    return "pipe: " + errstr(errno);
+  }
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int wake_w = I.wake_w;
+
+  pid_t sp = ::fork();
+  if (sp < 0) {
+    int e = errno;
+    for (int f : {go[0], go[1], errp[0], errp[1], devnull}) ::close(f);
+    I.cleanup(id, j, !spec.restart);
+    return "fork: " + errstr(e);
+  }
+  if (sp == 0) {
+    // ---- shepherd ----
+    reset_signals();
+    ::setsid();  // off the agent's terminal and process group
+    if (devnull >= 0) { ::dup2(devnull, 0); ::dup2(devnull, 1); ::dup2(devnull, 2); }
+    close_fds_except({go[0], errp[1], wake_w});
+    char b;
+    if (::read(go[0], &b, 1) != 1) ::_exit(126);  // the agent died before attaching us
+    ::close(go[0]);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of the job are reaped here, not left as zombies
+    pid_t jp = ::_Fork();
+    if (jp < 0) child_fail(errp[1], "fork");
+    if (jp == 0) {
+      // ---- job ----
+      ::setsid();  // its own session and process group: every descendant can be found and signalled
+      ::umask(022);
+      if (drop) {
+        if (::setgroups(u.groups.size(), u.groups.data()) != 0) child_fail(errp[1], "setgroups");
+        if (::setgid(u.gid) != 0) child_fail(errp[1], "setgid");
+        if (::setuid(u.uid) != 0) child_fail(errp[1], "setuid");
+      }
+      if (::chdir(cwd.c_str()) != 0) child_fail(errp[1], "chdir");
+      // Opened as the user: the files are theirs, and they can only write where they may.
+      int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (o < 0) child_fail(errp[1], "open stdout");
+      int e = same_out ? o : ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (e < 0) child_fail(errp[1], "open stderr");
+      ::dup2(o, 1);
+      ::dup2(e, 2);
+      if (o > 2) ::close(o);
+      if (e > 2 && e != o) ::close(e);
+      ::close(wake_w);
+      ::execve(binary.c_str(), argvp.data(), envp.data());
+      child_fail(errp[1], "execve");
+    }
+    ::close(errp[1]);
+    int st = 0, jst = 0;
+    while (true) {
+      pid_t r = ::waitpid(-1, &st, 0);
+      if (r == jp) { jst = st; break; }
+      if (r < 0 && errno != EINTR) break;
+    }
+    int f = ::open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (f >= 0) {
+      char buf[16];
+      int n = 0;
+      unsigned v = static_cast<unsigned>(jst);
+      char digits[12];
+      int d = 0;
+      do { digits[d++] = static_cast<char>('0' + v % 10); v /= 10; } while (v && d < 11);
+      while (d) buf[n++] = digits[--d];
+      buf[n++] = '\n';
+      [[maybe_unused]] auto w = ::write(f, buf, static_cast<std::size_t>(n));
+      ::close(f);
+      ::rename(exit_tmp.c_str(), exit_file.c_str());
+    }
+    [[maybe_unused]] auto w = ::write(wake_w, "x", 1);
+    // Reap whatever the job left until the agent has killed it all (we are its subreaper).
+    while (true) {
+      pid_t r = ::waitpid(-1, &st, 0);
+      if (r < 0 && errno != EINTR) break;
+    }
+    ::_exit(0);
+  }
+
+  // ---- agent ----
+  ::close(go[0]);
+  ::close(errp[1]);
+  if (devnull >= 0) ::close(devnull);
+  j.shepherd = sp;
+  j.run_started_ms = now_ms();
+  std::string attach_err;
+  try {
+    I.cg->attach(I.slot(id), sp);  // before the job exists, so it is born inside its slot
+  } catch (const std::exception& e) {
+    attach_err = e.what();
+  }
+  if (attach_err.empty()) {
+    I.save_record(id, j);
+    [[maybe_unused]] auto w = ::write(go[1], "g", 1);
+  }
+  ::close(go[1]);
+  std::string child_err;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(errp[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) child_err.append(buf, static_cast<std::size_t>(n));
+  ::close(errp[0]);
+  if (!attach_err.empty() || !child_err.empty()) {
+    if (!attach_err.empty()) ::kill(sp, SIGKILL);
+    int st;
+    while (::waitpid(sp, &st, 0) < 0 && errno == EINTR) {}
+    std::string why = attach_err;
+    if (!child_err.empty()) {
+      auto colon = child_err.rfind(':');
+      int e = colon == std::string::npos ? 0 : std::atoi(child_err.c_str() + colon + 1);
+      std::string stage = child_err.substr(0, colon);
+      why = "cannot start job " + std::to_string(id) + ": " + stage;
+      if (stage == "execve") why += " " + binary;
+      else if (stage == "chdir") why += " " + cwd;
+      else if (stage == "open stdout") why += " " + out_path;
+      else if (stage == "open stderr") why += " " + err_path;
+      why += ": " + errstr(e) + " (as user " + u.name + ")";
+    }
+    I.cleanup(id, j, !spec.restart);
+    char drain[64];
+    while (::read(I.wake_r, drain, sizeof drain) > 0) {}
+    return why;
+  }
+  I.jobs.emplace(id, std::move(j));
+  return {};
+}
+
+std::string Launcher::suspend(std::uint64_t id) {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
+  auto& j = it->second;
+  if (j.suspended) return "job " + std::to_string(id) + " is already suspended";
+  try {
+    impl_->cg->freeze(impl_->slot(id));
+  } catch (const std::exception& e) {
+    return std::string("suspend: ") + e.what();
+  }
+  j.acc_ms = impl_->used_ms(j, now_ms());
+  j.suspended = true;
+  impl_->save_record(id, j);
+  return {};
+}
+
+std::string Launcher::resume(std::uint64_t id) {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
+  auto& j = it->second;
+  if (!j.suspended) return "job " + std::to_string(id) + " is not suspended";
+  try {
+    impl_->cg->thaw(impl_->slot(id));
+  } catch (const std::exception& e) {
+    return std::string("resume: ") + e.what();
+  }
+  j.suspended = false;
+  j.run_started_ms = now_ms();
+  impl_->save_record(id, j);
+  return {};
+}
+
+std::string Launcher::cancel(std::uint64_t id) {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
+  impl_->kill_job(id, it->second, EndReason::Cancelled, "cancelled");
+  return {};
+}
+
+std::string Launcher::requeue(std::uint64_t id) {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
+  impl_->kill_job(id, it->second, EndReason::Preempted, "preempted: stopped and requeued");
+  return {};
+}
+
+std::string Launcher::checkpoint(std::uint64_t id) {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
+  auto& j = it->second;
+  if (j.ckpt_deadline_ms >= 0) return "job " + std::to_string(id) + " is already checkpointing";
+  if (j.suspended) {
+    if (auto err = resume(id); !err.empty()) return err;
+  }
+  // Signal every process of the job (not the shepherd): the job decides who writes what.
+  for (pid_t p : impl_->cg->pids(impl_->slot(id)))
+    if (p != j.shepherd) ::kill(p, j.spec.ckpt_signal);
+  j.ckpt_deadline_ms = now_ms() + static_cast<std::int64_t>(j.spec.ckpt_grace_s) * 1000;
+  return {};
+}
+
+std::vector<JobEnd> Launcher::poll(std::int64_t now) {
+  Impl& I = *impl_;
+  if (now < 0) now = now_ms();
+  char drain[64];
+  while (::read(I.wake_r, drain, sizeof drain) > 0) {}
+  std::vector<JobEnd> out;
+  for (auto it = I.jobs.begin(); it != I.jobs.end();) {
+    const std::uint64_t id = it->first;
+    auto& j = it->second;
+    if (!j.reaped && !j.kill_reason) {
+      // Enforce the limits (NCI policy: walltime, memory, jobfs; cpus are the cpuset's job).
+      SlotUsage u;
+      try {
+        u = I.cg->usage(I.slot(id));
+      } catch (const std::exception&) {
+      }
+      std::int64_t used = I.used_ms(j, now);
+      if (u.oom_kills > 0 && j.spec.mem_mb > 0) {
+        I.kill_job(id, j, EndReason::Memory,
+                   "killed: memory limit " + std::to_string(j.spec.mem_mb) + " MB exceeded (" +
+                       std::to_string(u.oom_kills) + " OOM kill(s), limit hit " + std::to_string(u.failcnt) +
+                       " times)");
+      } else if (j.spec.walltime_s > 0 && used > j.spec.walltime_s * 1000) {
+        I.kill_job(id, j, EndReason::Walltime,
+                   "killed: walltime " + std::to_string(j.spec.walltime_s) + " s exceeded (ran " +
+                       std::to_string(used) + " ms, suspended time not counted)");
+      } else if (j.ckpt_deadline_ms >= 0 && now >= j.ckpt_deadline_ms) {
+        I.kill_job(id, j, EndReason::Checkpointed,
+                   "checkpoint: job did not exit within the " + std::to_string(j.spec.ckpt_grace_s) +
+                       " s grace after signal " + std::to_string(j.spec.ckpt_signal) + "; stopped");
+      } else if (j.spec.jobfs_mb > 0 && !j.jobfs_dir.empty() &&
+                 (j.jobfs_checked_ms < 0 || now - j.jobfs_checked_ms >= I.cfg.jobfs_check_ms)) {
+        j.jobfs_checked_ms = now;
+        j.jobfs_mb_now = du_mb(j.jobfs_dir);
+        if (j.jobfs_mb_now > j.spec.jobfs_mb)
+          I.kill_job(id, j, EndReason::Jobfs,
+                     "killed: jobfs " + std::to_string(j.jobfs_mb_now) + " MB used, above its " +
+                         std::to_string(j.spec.jobfs_mb) + " MB");
+      }
+    }
+    bool done = I.ended(id, j);
+    if (!done && j.kill_reason) {
+      // We killed it: the shepherd dies with the slot; wait for it briefly so the end is reported now.
+      for (int i = 0; i < 200 && !done; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        done = I.ended(id, j);
+      }
+    }
+    if (!done) {
+      ++it;
+      continue;
+    }
+    out.push_back(I.finish(id, j));
+    it = I.jobs.erase(it);
+  }
+  return out;
+}
+
+std::optional<JobUsage> Launcher::usage(std::uint64_t id) const {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return std::nullopt;
+  auto& j = it->second;
+  JobUsage r;
+  SlotUsage u;
+  try {
+    u = impl_->cg->usage(impl_->slot(id));
+  } catch (const std::exception&) {
+  }
+  r.cpu_s = u.cpu_s;
+  r.rss_mb = u.mem_mb;
+  r.max_rss_mb = u.max_mem_mb;
+  r.jobfs_mb = j.jobfs_dir.empty() ? 0 : du_mb(j.jobfs_dir);
+  r.suspended = j.suspended;
+  r.running = !j.suspended && !j.reaped;
+  r.walltime_used_ms = impl_->used_ms(j, now_ms());
+  return r;
+}
+
+std::vector<Recovered> Launcher::recover(RecoverMode mode) {
+  Impl& I = *impl_;
+  std::vector<Recovered> out;
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t id : list_existing(*I.cg)) {
+    if (I.jobs.count(id)) continue;
+    seen.insert(id);
+    auto rec = I.load_record(id);
+    bool alive = !I.cg->pids(I.slot(id)).empty();
+    bool has_exit = I.read_exit(id).has_value();
+    if (mode == RecoverMode::Adopt && rec && (alive || has_exit)) {
+      Impl::Job j = std::move(*rec);
+      int st = 0;
+      pid_t r = ::waitpid(j.shepherd, &st, WNOHANG);  // still our child if this process started it
+      j.our_child = r == 0;
+      if (r == j.shepherd) {
+        j.reaped = true;
+        j.shepherd_status = st;
+      }
+      if (j.suspended && I.cg->freezer_state(I.slot(id)) != FreezeState::Frozen) {
+        j.suspended = false;
+        j.run_started_ms = now_ms();
+      }
+      I.jobs.emplace(id, std::move(j));
+      out.push_back({id, true, alive ? "adopted: still running" : "adopted: ended while unwatched"});
+      continue;
+    }
+    Impl::Job j = rec ? std::move(*rec) : Impl::Job{};
+    std::string err = I.cleanup(id, j, true);
+    if (j.our_child && j.shepherd > 0) ::waitpid(j.shepherd, nullptr, WNOHANG);
+    out.push_back({id, false,
+                   std::string(rec ? "killed and removed" : "no record: killed and removed") +
+                       (err.empty() ? "" : "; " + err)});
+  }
+  // Records without a slot (agent died between writing the record and creating cgroups).
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(I.cfg.state_dir, ec)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind("job.", 0) != 0) continue;
+    auto dot = n.find('.', 4);
+    if (dot == std::string::npos) continue;
+    auto id = slot_jobid(n.substr(0, dot));
+    if (!id || I.jobs.count(*id) || seen.count(*id)) continue;
+    if (auto rec = I.load_record(*id)) {
+      std::error_code ec2;
+      if (!rec->jobfs_dir.empty()) fs::remove_all(rec->jobfs_dir, ec2);
+    }
+    fs::remove(e.path(), ec);
+  }
+  return out;
+}
+
+void Launcher::stop_all() {
+  for (auto& [id, j] : impl_->jobs) impl_->kill_job(id, j, EndReason::Cancelled, "cancelled: agent shutting down");
+  for (int i = 0; i < 100 && !impl_->jobs.empty(); ++i) {
+    poll();
+    if (!impl_->jobs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace corral::node
