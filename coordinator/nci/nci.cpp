@@ -673,30 +673,41 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     for (std::size_t p : pos) order.push_back(members[p]);
   }
 
-  // 3. Resume suspended jobs first (their suspender may have completed):
-  // higher queues first, then the most expanded.
-  std::vector<std::uint32_t> susp;
-  for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri)
-    if (cy.runs[ri].suspended && !cy.runs[ri].gone && !cy.runs[ri].protect) susp.push_back(ri);
-  std::sort(susp.begin(), susp.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const Run& x = cy.runs[a];
-    const Run& y = cy.runs[b];
-    if (x.prio != y.prio) return x.prio > y.prio;
-    const double xa = expansion_factor(*x.rj, 0), xb = expansion_factor(*y.rj, 0);
-    if (xa != xb) return xa > xb;
-    return x.job->id < y.job->id;
-  });
-  for (std::uint32_t ri : susp) cy.try_resume(ri);
-
-  // 4. Start window jobs first (longest waiting first), then each queue.
-  std::vector<std::size_t> must, rest;
-  for (std::size_t i : order) (live[i].must ? must : rest).push_back(i);
+  // 3. Start-window jobs first (longest waiting first); then, for each queue
+  // in priority order, resume its suspended jobs (their suspender may have
+  // completed) and try its queued jobs ("Job selection").
+  std::vector<std::size_t> must;
+  std::map<std::string, std::vector<std::size_t>> rest;  // queue -> live, shuffled
+  for (std::size_t i : order) {
+    if (live[i].must)
+      must.push_back(i);
+    else
+      rest[live[i].queue].push_back(i);
+  }
   std::stable_sort(must.begin(), must.end(), [&](std::size_t a, std::size_t b) {
     const Job& x = snap.pending[live[a].idx];
     const Job& y = snap.pending[live[b].idx];
     if (x.cycles_pending != y.cycles_pending) return x.cycles_pending > y.cycles_pending;
     return x.submit < y.submit;
   });
+  std::map<std::string, std::vector<std::uint32_t>> susp;  // queue -> runs
+  for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri) {
+    const Run& r = cy.runs[ri];
+    if (r.suspended && !r.gone && !r.protect) susp[queue_name(*r.job, cfg)].push_back(ri);
+  }
+  for (auto& [qn, v] : susp) {
+    if (!by_queue.count(qn)) qnames.push_back(qn);
+    // The most expanded first.
+    std::sort(v.begin(), v.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const double xa = expansion_factor(*cy.runs[a].rj, 0), xb = expansion_factor(*cy.runs[b].rj, 0);
+      if (xa != xb) return xa > xb;
+      return cy.runs[a].job->id < cy.runs[b].job->id;
+    });
+  }
+  std::stable_sort(qnames.begin(), qnames.end(), [&](const std::string& a, const std::string& b) {
+    return cy.prio_of(a) > cy.prio_of(b);
+  });
+
   std::vector<bool> started(live.size(), false);
   Time shadow = kForever;  // a must-start job that could not start holds this
   bool blocked = false;
@@ -735,8 +746,11 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     d.reason = "start window reached: resources held for it";
     plan.decisions.push_back(std::move(d));
   }
-  for (std::size_t i : rest)
-    if (attempt(i)) started[i] = true;
+  for (const std::string& qn : qnames) {
+    for (std::uint32_t ri : susp[qn]) cy.try_resume(ri);
+    for (std::size_t i : rest[qn])
+      if (attempt(i)) started[i] = true;
+  }
 
   // 5. Hand over: NCI started what could start; nothing is left for the
   // planner to start this pass. Victims count as freed.

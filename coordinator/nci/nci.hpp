@@ -30,11 +30,11 @@ std::vector<Queue> nci_default_queues();
 // non-linearly so that it only matters in extreme cases (the document's own
 // remark about factor 3).
 struct SuspendWeights {
-  double xfactor = 4.0;     // penalty per ((XF-1)/(limit-1))^2 of the victim
+  double xfactor = 1.5;     // penalty per ((XF-1)/(limit-1))^2 of the victim
   double cpus = 1.0;        // bonus per log2(suspender cpus / victim cpus)
   double running = 1.0;     // per doubling of victim-owner/suspender-owner running
                             // jobs beyond a dead zone of one doubling
-  double done = 3.0;        // penalty per (victim fraction done)^2
+  double done = 1.0;        // penalty per (victim fraction done)^2
   double wait = 1.0;        // bonus per (suspender's pending XF - 1)
 };
 

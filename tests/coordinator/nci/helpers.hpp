@@ -1,0 +1,88 @@
+// Small builders for NCI tests.
+#pragma once
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "coordinator/model.hpp"
+#include "coordinator/nci/nci.hpp"
+
+namespace nci_test {
+using namespace corral;
+
+inline Node node(const std::string& name, int cores, std::int64_t mem = 0, std::int64_t jobfs = 0) {
+  Node n;
+  n.name = name;
+  n.cores = cores;
+  n.mem_mb = mem;
+  n.jobfs_mb = jobfs;
+  return n;
+}
+
+inline Job job(JobId id, int cpus, Time wall, const std::string& queue = "normal",
+               const std::string& user = "u", const std::string& project = "p",
+               std::int64_t mem = 100, std::int64_t jobfs = 10) {
+  Job j;
+  j.id = id;
+  j.name = "j" + std::to_string(id);
+  j.user = user;
+  j.project = project;
+  j.queue = queue;
+  j.walltime = wall;
+  j.slots_min = j.slots_max = cpus;
+  j.mem_mb = mem;
+  j.jobfs_mb = jobfs;
+  return j;
+}
+
+// A running job on node `n`, cores [first, first+cpus).
+inline RunningJob running(const Job& j, std::uint32_t n, int first, Time start) {
+  RunningJob r;
+  r.job = j;
+  r.start = start;
+  r.expected_end = start + j.walltime;
+  r.slots = j.slots_min;
+  Placement p;
+  p.node = n;
+  p.slots = static_cast<std::uint32_t>(j.slots_min);
+  for (int c = 0; c < j.slots_min; ++c) p.cores.push_back(first + c);
+  r.placement.push_back(p);
+  return r;
+}
+
+inline PassState fifo(const Snapshot& s) {
+  PassState st;
+  st.order.resize(s.pending.size());
+  std::iota(st.order.begin(), st.order.end(), 0u);
+  return st;
+}
+
+inline Plan run_stage(const Snapshot& s, const NciConfig& cfg, PassState* out = nullptr) {
+  PassState st = fifo(s);
+  Plan plan;
+  plan.now = s.now;
+  nci_stage(s, cfg, 1, st, plan);
+  if (out) *out = st;
+  return plan;
+}
+
+inline std::vector<JobId> ids(const Plan& p, Action a) {
+  std::vector<JobId> v;
+  for (const Decision& d : p.decisions)
+    if (d.action == a) v.push_back(d.job);
+  return v;
+}
+
+inline const Decision* find(const Plan& p, Action a, JobId id) {
+  for (const Decision& d : p.decisions)
+    if (d.action == a && d.job == id) return &d;
+  return nullptr;
+}
+
+inline NciConfig cfg_on() {
+  NciConfig c;
+  c.enabled = true;
+  return c;
+}
+}  // namespace nci_test
