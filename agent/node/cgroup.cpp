@@ -353,6 +353,13 @@ class V1Backend : public CgroupBackend {
     return {s.begin(), s.end()};
   }
   std::string cpuset_path(const std::string& slot) const override { return cpuset_->dir(slot); }
+  void remove_parent() override {
+    for (auto* c : all_) {
+      if (!c->children().empty()) throw CgroupError(c->dir("") + " still has slots; not removed");
+      if (c->exists("") && ::rmdir(c->dir("").c_str()) != 0 && errno != ENOENT)
+        throw CgroupError("cannot remove " + c->dir("") + ": " + std::strerror(errno));
+    }
+  }
 
  private:
   static void check_slot(const std::string& slot) {

@@ -71,6 +71,8 @@ class CgroupBackend {
   virtual void destroy(const std::string& slot) = 0;          // kill_all + remove every group
   virtual std::vector<std::string> list() const = 0;          // slots under the parent, any controller
   virtual std::string cpuset_path(const std::string& slot) const = 0;  // for diagnostics/tests
+  // Remove the parent group itself (uninstall, tests). Fails if slots remain.
+  virtual void remove_parent() = 0;
 };
 
 // The cgroup v1 backend: cpuset, memory, freezer, cpuacct controllers via libcgroup.
