@@ -70,8 +70,9 @@ int placeholders_for(const Node& node, int slots, std::int64_t mem_mb) {
 
 bool is_light(const Node& node, int slots, std::int64_t mem_mb) {
   const std::int64_t share = standard_share_mb(node);
-  // Memory not tracked, or not given by the job: treat as a standard job.
-  return share > 0 && mem_mb > 0 && mem_mb < share * slots;
+  // A job that claims no memory cannot make the host thrash: light. (This
+  // also keeps core-only jobs on the planner's fast path.)
+  return share > 0 && mem_mb < share * slots;
 }
 
 std::int64_t mem_on_node(const Job& job, int total_slots, int slots_here) {
@@ -96,6 +97,40 @@ bool may_place(const Node& node, const NodeLoad& load, int slots, std::int64_t m
     return load.heavy_or_standard + std::max(load.placeholders, load.light + slots) <= node.cores;
   const int used = load.heavy_or_standard + std::max(load.placeholders, load.light);
   return used + slots + placeholders_for(node, slots, mem_mb) <= node.cores;
+}
+
+bool may_place_now(const Snapshot& snap, const PassState& st, const Plan& plan, const Job& job,
+                   std::uint32_t node, int slots) {
+  if (node >= snap.nodes.size()) return false;
+  const Node& n = snap.nodes[node];
+  if (standard_share_mb(n) <= 0) return n.up;  // memory not tracked: no placeholders
+  NodeLoad load;
+  for (const auto& r : snap.running) {
+    if (std::find(st.freed.begin(), st.freed.end(), r.job.id) != st.freed.end()) continue;
+    int total = 0;
+    for (const auto& pl : r.placement) total += static_cast<int>(pl.slots);
+    for (const auto& pl : r.placement) {
+      if (pl.node != node) continue;
+      const int s = static_cast<int>(pl.slots);
+      const std::int64_t mem = mem_on_node(r.job, total, s);
+      if (!r.suspended) add_placement(n, load, s, mem);
+      else if (!is_light(n, s, mem)) load.placeholders += placeholders_for(n, s, mem);
+    }
+  }
+  for (const auto& d : plan.decisions) {
+    if (d.action != Action::Start) continue;
+    const Job* sj = nullptr;
+    for (const auto& p : snap.pending)
+      if (p.id == d.job) { sj = &p; break; }
+    if (!sj) continue;
+    int total = 0;
+    for (const auto& pl : d.placement) total += static_cast<int>(pl.slots);
+    for (const auto& pl : d.placement)
+      if (pl.node == node)
+        add_placement(n, load, static_cast<int>(pl.slots), mem_on_node(*sj, total, static_cast<int>(pl.slots)));
+  }
+  const int total = std::max(slots, job.slots_min);
+  return may_place(n, load, slots, mem_on_node(job, total, slots));
 }
 
 std::vector<NodeLoad> node_loads(const Snapshot& snap, const std::vector<JobId>& freed) {

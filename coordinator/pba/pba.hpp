@@ -110,6 +110,12 @@ std::int64_t mem_on_node(const Job& job, int total_slots, int slots_here);
 bool may_place(const Node& node, const NodeLoad& load, int slots, std::int64_t mem_mb);
 // Records such a placement in `load`.
 void add_placement(const Node& node, NodeLoad& load, int slots, std::int64_t mem_mb);
+// The whole rule for a planner mid-pass: may `job` get `slots` cores on node
+// `node`, given the running jobs (minus st.freed) and the Start decisions
+// already in `plan`? The job's memory is split over job.slots_min slots (or
+// `slots` if larger). Signature of PlannerConfig's placement hook.
+bool may_place_now(const Snapshot& snap, const PassState& st, const Plan& plan, const Job& job,
+                   std::uint32_t node, int slots);
 
 }  // namespace pba
 }  // namespace corral

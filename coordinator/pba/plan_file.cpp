@@ -363,9 +363,15 @@ PlanParseResult parse_plan(const std::string& text, const PlanParseOptions& opt)
     else ps.err("unknown directive '" + d + "' (expected project, member, flow, alloc, sla, grant, queue or horizon)");
   }
   // The horizon rule, once the horizon is known (it may be set anywhere).
-  for (const auto& a : ps.res.plan.allocations)
-    if (auto e = check_horizon(a.week, opt.origin, ps.res.plan.horizon_weeks))
-      ps.res.errors.push_back("line " + std::to_string(a.line) + ": " + *e);
+  auto& allocs = ps.res.plan.allocations;
+  for (auto it = allocs.begin(); it != allocs.end();) {
+    if (auto e = check_horizon(it->week, opt.origin, ps.res.plan.horizon_weeks)) {
+      ps.res.errors.push_back("line " + std::to_string(it->line) + ": " + *e);
+      it = allocs.erase(it);  // rejected, not kept
+    } else {
+      ++it;
+    }
+  }
   return std::move(ps.res);
 }
 
