@@ -1,1 +1,421 @@
+// The launcher with real processes in real cgroups: pinning, limits (memory, walltime, jobfs),
+// freezer suspend/resume, checkpoint/restart, running as a user, cancel of a process tree,
+// launch faults, and recovery after the agent is destroyed or killed.
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
 #include "helpers.hpp"
+
+using namespace corral::node;
+using nodetest::nap;
+using nodetest::Node;
+using nodetest::slurp;
+using nodetest::wait_until;
+
+static const std::string kHelper = NODE_HELPER;
+
+namespace {
+bool process_alive(pid_t p) {
+  // A zombie is dead for our purposes: it holds no resources and is in no cgroup.
+  std::string st = slurp("/proc/" + std::to_string(p) + "/stat");
+  if (st.empty()) return false;
+  auto close = st.rfind(')');
+  return close != std::string::npos && close + 2 < st.size() && st[close + 2] != 'Z';
+}
+std::vector<pid_t> read_pids(const std::string& path) {
+  std::vector<pid_t> v;
+  std::istringstream in(slurp(path));
+  pid_t p;
+  while (in >> p) v.push_back(p);
+  return v;
+}
+// A non-root user for the tests: corraltest (created if missing), else nobody.
+std::string test_user() {
+  if (!getpwnam("corraltest")) {
+    int rc = std::system("useradd --system --no-create-home --shell /usr/sbin/nologin corraltest >/dev/null 2>&1");
+    (void)rc;
+  }
+  return getpwnam("corraltest") ? "corraltest" : "nobody";
+}
+}  // namespace
+
+TEST_CASE("a job runs pinned to its cores and completes", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  int last = static_cast<int>(n.L->topology().cores.size()) - 1;
+  auto s = n.spec(1, {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo ncpus=$CORRAL_NCPUS"});
+  s.cores = {last};
+  REQUIRE(n.L->start(s) == "");
+  auto e = n.wait_end(1, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Completed);
+  CHECK(e->exit_code == 0);
+  std::string want = nodetest::slurp("/dev/null");
+  auto pus = n.L->topology().cores[static_cast<std::size_t>(last)].pus;
+  CHECK(n.out(1).find("Cpus_allowed_list:\t" + to_cpu_list(pus) + "\n") != std::string::npos);
+  CHECK(n.out(1).find("ncpus=1") != std::string::npos);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("exit codes are reported as failed with the code", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  REQUIRE(n.L->start(n.spec(2, {"/bin/sh", "-c", "echo oops >&2; exit 3"})) == "");
+  auto e = n.wait_end(2, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 3);
+  CHECK(e->message.find("exit 3") != std::string::npos);
+  CHECK(slurp(n.dir.path + "/2.err") == "oops\n");
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("a job above its memory limit is killed and the end says memory", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(3, {kHelper, "hog", "200"});
+  s.mem_mb = 32;
+  REQUIRE(n.L->start(s) == "");
+  auto e = n.wait_end(3, 15000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Memory);
+  CHECK(e->message.find("memory limit 32 MB") != std::string::npos);
+  CHECK(n.out(3).find("allocated") == std::string::npos);  // it never got its 200 MB
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("suspend freezes the job, resume thaws it", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  std::string tick = n.dir.path + "/tick";
+  REQUIRE(n.L->start(n.spec(4, {kHelper, "tick", tick})) == "");
+  REQUIRE(wait_until([&] { return !slurp(tick).empty(); }, 5000));
+  REQUIRE(n.L->suspend(4) == "");
+  CHECK(n.L->cgroups().freezer_state("job.4") == FreezeState::Frozen);
+  CHECK(n.L->usage(4)->suspended);
+  std::string frozen_at = slurp(tick);
+  nap(300);
+  CHECK(slurp(tick) == frozen_at);  // no progress while frozen
+  CHECK(n.L->suspend(4) != "");     // already suspended: an error, not a crash
+  REQUIRE(n.L->resume(4) == "");
+  CHECK(n.L->cgroups().freezer_state("job.4") == FreezeState::Thawed);
+  CHECK(wait_until([&] { return slurp(tick) != frozen_at && !slurp(tick).empty(); }, 3000));
+  CHECK(n.L->poll().empty());  // still running
+  REQUIRE(n.L->cancel(4) == "");
+  auto e = n.wait_end(4, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Cancelled);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("walltime kills the job, suspended time not counted", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(5, {"/bin/sleep", "30"});
+  s.walltime_s = 1;
+  auto t0 = Launcher::now_ms();
+  REQUIRE(n.L->start(s) == "");
+  nap(300);
+  CHECK(n.L->poll().empty());
+  REQUIRE(n.L->suspend(5) == "");
+  for (int i = 0; i < 15; ++i) {  // 1.5 s suspended, polled throughout: must not be killed
+    CHECK(n.L->poll().empty());
+    nap(100);
+  }
+  REQUIRE(n.L->resume(5) == "");
+  CHECK(n.L->poll().empty());
+  auto u = n.L->usage(5);
+  REQUIRE(u);
+  CHECK(u->walltime_used_ms < 1000);
+  auto e = n.wait_end(5, 5000);
+  auto elapsed = Launcher::now_ms() - t0;
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Walltime);
+  CHECK(e->message.find("walltime 1 s") != std::string::npos);
+  CHECK(elapsed >= 2500);  // 1 s running + 1.5 s suspended
+  CHECK(elapsed < 6000);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("jobfs above its size is killed; jobfs is private and removed", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(6, {kHelper, "fill", "20"});
+  s.jobfs_mb = 5;
+  REQUIRE(n.L->start(s) == "");
+  std::string jobfs = n.cfg.jobfs_root + "/6";
+  auto e = n.wait_end(6, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Jobfs);
+  CHECK(e->message.find("above its 5 MB") != std::string::npos);
+  CHECK(!std::filesystem::exists(jobfs));
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("checkpoint: signal honoured, restart sees its checkpoint", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(7, {kHelper, "ckpt", "100000"});
+  s.ckpt_grace_s = 5;
+  REQUIRE(n.L->start(s) == "");
+  std::string ckpt = n.cfg.ckpt_root + "/7";
+  REQUIRE(wait_until([&] { return std::filesystem::exists(ckpt + "/ready"); }, 5000));
+  nap(200);
+  REQUIRE(n.L->checkpoint(7) == "");
+  auto e = n.wait_end(7, 6000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Checkpointed);
+  CHECK(e->exit_code == 0);
+  CHECK(n.out(7).find("fresh") != std::string::npos);
+  std::string saved = slurp(ckpt + "/state");
+  REQUIRE(!saved.empty());
+  CHECK(std::stol(saved) > 0);
+  CHECK(n.leftovers().empty());
+
+  // Requeued and restarted: same checkpoint dir, CORRAL_RESTART=1, it continues from there.
+  auto r = n.spec(7, {kHelper, "ckpt", std::to_string(std::stol(saved) + 5)});
+  r.restart = true;
+  REQUIRE(n.L->start(r) == "");
+  auto e2 = n.wait_end(7, 6000);
+  REQUIRE(e2);
+  CHECK(e2->reason == EndReason::Completed);
+  CHECK(n.out(7).find("restored " + saved) != std::string::npos);
+  CHECK(n.out(7).find("finished") != std::string::npos);
+  CHECK(!std::filesystem::exists(ckpt));  // ended for good: its checkpoint dir goes
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("a job that ignores the checkpoint signal is stopped after the grace", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(8, {"/bin/sh", "-c", "trap '' USR1; echo up; sleep 30"});
+  s.ckpt_grace_s = 1;
+  REQUIRE(n.L->start(s) == "");
+  REQUIRE(wait_until([&] { return n.out(8) == "up\n"; }, 5000));
+  auto t0 = Launcher::now_ms();
+  REQUIRE(n.L->checkpoint(8) == "");
+  nap(300);
+  CHECK(n.L->poll().empty());  // still inside its grace
+  auto e = n.wait_end(8, 5000);
+  REQUIRE(e);
+  CHECK(Launcher::now_ms() - t0 >= 1000);
+  CHECK(e->reason == EndReason::Checkpointed);
+  CHECK(e->message.find("did not exit within") != std::string::npos);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("a job runs as its user, with its env, and its files belong to the user", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  std::string user = test_user();
+  struct passwd* pw = getpwnam(user.c_str());
+  REQUIRE(pw);
+  uid_t uid = pw->pw_uid;
+  gid_t gid = pw->pw_gid;
+  std::string work = n.dir.path + "/work";
+  std::filesystem::create_directories(work);
+  ::chmod(work.c_str(), 01777);
+  LaunchSpec s;
+  s.id = 9;
+  s.user = user;
+  s.argv = {"sh", "-c",
+            "id -u; id -g; pwd; echo $CORRAL_JOBID $CORRAL_NCPUS $CORRAL_HOSTS $CORRAL_RESTART $FOO; "
+            "touch $CORRAL_JOBFS/x && echo jobfs-ok; touch $CORRAL_CKPT_DIR/y && echo ckpt-ok; "
+            "touch /root/nope 2>/dev/null || echo not-root"};
+  s.env = {{"FOO", "bar"}};
+  s.cwd = work;
+  s.stdout_path = work + "/9.out";
+  s.stderr_path = work + "/9.err";
+  s.jobfs_mb = 10;
+  s.hosts = "n1,n2";
+  REQUIRE(n.L->start(s) == "");
+  auto e = n.wait_end(9, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Completed);
+  std::string out = slurp(work + "/9.out");
+  CHECK(out.find(std::to_string(uid) + "\n" + std::to_string(gid) + "\n" + work + "\n") == 0);
+  CHECK(out.find("9 " + std::to_string(n.L->topology().cores.size()) + " n1,n2 0 bar") != std::string::npos);
+  CHECK(out.find("jobfs-ok") != std::string::npos);
+  CHECK(out.find("ckpt-ok") != std::string::npos);
+  CHECK(out.find("not-root") != std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat((work + "/9.out").c_str(), &st) == 0);
+  CHECK(st.st_uid == uid);
+  CHECK(st.st_gid == gid);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("cancel kills a job's hundred children and empties its cgroup", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  std::string pidfile = n.dir.path + "/pids";
+  REQUIRE(n.L->start(n.spec(10, {kHelper, "forks", "100", pidfile})) == "");
+  REQUIRE(wait_until([&] { return read_pids(pidfile).size() == 100; }, 10000));
+  auto pids = read_pids(pidfile);
+  CHECK(n.L->cgroups().pids("job.10").size() >= 101);
+  REQUIRE(n.L->cancel(10) == "");
+  auto e = n.wait_end(10, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Cancelled);
+  int alive = 0;
+  for (pid_t p : pids) alive += process_alive(p);
+  CHECK(alive == 0);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("launch faults are refused with a reason and leave nothing", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(11, {"/bin/true"});
+  s.user = "no-such-user-corral";
+  CHECK_THAT(n.L->start(s), Catch::Contains("unknown user 'no-such-user-corral'"));
+  CHECK_THAT(n.L->start(n.spec(12, {"/no/such/binary"})), Catch::Contains("not found"));
+  CHECK_THAT(n.L->start(n.spec(13, {"no-such-command-corral"})), Catch::Contains("command not found"));
+  auto c = n.spec(14, {"/bin/true"});
+  c.cores = {999};
+  CHECK_THAT(n.L->start(c), Catch::Contains("not on this node"));
+  auto d = n.spec(15, {"/bin/true"});
+  d.cwd = "/no/such/dir";
+  CHECK_THAT(n.L->start(d), Catch::Contains("does not exist"));
+  // Found but not executable by the user: reported from the child, cleaned up.
+  std::string script = n.dir.path + "/private.sh";
+  std::ofstream(script) << "#!/bin/sh\necho hi\n";
+  ::chmod(script.c_str(), 0700);
+  auto p = n.spec(16, {script});
+  p.user = test_user();
+  p.stdout_path = p.stderr_path = "/dev/null";
+  p.cwd = "/";
+  CHECK_THAT(n.L->start(p), Catch::Contains("Permission denied"));
+  CHECK(n.L->start(n.spec(17, {})) != "");
+  CHECK(n.L->cancel(99) != "");
+  CHECK(n.L->jobs().empty());
+  CHECK(n.L->poll().empty());
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("requeue stops the job and reports it preempted", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  REQUIRE(n.L->start(n.spec(18, {"/bin/sleep", "30"})) == "");
+  nap(100);
+  REQUIRE(n.L->requeue(18) == "");
+  auto e = n.wait_end(18, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Preempted);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("a destroyed launcher's jobs are adopted by the next one, exit code kept", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  REQUIRE(n.L->start(n.spec(19, {"/bin/sh", "-c", "sleep 0.5; exit 5"})) == "");
+  REQUIRE(n.L->start(n.spec(20, {"/bin/sleep", "30"})) == "");
+  n.L.reset();  // the agent object goes away; the jobs keep running
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  REQUIRE(rec.size() == 2);
+  CHECK(rec[0].adopted);
+  CHECK(rec[1].adopted);
+  CHECK(n.L->has(19));
+  CHECK(n.L->has(20));
+  auto e = n.wait_end(19, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 5);
+  REQUIRE(n.L->cancel(20) == "");
+  auto e2 = n.wait_end(20, 5000);
+  REQUIRE(e2);
+  CHECK(e2->reason == EndReason::Cancelled);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("after the agent is SIGKILLed a new launcher adopts or cleans up", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.L.reset();
+  auto run_agent = [&](std::uint64_t id, const std::string& pidfile) {
+    pid_t agent = fork();
+    if (agent == 0) {
+      try {
+        Launcher l(discover(""), n.cfg);
+        auto s = n.spec(id, {kHelper, "forks", "5", pidfile});
+        s.walltime_s = 60;
+        if (!l.start(s).empty()) _exit(1);
+        for (;;) pause();
+      } catch (...) {
+        _exit(2);
+      }
+    }
+    REQUIRE(agent > 0);
+    REQUIRE(wait_until([&] { return read_pids(pidfile).size() == 5; }, 5000));
+    kill(agent, SIGKILL);
+    waitpid(agent, nullptr, 0);
+  };
+  SECTION("adopt") {
+    run_agent(21, n.dir.path + "/p21");
+    n.L = std::make_unique<Launcher>(discover(""), n.cfg);
+    auto rec = n.L->recover(RecoverMode::Adopt);
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0].id == 21);
+    CHECK(rec[0].adopted);
+    auto u = n.L->usage(21);
+    REQUIRE(u);
+    CHECK(u->running);
+    CHECK(u->walltime_used_ms > 0);
+    CHECK(n.L->poll().empty());
+    REQUIRE(n.L->cancel(21) == "");
+    auto e = n.wait_end(21, 5000);
+    REQUIRE(e);
+    CHECK(e->reason == EndReason::Cancelled);
+    for (pid_t p : read_pids(n.dir.path + "/p21")) CHECK(!process_alive(p));
+  }
+  SECTION("clean up") {
+    run_agent(22, n.dir.path + "/p22");
+    n.L = std::make_unique<Launcher>(discover(""), n.cfg);
+    auto rec = n.L->recover(RecoverMode::Cleanup);
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0].id == 22);
+    CHECK(!rec[0].adopted);
+    CHECK(n.L->jobs().empty());
+    for (pid_t p : read_pids(n.dir.path + "/p22")) CHECK(!process_alive(p));
+  }
+  CHECK(n.leftovers().empty());
+  CHECK(std::filesystem::is_empty(n.cfg.state_dir));
+}
+
+TEST_CASE("a stand-in topology maps its cores onto the real CPUs", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  nodetest::TempDir dir;
+  nodetest::CgroupGuard guard("corral_t_launch");
+  LauncherConfig cfg;
+  cfg.cgroup_parent = "corral_t_launch";
+  cfg.state_dir = dir.path + "/state";
+  cfg.ckpt_root = dir.path + "/ckpt";
+  Launcher l(load_xml(std::string(NODE_TOPOLOGIES) + "/2socket-2x16.xml"), cfg);
+  LaunchSpec s;
+  s.id = 23;
+  s.user = "root";
+  s.argv = {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
+  s.cores = {31};  // PUs 62,63 on the recorded node
+  s.stdout_path = dir.path + "/out";
+  REQUIRE(l.start(s) == "");
+  std::optional<JobEnd> e;
+  for (int i = 0; i < 250 && !e; ++i) {
+    for (auto& x : l.poll()) e = x;
+    nap(20);
+  }
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Completed);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  std::vector<int> want;
+  for (int p : {62, 63}) want.push_back(static_cast<int>(p % ncpu));
+  CHECK(slurp(dir.path + "/out") == "Cpus_allowed_list:\t" + to_cpu_list(want) + "\n");
+  CHECK(l.cgroups().list().empty());
+}
