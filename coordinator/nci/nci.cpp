@@ -709,12 +709,15 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
   });
 
   std::vector<bool> started(live.size(), false);
-  Time shadow = kForever;  // a must-start job that could not start holds this
   bool blocked = false;
   auto attempt = [&](std::size_t i) {
     const Job& j = snap.pending[live[i].idx];
     const int pr = live[i].prio;
-    if (blocked && snap.now + std::max<Time>(j.walltime, 1) > shadow) return false;
+    // A must-start job that cannot start holds back every later start until
+    // the running jobs drain (resumes still happen, so suspended jobs finish
+    // and release their memory). Filling the hole with short jobs was tried:
+    // resumes and priority-runs inside the hole made the start slip without bound.
+    if (blocked) return false;
     if (cy.try_start(j, pr, Cycle::Mode::Priority, live[i].must ? "start window" : "idle cpus", false))
       return true;
     if (cfg.priority_run && cy.try_start(j, pr, Cycle::Mode::Priority, "priority-run", true))
@@ -732,11 +735,22 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     }
     if (blocked) continue;
     // Cannot start even by suspension (memory held, nodes down): hold back
-    // every later job that would still run when all running jobs have ended.
+    // every later start; `at` is when everything running and suspended has
+    // ended at the latest.
+    // Suspended jobs count too: they resume and run what is left of their
+    // walltime, and they hold memory until then.
     Time end = snap.now;
-    for (const Run& r : cy.runs)
-      if (!r.gone && !r.suspended) end = std::max(end, r.projected_end);
-    shadow = end;
+    Time susp_left = 0;
+    for (const Run& r : cy.runs) {
+      if (r.gone) continue;
+      if (!r.suspended) {
+        end = std::max(end, r.projected_end);
+      } else if (r.rj) {
+        const Time ran = std::max<Time>(snap.now - r.rj->start - r.rj->suspended_for, 0);
+        susp_left = std::max(susp_left, std::max<Time>(r.job->walltime - ran, 0));
+      }
+    }
+    end += susp_left;
     blocked = true;
     Decision d;
     d.action = Action::Reserve;
