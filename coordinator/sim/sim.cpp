@@ -60,6 +60,10 @@ class Simulator {
       snap_.nodes[static_cast<std::size_t>(i)].cores = cpn_;
     }
     node_used_.assign(static_cast<std::size_t>(nodes), 0);
+    // The trace's run times are exact: no SGE duration offset; the planner
+    // knows what a restart costs.
+    cfg_.planner.duration_offset = 0;
+    cfg_.planner.restart_cost = opt_.restart_cost;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
     recs_.resize(n_);
     run_pos_.assign(n_, -1);
@@ -89,7 +93,7 @@ class Simulator {
       // 2. arrivals
       while (next < n_ && tr_.jobs[next].submit == now_) arrive(next++);
       // 3. one scheduling pass
-      if (!snap_.pending.empty()) pass();
+      if (!snap_.pending.empty() || suspended_ > 0) pass();
       if (opt_.progress && next - last_tick >= tick) {
         last_tick = next;
         opt_.progress(static_cast<double>(next) / static_cast<double>(n_));
@@ -119,6 +123,8 @@ class Simulator {
   std::unordered_map<long, int> history_n_;
   std::unordered_map<long, std::string> user_names_;
   Time now_ = 0;
+  std::size_t suspended_ = 0;
+  Planner planner_;  // scratch buffers reused across passes
   SimResult res_;
 
   static JobId jid(std::size_t idx) { return static_cast<JobId>(idx + 1); }
@@ -277,6 +283,7 @@ class Simulator {
   void do_requeue(std::size_t idx) {
     Rec& r = recs_[idx];
     if (r.st != St::Running && r.st != St::Suspended) return;
+    if (r.st == St::Suspended) --suspended_;
     RunningJob rj = take_running(idx);
     if (r.st == St::Running) segment(idx, rj, now_, false);
     ++r.requeues;
@@ -295,6 +302,7 @@ class Simulator {
     r.st = St::Suspended;
     ++r.gen;
     rj.suspended = true;
+    ++suspended_;
     release(rj.slots, rj.placement);
     ++res_.preemptions;
   }
@@ -308,6 +316,7 @@ class Simulator {
       return;
     }
     take(rj.slots, rj.placement);
+    --suspended_;
     rj.suspended = false;
     rj.suspended_for += now_ - r.suspended_at;
     rj.expected_end += now_ - r.suspended_at;
@@ -337,7 +346,7 @@ class Simulator {
     extend_predictions();
     snap_.now = now_;
     Plan plan = opt_.scheduler ? opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes)
-                               : schedule(snap_, cfg_, opt_.seed + res_.passes);
+                               : schedule(snap_, cfg_, opt_.seed + res_.passes, planner_);
     ++res_.passes;
     bool any_start = false;
     auto index_of = [&](JobId id) -> std::size_t {

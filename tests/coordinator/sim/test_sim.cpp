@@ -300,8 +300,8 @@ TEST_CASE("order: fifo, sjf, saf, wfp3, sjbf and the aging bound", "[sim][order]
   s = order_snap();
   c.policy = "saf";  // areas 2000, 800, 50, 100, 300
   CHECK(ids(s, c) == std::vector<JobId>{3, 4, 5, 2, 1});
-  c.policy = "wfp3";  // (wait/est)^3*slots: 1: 8e-3*4, 2: 729*8, 3: 4096, 4: 8*2, 5: ~0
-  CHECK(ids(s, c) == std::vector<JobId>{2, 3, 4, 1, 5});
+  c.policy = "wfp3";  // (wait/est)^3*slots: 1: 8*4, 2: 729*8, 3: 4096*1, 4: 8*2, 5: ~0
+  CHECK(ids(s, c) == std::vector<JobId>{2, 3, 1, 4, 5});
   c.policy = "sjf";
   c.aging = 850;  // jobs 1, 2 (waited 1000, 900) go first, in FIFO order
   CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
@@ -355,13 +355,11 @@ TEST_CASE("sim: checkpoint costs are charged and the job resumes its work", "[si
   opt.scheduler = [](const Snapshot& s, const SchedConfig&, std::uint64_t) {
     Plan p;
     bool two_pending = std::any_of(s.pending.begin(), s.pending.end(), [](const Job& j) { return j.id == 2; });
-    if (two_pending)
-      for (const RunningJob& r : s.running)
-        if (r.job.id == 1) {
-          p.decisions.push_back({Action::Checkpoint, 1, s.now, 0, {}, {}, {}});
-          p.decisions.push_back({Action::Start, 2, s.now, 4, {}, {}, {}});
-          return p;
-        }
+    if (s.now == 100) p.decisions.push_back({Action::Checkpoint, 1, s.now, 0, {}, {}, {}});
+    if (two_pending) {  // job 2 first, whenever asked
+      p.decisions.push_back({Action::Start, 2, s.now, 4, {}, {}, {}});
+      return p;
+    }
     return greedy(s);
   };
   SimResult r = simulate(t, opt);
@@ -452,17 +450,19 @@ TEST_CASE("sim: a planner that starts nothing leaves jobs unstarted, no hang", "
 
 TEST_CASE("reference: the test's own FCFS/EASY on a hand-checked case", "[sim][reference]") {
   // Machine 10. t=0: A(6 procs, 100 s) starts. B(8) cannot: shadow = 100,
-  // extra = 10 - 8 = 2. C(4, est 50) fits and ends by 100: backfills.
-  // D(2, est 500) fits in extra: backfills. E(1, est 500): no procs left.
+  // extra = 10 - 8 = 2. C(4, est 50) fits and ends by 100: backfills; then
+  // nothing is free. t=50: D(2, est 500) fits and needs no more than extra:
+  // backfills (extra 0). E(1, est 500) fits but ends after the shadow and
+  // there is no extra left: waits.
   std::vector<RefJob> jobs = {{1, 0, 100, 100, 6}, {2, 0, 100, 100, 8}, {3, 0, 50, 50, 4}, {4, 0, 500, 500, 2},
                               {5, 0, 500, 500, 1}};
-  // Only D is left at 100, so B (8) waits: 10 - 2 = 8 free at 100 -> B at 100.
+  // t=100: A ends, 8 free: B starts. t=200: B ends: E starts.
   auto e = reference(jobs, 10, true);
   CHECK(e.at(1) == 0);
   CHECK(e.at(2) == 100);
   CHECK(e.at(3) == 0);
-  CHECK(e.at(4) == 0);
-  CHECK(e.at(5) == 200);  // after B ends (D holds 2, B 8)
+  CHECK(e.at(4) == 50);
+  CHECK(e.at(5) == 200);
   auto f = reference(jobs, 10, false);
   CHECK(f.at(2) == 100);
   CHECK(f.at(3) == 200);
