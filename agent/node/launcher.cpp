@@ -145,8 +145,9 @@ std::string resolve_binary(const std::string& arg0, const std::string& path_env,
   return {};
 }
 
-void close_fds_except(std::vector<int> keep) {  // async-signal-safe
-  std::sort(keep.begin(), keep.end());
+void close_fds_except(int a, int b, int c) {  // async-signal-safe: no allocation
+  int keep[3] = {a, b, c};
+  std::sort(keep, keep + 3);
   unsigned lo = 3;
   for (int k : keep) {
     if (k < 3) continue;
@@ -587,7 +588,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     reset_signals();
     ::setsid();  // off the agent's terminal and process group
     if (devnull >= 0) { ::dup2(devnull, 0); ::dup2(devnull, 1); ::dup2(devnull, 2); }
-    close_fds_except({go[0], errp[1], wake_w});
+    close_fds_except(go[0], errp[1], wake_w);
     char b;
     if (::read(go[0], &b, 1) != 1) ::_exit(126);  // the agent died before attaching us
     ::close(go[0]);

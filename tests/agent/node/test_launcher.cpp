@@ -2,6 +2,7 @@
 // freezer suspend/resume, checkpoint/restart, running as a user, cancel of a process tree,
 // launch faults, and recovery after the agent is destroyed or killed.
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -418,4 +419,25 @@ TEST_CASE("a stand-in topology maps its cores onto the real CPUs", "[node][launc
   for (int p : {62, 63}) want.push_back(static_cast<int>(p % ncpu));
   CHECK(slurp(dir.path + "/out") == "Cpus_allowed_list:\t" + to_cpu_list(want) + "\n");
   CHECK(l.cgroups().list().empty());
+}
+
+TEST_CASE("wake_fd turns readable when a job ends; usage reports cpu and memory", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(24, {"/bin/sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"});
+  REQUIRE(n.L->start(s) == "");
+  nap(300);
+  auto u = n.L->usage(24);
+  REQUIRE(u);
+  CHECK(u->running);
+  CHECK(u->cpu_s > 0.05);
+  CHECK(u->rss_mb >= 0);
+  CHECK(!n.L->usage(999));
+  struct pollfd pfd {n.L->wake_fd(), POLLIN, 0};
+  REQUIRE(::poll(&pfd, 1, 20000) == 1);  // woken by the end, no busy polling needed
+  auto ends = n.L->poll();
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].reason == EndReason::Completed);
+  CHECK(::poll(&pfd, 1, 0) == 0);  // poll() drained it
+  CHECK(n.leftovers().empty());
 }
