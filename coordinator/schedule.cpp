@@ -1,9 +1,22 @@
-// Placeholder: the planner part replaces this with the pipeline of schedule.hpp.
+// The pass pipeline of schedule.hpp: order -> pba -> nci -> planner.
 #include "coordinator/schedule.hpp"
+
 namespace corral {
-Plan schedule(const Snapshot& snap, const SchedConfig&, std::uint64_t) {
-  Plan p;
-  p.now = snap.now;
-  return p;
+
+Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner) {
+  Plan plan;
+  plan.now = snap.now;
+  PassState st;
+  order_pending(snap, cfg.order, st);
+  if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
+  if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
+  planner.plan(snap, cfg.planner, st, plan);
+  return plan;
 }
+
+Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed) {
+  Planner planner;
+  return schedule(snap, cfg, seed, planner);
+}
+
 }  // namespace corral

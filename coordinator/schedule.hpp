@@ -29,5 +29,8 @@ struct SchedConfig {
 
 // Runs one pass. Never touches anything outside its arguments.
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed);
+// Same, reusing the planner's scratch buffers across passes (for callers that
+// run many passes, e.g. the simulator); the result is identical.
+Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner);
 
 }  // namespace corral

@@ -1,9 +1,93 @@
 // Reservation planning and backfilling (owned by the planner part).
+//
+// Implements sge6-reservation-backfill.txt (resource utilization diagrams per
+// resource instance, reservations, max_reservation, default_duration,
+// DURATION_OFFSET, slot ranges, MONITOR) plus the textbook FCFS / EASY /
+// conservative policies and checkpoint-based aggressive backfilling
+// (checkpoint-backfill-patent.zh.txt, see seeds/README.md).
+//
+// Resource model (documented choices):
+//  * A job's slots may be spread over several nodes (Grid Engine $fill_up);
+//    cores are therefore planned with ONE cluster-wide diagram, which is exact
+//    for jobs that need only cores. Jobs that also need memory, jobfs, host
+//    consumables, or run in a queue restricted to some hosts are "node-bound":
+//    they are additionally checked host by host (slower path).
+//  * Job::consumables are per slot. A name found in Snapshot::global is debited
+//    there (level G), in the job's Queue::consumables (level Q, one cluster-wide
+//    pool per queue) and on every host that defines it (level H). A name
+//    defined nowhere is rejected.
+//  * Memory/jobfs are per job; on a multi-node placement each node carries its
+//    share (rounded up) of the slots it hosts.
+//  * Planned duration = base + duration_offset, base = Job::estimate if > 0,
+//    else walltime if > 0, else default_duration. A restarted job
+//    (work_done > 0) only has max(1, base - work_done) + restart_cost left.
+//  * A running job releases its resources at max(expected_end, now + 1): one
+//    that overran its estimate is busy now but assumed to end at the next
+//    second. (EASY's shadow time follows the textbook instead: an expected end
+//    in the past counts as "now"; the simulator keeps expected_end >= now.)
+//  * Suspended jobs (RunningJob::suspended, or freed this pass by a Suspend
+//    decision) hold memory, jobfs and consumables but no cores; other freed
+//    jobs hold nothing.
 #pragma once
+
+#include <cstdint>
+#include <functional>  // PlannerConfig::may_place (pba hook)
+#include <memory>
+
 #include "coordinator/model.hpp"
+
 namespace corral {
+
 enum class Backfill { Fcfs, Easy, Conservative, Reserve, Checkpoint };
+
 struct PlannerConfig {
   Backfill backfill = Backfill::Easy;
+  // `reserve` policy: reservations per pass for Job::reserve jobs (SGE
+  // max_reservation; 0 = none). Other policies: easy reserves for the first
+  // blocked job only, conservative for every job, checkpoint for the head.
+  int max_reservation = 1;
+  Time default_duration = kForever;   // SGE default "INFINITY"
+  Time duration_offset = 60;          // SGE DURATION_OFFSET; the simulator sets 0
+  bool monitor = false;               // fill Plan::monitor (SGE MONITOR)
+  // checkpoint policy: estimates above the threshold are multiplied by the
+  // split factor p for the backfill test of non-head jobs.
+  double checkpoint_split = 0.5;
+  Time checkpoint_threshold = 3600;
+  Time restart_cost = 0;              // seconds added to a restarted job
+  // --- hook added by the pba part (PBA placeholder slots) ---
+  // Optional: when set, a node-bound job may take `slots` cores on node
+  // `node` only if this returns true; `plan` holds this pass's decisions so
+  // far. pba sets it to pba::may_place_now (coordinator/pba/pba.hpp).
+  std::function<bool(const Snapshot& snap, const PassState& st, const Plan& plan, const Job& job,
+                     std::uint32_t node, int slots)> may_place;
 };
+
+// The duration the planner assumes for `job` (see the header comment).
+Time planned_duration(const Job& job, const PlannerConfig& cfg);
+// The checkpoint policy's shortened duration for a non-head job.
+Time backfill_duration(const Job& job, const PlannerConfig& cfg);
+// Parses "fcfs", "easy", "conservative", "reserve", "checkpoint"; false if unknown.
+bool parse_backfill(const std::string& name, Backfill& out);
+const char* backfill_name(Backfill b);
+
+// Plans one pass over st.order: appends Start / Reserve / Checkpoint / Reject
+// decisions (and MONITOR lines when enabled) to `plan`. Pure: a Planner only
+// keeps scratch buffers between calls so a caller that runs many passes (the
+// simulator) avoids re-allocating; results never depend on earlier calls.
+class Planner {
+ public:
+  Planner();
+  ~Planner();
+  Planner(Planner&&) noexcept;
+  Planner& operator=(Planner&&) noexcept;
+  void plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One-shot convenience wrapper around Planner::plan.
+void plan_pass(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan);
+
 }  // namespace corral

@@ -1,0 +1,182 @@
+#include "coordinator/planner/profile.hpp"
+
+#include <algorithm>
+
+namespace corral {
+
+void Profile::build(Time origin, std::int64_t capacity, std::int64_t free0,
+                    const std::vector<std::pair<Time, std::int64_t>>& events) {
+  origin_ = origin;
+  capacity_ = capacity;
+  ++gen_;
+  blocks_.clear();
+  std::vector<Point> pts;
+  pts.reserve(events.size() + 1);
+  pts.push_back({origin, free0});
+  for (const auto& [t, d] : events) {
+    if (t <= origin) {
+      pts.front().f += d;  // events are sorted: only the first point exists yet
+    } else if (pts.back().t == t) {
+      pts.back().f += d;
+    } else {
+      pts.push_back({t, pts.back().f + d});
+    }
+  }
+  for (std::size_t i = 0; i < pts.size(); i += kBlock) {
+    Block b;
+    const std::size_t e = std::min(pts.size(), i + kBlock);
+    b.p.assign(pts.begin() + static_cast<std::ptrdiff_t>(i), pts.begin() + static_cast<std::ptrdiff_t>(e));
+    refresh(b);
+    blocks_.push_back(std::move(b));
+  }
+}
+
+void Profile::refresh(Block& b) {
+  std::int64_t mn = b.p.front().f, mx = mn;
+  for (const Point& q : b.p) {
+    mn = std::min(mn, q.f);
+    mx = std::max(mx, q.f);
+  }
+  b.mn = mn + b.lazy;
+  b.mx = mx + b.lazy;
+}
+
+std::size_t Profile::points() const {
+  std::size_t n = 0;
+  for (const Block& b : blocks_) n += b.p.size();
+  return n;
+}
+
+std::pair<std::size_t, std::size_t> Profile::locate(Time t) const {
+  // Last block whose first point is <= t, then the last point <= t in it.
+  std::size_t lo = 0, hi = blocks_.size();
+  while (hi - lo > 1) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (blocks_[mid].p.front().t <= t) lo = mid; else hi = mid;
+  }
+  const auto& p = blocks_[lo].p;
+  auto it = std::upper_bound(p.begin(), p.end(), t, [](Time x, const Point& q) { return x < q.t; });
+  const std::size_t i = it == p.begin() ? 0 : static_cast<std::size_t>(it - p.begin()) - 1;
+  return {lo, i};
+}
+
+void Profile::maybe_split(std::size_t bi) {
+  if (blocks_[bi].p.size() <= 2 * kBlock) return;
+  Block nb;
+  nb.lazy = blocks_[bi].lazy;
+  auto& p = blocks_[bi].p;
+  const auto mid = p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2);
+  nb.p.assign(mid, p.end());
+  p.erase(mid, p.end());
+  refresh(blocks_[bi]);
+  refresh(nb);
+  blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(bi) + 1, std::move(nb));
+}
+
+std::pair<std::size_t, std::size_t> Profile::split_at(Time t) {
+  auto [b, i] = locate(t);
+  auto& p = blocks_[b].p;
+  if (p[i].t == t) return {b, i};
+  p.insert(p.begin() + static_cast<std::ptrdiff_t>(i) + 1, Point{t, p[i].f});
+  maybe_split(b);
+  return locate(t);
+}
+
+void Profile::add(Time t0, Time t1, std::int64_t delta) {
+  t0 = std::max(t0, origin_);
+  if (t1 <= t0 || delta == 0) return;
+  ++gen_;
+  split_at(t0);
+  if (t1 < kForever) split_at(t1);
+  auto [b0, i0] = locate(t0);
+  std::size_t b1 = blocks_.size(), i1 = 0;
+  if (t1 < kForever) std::tie(b1, i1) = locate(t1);
+  for (std::size_t b = b0; b <= b1 && b < blocks_.size(); ++b) {
+    Block& bl = blocks_[b];
+    const std::size_t s = b == b0 ? i0 : 0;
+    const std::size_t e = b == b1 ? i1 : bl.p.size();
+    if (s == 0 && e == bl.p.size()) {
+      bl.lazy += delta;
+      bl.mn += delta;
+      bl.mx += delta;
+    } else if (s < e) {
+      for (std::size_t i = s; i < e; ++i) bl.p[i].f += delta;
+      refresh(bl);
+    }
+  }
+}
+
+std::int64_t Profile::free_at(Time t) const {
+  const auto [b, i] = locate(std::max(t, origin_));
+  return blocks_[b].p[i].f + blocks_[b].lazy;
+}
+
+std::int64_t Profile::min_free(Time t0, Time t1) const {
+  t0 = std::max(t0, origin_);
+  auto [b, i] = locate(t0);
+  std::int64_t mn = blocks_[b].p[i].f + blocks_[b].lazy;
+  for (; b < blocks_.size(); ++b, i = 0) {
+    const Block& bl = blocks_[b];
+    if (bl.p.front().t >= t1) break;
+    if (i == 0 && bl.p.back().t < t1) {
+      mn = std::min(mn, bl.mn);
+      continue;
+    }
+    for (; i < bl.p.size() && bl.p[i].t < t1; ++i) mn = std::min(mn, bl.p[i].f + bl.lazy);
+  }
+  return mn;
+}
+
+Time Profile::run_end(Time t0, std::int64_t need) const {
+  t0 = std::max(t0, origin_);
+  auto [b, i] = locate(t0);
+  for (; b < blocks_.size(); ++b, i = 0) {
+    const Block& bl = blocks_[b];
+    if (i == 0 && bl.mn >= need) continue;
+    for (; i < bl.p.size(); ++i)
+      if (bl.p[i].f + bl.lazy < need) return std::max(bl.p[i].t, t0);
+  }
+  return kForever;
+}
+
+Time Profile::run_end_now(std::int64_t need) {
+  if (need < 0 || need >= 4096) return run_end(origin_, need);
+  const auto k = static_cast<std::size_t>(need);
+  if (cache_.size() <= k) cache_.resize(k + 1, {0, 0});
+  if (cache_[k].first != gen_) cache_[k] = {gen_, run_end(origin_, need)};
+  return cache_[k].second;
+}
+
+Time Profile::first_at_least(Time t0, std::int64_t need) const {
+  t0 = std::max(t0, origin_);
+  auto [b, i] = locate(t0);
+  for (; b < blocks_.size(); ++b, i = 0) {
+    const Block& bl = blocks_[b];
+    if (i == 0 && bl.mx < need) continue;
+    for (; i < bl.p.size(); ++i)
+      if (bl.p[i].f + bl.lazy >= need) return std::max(bl.p[i].t, t0);
+  }
+  return kForever;
+}
+
+Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
+  t0 = std::max(t0, origin_);
+  if (need <= 0) return t0;
+  while (t0 < kForever) {
+    const Time cand = first_at_least(t0, need);
+    if (cand >= kForever) return kForever;
+    const Time r = run_end(cand, need);
+    if (r >= sat_add(cand, dur)) return cand;
+    t0 = r;
+  }
+  return kForever;
+}
+
+Time Profile::next_change(Time t) const {
+  auto [b, i] = locate(std::max(t, origin_));
+  if (i + 1 < blocks_[b].p.size()) return blocks_[b].p[i + 1].t;
+  if (b + 1 < blocks_.size()) return blocks_[b + 1].p.front().t;
+  return kForever;
+}
+
+}  // namespace corral

@@ -1,0 +1,362 @@
+// Hand-built snapshots with known schedules for every policy.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "coordinator/planner/planner.hpp"
+#include "coordinator/schedule.hpp"
+#include "tests/coordinator/planner/helpers.hpp"
+
+using namespace corral;
+using namespace corral::testing;
+
+namespace {
+// 10 single-core nodes; R1 (6 cores) ends at 100, R2 (2 cores) at 50: 2 free.
+Snapshot textbook() {
+  Snapshot s = cluster(10);
+  s.running.push_back(running(101, 6, -50, 100, 0));
+  s.running.push_back(running(102, 2, -10, 50, 6));
+  s.pending = {job(1, 4, 100), job(2, 2, 60), job(3, 1, 50), job(4, 1, 30), job(5, 1, 10)};
+  return s;
+}
+}  // namespace
+
+TEST_CASE("fcfs stops at the first job that does not fit", "[planner]") {
+  Snapshot s = textbook();
+  Plan p = run(s, cfg_of(Backfill::Fcfs));
+  CHECK(started(p).empty());
+  CHECK(p.decisions.empty());
+  // With room for the head, fcfs starts in order until one does not fit.
+  s.pending = {job(1, 1, 10), job(2, 1, 10), job(3, 4, 10), job(4, 1, 10)};
+  p = run(s, cfg_of(Backfill::Fcfs));
+  CHECK(started(p) == std::vector<JobId>{1, 2});
+}
+
+TEST_CASE("easy: shadow time and time-bounded backfill", "[planner]") {
+  Plan p = run(textbook(), cfg_of(Backfill::Easy));
+  CHECK(started(p) == std::vector<JobId>{3, 4});
+  const Decision* r = find(p, 1, Action::Reserve);
+  REQUIRE(r);
+  CHECK(r->at == 50);
+  CHECK(r->slots == 4);
+  CHECK_FALSE(find(p, 2, Action::Reserve));  // only the head gets a reservation
+  CHECK_FALSE(find(p, 5, Action::Reserve));
+  for (const Decision& d : p.decisions)
+    if (d.action == Action::Start) {
+      REQUIRE(d.placement.size() == 1);
+      CHECK(d.placement[0].node >= 8);  // the two free nodes
+      CHECK(d.placement[0].cores == std::vector<int>{0});
+    }
+}
+
+TEST_CASE("easy: extra processors at the shadow time are used up", "[planner]") {
+  Snapshot s = textbook();
+  s.pending = {job(1, 3, 100), job(2, 1, 200), job(3, 1, 200), job(4, 1, 40)};
+  Plan p = run(s, cfg_of(Backfill::Easy));
+  // shadow 50, extra = 4 - 3 = 1: job 2 takes it, job 3 cannot, job 4 ends by 50.
+  CHECK(started(p) == std::vector<JobId>{2, 4});
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 50);
+}
+
+TEST_CASE("easy: an overrun expected end counts as now", "[planner]") {
+  Snapshot s = cluster(4, 1, 100);
+  s.running.push_back(running(101, 2, 0, 90, 0));    // overran its estimate
+  s.running.push_back(running(102, 1, 0, 500, 2));
+  s.pending = {job(1, 3, 100), job(2, 1, 1000)};
+  Plan p = run(s, cfg_of(Backfill::Easy));
+  // Head needs 3: shadow = now (101 counts as ending now), extra = 3 - 3 = 0.
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 100);
+  CHECK(started(p).empty());
+}
+
+TEST_CASE("conservative: a reservation for every job", "[planner]") {
+  Plan p = run(textbook(), cfg_of(Backfill::Conservative));
+  CHECK(started(p) == std::vector<JobId>{3, 4});
+  REQUIRE(find(p, 1, Action::Reserve));
+  REQUIRE(find(p, 2, Action::Reserve));
+  REQUIRE(find(p, 5, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 50);
+  CHECK(find(p, 2, Action::Reserve)->at == 100);
+  CHECK(find(p, 5, Action::Reserve)->at == 30);  // after job 4 ends
+}
+
+TEST_CASE("reserve: only -R y jobs up to max_reservation", "[planner]") {
+  Snapshot s = cluster(10);
+  s.running.push_back(running(101, 8, 0, 100, 0));
+  s.pending = {job(1, 10, 50), job(2, 2, 200), job(3, 2, 100)};
+  s.pending[0].reserve = true;
+  PlannerConfig c = cfg_of(Backfill::Reserve);
+  c.max_reservation = 1;
+  Plan p = run(s, c);
+  // Job 1 reserved at 100: job 2 would delay it, job 3 ends in time.
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 100);
+  CHECK(started(p) == std::vector<JobId>{3});
+
+  c.max_reservation = 0;  // SGE: no reservations at all
+  p = run(s, c);
+  CHECK_FALSE(find(p, 1, Action::Reserve));
+  CHECK(started(p) == std::vector<JobId>{2});
+
+  c.max_reservation = 5;
+  s.pending[0].reserve = false;
+  p = run(s, c);
+  CHECK_FALSE(find(p, 1, Action::Reserve));
+  CHECK(started(p) == std::vector<JobId>{2});
+
+  // Three -R y jobs, max_reservation 2: two reservations.
+  s.pending = {job(1, 10, 50), job(2, 10, 50), job(3, 10, 50)};
+  for (auto& j : s.pending) j.reserve = true;
+  c.max_reservation = 2;
+  p = run(s, c);
+  CHECK(find(p, 1, Action::Reserve));
+  CHECK(find(p, 2, Action::Reserve));
+  CHECK_FALSE(find(p, 3, Action::Reserve));
+  CHECK(find(p, 2, Action::Reserve)->at == 150);
+}
+
+TEST_CASE("duration offset and default duration", "[planner]") {
+  Snapshot s = cluster(2);
+  s.running.push_back(running(101, 2, 0, 50, 0));
+  s.pending = {job(1, 2, 0), job(2, 1, 0)};
+  PlannerConfig c = cfg_of(Backfill::Conservative);
+  c.default_duration = 100;
+  Plan p = run(s, c);
+  REQUIRE(find(p, 2, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 50);
+  CHECK(find(p, 2, Action::Reserve)->at == 150);
+  c.duration_offset = 60;  // planned durations grow by the offset
+  p = run(s, c);
+  CHECK(find(p, 2, Action::Reserve)->at == 210);
+  // Unbounded default: job 2 cannot be planned behind job 1, but is not rejected.
+  c = cfg_of(Backfill::Conservative);
+  p = run(s, c);
+  CHECK(find(p, 1, Action::Reserve));
+  CHECK_FALSE(find(p, 2, Action::Reserve));
+  CHECK_FALSE(find(p, 2, Action::Reject));
+  CHECK(planned_duration(job(9, 1, 0), c) == kForever);
+}
+
+TEST_CASE("parallel slot range: earliest start, then the most slots", "[planner]") {
+  Snapshot s = textbook();  // 2 free now, 4 at 50, 10 at 100
+  Job j = job(1, 3, 10);
+  j.slots_max = 8;
+  s.pending = {j};
+  Plan p = run(s, cfg_of(Backfill::Conservative));
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 50);
+  CHECK(find(p, 1, Action::Reserve)->slots == 4);
+  s.pending[0].slots_min = 1;  // starts now with what is free
+  p = run(s, cfg_of(Backfill::Conservative));
+  REQUIRE(find(p, 1, Action::Start));
+  CHECK(find(p, 1, Action::Start)->slots == 2);
+}
+
+TEST_CASE("global and queue consumables, queue slot limit", "[planner]") {
+  Snapshot s = cluster(10);
+  s.global["lic"] = 3;
+  Queue q;
+  q.name = "q";
+  q.slots = 3;
+  q.consumables["tok"] = 2;
+  s.queues.push_back(q);
+  Job a = job(1, 1, 100), b = job(2, 1, 100), c = job(3, 2, 100), d = job(4, 1, 10);
+  a.consumables["lic"] = 2;
+  b.consumables["lic"] = 2;   // licence short until a ends
+  c.consumables["tok"] = 1;   // 2 slots * 1 tok
+  d.consumables["tok"] = 1;   // no token left, and queue slots 3 used
+  s.pending = {a, b, c, d};
+  Plan p = run(s, cfg_of(Backfill::Conservative));
+  CHECK(started(p) == std::vector<JobId>{1, 3});
+  REQUIRE(find(p, 2, Action::Reserve));
+  CHECK(find(p, 2, Action::Reserve)->at == 100);
+  REQUIRE(find(p, 4, Action::Reserve));
+  CHECK(find(p, 4, Action::Reserve)->at == 100);
+  // Unknown consumable: rejected with a reason.
+  Job e = job(5, 1, 10);
+  e.consumables["nosuch"] = 1;
+  s.pending = {e};
+  p = run(s, cfg_of(Backfill::Easy));
+  REQUIRE(find(p, 5, Action::Reject));
+  CHECK(find(p, 5, Action::Reject)->reason.find("nosuch") != std::string::npos);
+}
+
+TEST_CASE("host consumables and memory are planned per host", "[planner]") {
+  Snapshot s = cluster(2, 4);
+  s.nodes[0].consumables["gpu"] = 1;
+  s.nodes[1].consumables["gpu"] = 1;
+  s.nodes[0].mem_mb = s.nodes[1].mem_mb = 1000;
+  RunningJob r = running(101, 1, 0, 100, 0, false);
+  r.job.consumables["gpu"] = 1;
+  s.running.push_back(r);
+  Job g = job(1, 2, 50);
+  g.consumables["gpu"] = 1;  // needs both GPUs
+  Job m = job(2, 2, 50);
+  m.mem_mb = 1500;  // 750 per slot: one slot per node
+  Job big = job(3, 2, 50);
+  big.mem_mb = 2500;  // 1250 per slot fits no node
+  s.pending = {g, m, big};
+  Plan p = run(s, cfg_of(Backfill::Conservative));
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 100);
+  CHECK(find(p, 1, Action::Reserve)->placement.size() == 2);
+  const Decision* st = find(p, 2, Action::Start);
+  REQUIRE(st);
+  REQUIRE(st->placement.size() == 2);
+  CHECK(st->placement[0].slots == 1);
+  CHECK(st->placement[1].slots == 1);
+  REQUIRE(find(p, 3, Action::Reject));
+}
+
+TEST_CASE("queue host lists restrict placement", "[planner]") {
+  Snapshot s = cluster(4, 2);
+  Queue q;
+  q.name = "short";
+  q.hosts = {"n2", "n3"};
+  s.queues.push_back(q);
+  Job j = job(1, 3, 10);
+  j.queue = "short";
+  Job k = job(2, 1, 10);
+  k.queue = "nosuch";
+  s.pending = {j, k};
+  Plan p = run(s, cfg_of(Backfill::Easy));
+  const Decision* d = find(p, 1, Action::Start);
+  REQUIRE(d);
+  for (const Placement& pl : d->placement) CHECK(pl.node >= 2);
+  REQUIRE(find(p, 2, Action::Reject));
+}
+
+TEST_CASE("freed and suspended jobs: cores free, memory held", "[planner]") {
+  Snapshot s = cluster(1, 4);
+  s.nodes[0].mem_mb = 1000;
+  RunningJob r = running(101, 4, 0, 100, 0, false);
+  r.job.mem_mb = 800;
+  s.running.push_back(r);
+  Job small = job(1, 2, 10);
+  small.mem_mb = 100;
+  Job large = job(2, 1, 10);
+  large.mem_mb = 500;
+  s.pending = {large, small};
+  PassState st = fifo(s);
+  st.freed = {101};
+  Plan p;
+  p.decisions.push_back({Action::Suspend, 101, 0, 0, {}, {}, "nci", false});
+  plan_pass(s, cfg_of(Backfill::Easy), st, p);
+  CHECK_FALSE(find(p, 2, Action::Start));  // memory still held by the suspended job
+  CHECK(find(p, 1, Action::Start));
+  // Freed without a Suspend decision (requeued): everything is free.
+  Plan q;
+  plan_pass(s, cfg_of(Backfill::Easy), st, q);
+  CHECK(find(q, 2, Action::Start));
+  CHECK(find(q, 1, Action::Start));
+}
+
+TEST_CASE("placement prefers one NUMA node", "[planner]") {
+  Snapshot s = cluster(1, 8);
+  s.nodes[0].core_numa = {0, 0, 0, 0, 1, 1, 1, 1};
+  RunningJob r = running(101, 3, 0, 100, 0, false);
+  r.placement[0].cores = {0, 1, 4};
+  s.running.push_back(r);
+  s.pending = {job(1, 3, 10), job(2, 2, 10)};
+  Plan p = run(s, cfg_of(Backfill::Easy));
+  REQUIRE(find(p, 1, Action::Start));
+  REQUIRE(find(p, 2, Action::Start));
+  CHECK(find(p, 1, Action::Start)->placement[0].cores == std::vector<int>{5, 6, 7});
+  CHECK(find(p, 2, Action::Start)->placement[0].cores == std::vector<int>{2, 3});
+}
+
+TEST_CASE("checkpoint: split estimates backfill and are checkpointed at window end", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  Snapshot s = cluster(10);
+  s.running.push_back(running(101, 8, 0, 1000, 0));
+  Job big = job(3, 10, 100);
+  s.pending = {big, job(4, 2, 1600), job(5, 2, 50)};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 3, Action::Reserve));
+  CHECK(find(p, 3, Action::Reserve)->at == 1000);
+  // 1600 * 0.5 = 800 ends within the window: backfilled (checkpointable).
+  const Decision* d = find(p, 4, Action::Start);
+  REQUIRE(d);
+  CHECK(d->backfilled);
+  CHECK_FALSE(find(p, 5, Action::Start));  // no room left
+  // EASY would not backfill job 4.
+  Plan e = run(s, cfg_of(Backfill::Easy));
+  CHECK_FALSE(find(e, 4, Action::Start));
+  // A job as wide as the head never backfills.
+  s.pending = {big, job(6, 10, 1600)};
+  s.running[0] = running(101, 2, 0, 1000, 0);
+  p = run(s, c);
+  CHECK_FALSE(find(p, 6, Action::Start));
+
+  // Window end: job 4 has run 1000 s (> 800); the head needs its cores.
+  Snapshot w = cluster(10, 1, 1000);
+  RunningJob b = running(4, 2, 0, 1600, 0);
+  b.job = job(4, 2, 1600);
+  b.backfilled = true;
+  w.running.push_back(b);
+  w.running.push_back(running(7, 1, 0, 5000, 2));
+  w.pending = {big};
+  big.slots_min = big.slots_max = 9;
+  w.pending = {big};
+  p = run(w, c);
+  REQUIRE(find(p, 4, Action::Checkpoint));
+  REQUIRE(find(p, 3, Action::Start));
+  CHECK(find(p, 3, Action::Start)->slots == 9);
+  // Before the window ends (500 < 800) nothing is checkpointed: the head waits
+  // for the shortened end of job 4.
+  w.now = 500;
+  p = run(w, c);
+  CHECK_FALSE(find(p, 4, Action::Checkpoint));
+  REQUIRE(find(p, 3, Action::Reserve));
+  CHECK(find(p, 3, Action::Reserve)->at == 800);
+}
+
+TEST_CASE("restart estimate uses work done", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Easy);
+  Job j = job(1, 1, 1000);
+  j.work_done = 300;
+  CHECK(planned_duration(j, c) == 700);
+  c.restart_cost = 30;
+  c.duration_offset = 60;
+  CHECK(planned_duration(j, c) == 790);
+}
+
+TEST_CASE("bad input gets a reason, never a crash", "[planner]") {
+  Snapshot s = cluster(2);
+  Job a = job(1, 0, 10);
+  Job b = job(2, 3, 10);
+  b.slots_max = 2;
+  Job c = job(3, 5, 10);  // larger than the cluster
+  s.pending = {a, b, c, job(4, 1, 10)};
+  PassState st = fifo(s);
+  st.order.push_back(99);  // out of range: ignored
+  Plan p;
+  plan_pass(s, cfg_of(Backfill::Conservative), st, p);
+  CHECK(find(p, 1, Action::Reject));
+  CHECK(find(p, 2, Action::Reject));
+  CHECK(find(p, 3, Action::Reject));
+  CHECK(find(p, 4, Action::Start));
+}
+
+TEST_CASE("schedule() runs the pipeline into the planner", "[planner]") {
+  Snapshot s = textbook();
+  SchedConfig cfg;
+  cfg.planner = cfg_of(Backfill::Easy);
+  Plan p = schedule(s, cfg, 1);
+  CHECK(started(p) == std::vector<JobId>{3, 4});
+  Planner reuse;
+  for (int i = 0; i < 3; ++i) {
+    Plan q = schedule(s, cfg, 1, reuse);
+    CHECK(started(q) == std::vector<JobId>{3, 4});
+  }
+  JobId id = 0;
+  Backfill b;
+  CHECK(parse_backfill("conservative", b));
+  CHECK(b == Backfill::Conservative);
+  CHECK_FALSE(parse_backfill("nope", b));
+  (void)id;
+}

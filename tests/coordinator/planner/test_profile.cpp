@@ -1,0 +1,84 @@
+// Profile (utilization diagram) against a brute-force array over a small horizon.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "coordinator/planner/profile.hpp"
+
+using namespace corral;
+
+namespace {
+constexpr Time kH = 400;  // horizon: beyond it every diagram is constant
+struct Brute {
+  std::vector<std::int64_t> f;
+  Brute(std::int64_t cap) : f(kH + 1, cap) {}
+  void add(Time a, Time b, std::int64_t d) {
+    for (Time t = a; t < std::min<Time>(b, kH + 1); ++t) f[static_cast<std::size_t>(t)] += d;
+  }
+  std::int64_t at(Time t) const { return f[static_cast<std::size_t>(std::min(t, kH))]; }
+  std::int64_t minf(Time a, Time b) const {
+    std::int64_t m = at(a);
+    for (Time t = a; t < b && t <= kH; ++t) m = std::min(m, at(t));
+    return m;
+  }
+  Time earliest(std::int64_t need, Time dur, Time t0) const {
+    for (Time t = t0; t <= kH; ++t)
+      if (minf(t, t + dur) >= need) return t;
+    return kForever;
+  }
+};
+}  // namespace
+
+TEST_CASE("profile matches brute force on random debits", "[planner][profile]") {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    Profile p;
+    p.reset(0, 64);
+    Brute b(64);
+    for (int op = 0; op < 600; ++op) {  // enough to split blocks
+      const Time a = static_cast<Time>(rng() % 300);
+      const bool forever = rng() % 10 == 0;
+      const Time e = forever ? kForever : a + 1 + static_cast<Time>(rng() % 60);
+      const std::int64_t d = static_cast<std::int64_t>(rng() % 5) - 2;
+      // Keep free within [0, capacity] like real use (debit only where room).
+      if (d < 0 && b.minf(a, std::min<Time>(e, kH + 1)) + d < 0) continue;
+      if (d > 0) continue;
+      p.add(a, e, d);
+      b.add(a, e, d);
+    }
+    for (int q = 0; q < 200; ++q) {
+      const Time t = static_cast<Time>(rng() % 350);
+      const Time dur = 1 + static_cast<Time>(rng() % 80);
+      const std::int64_t need = static_cast<std::int64_t>(rng() % 65);
+      REQUIRE(p.free_at(t) == b.at(t));
+      REQUIRE(p.min_free(t, t + dur) == b.minf(t, t + dur));
+      const Time want = b.earliest(need, dur, t);
+      const Time got = p.earliest(need, dur, t);
+      REQUIRE(got == want);  // the diagram is constant past kH
+    }
+  }
+}
+
+TEST_CASE("profile build from release events and run_end", "[planner][profile]") {
+  Profile p;
+  // 10 cores, 2 free now; 3 released at 100, 5 at 200.
+  p.build(0, 10, 2, {{100, 3}, {200, 5}});
+  CHECK(p.free_at(0) == 2);
+  CHECK(p.free_at(150) == 5);
+  CHECK(p.free_at(1000) == 10);
+  CHECK(p.run_end(0, 3) == 0);
+  CHECK(p.run_end(0, 2) == kForever);
+  CHECK(p.run_end_now(2) == kForever);
+  CHECK(p.earliest(4, 50, 0) == 100);
+  CHECK(p.earliest(6, 50, 0) == 200);
+  CHECK(p.earliest(11, 1, 0) == kForever);
+  p.add(100, 150, -5);  // a reservation
+  CHECK(p.free_at(120) == 0);
+  CHECK(p.earliest(4, 50, 0) == 150);
+  CHECK(p.earliest(2, 100, 0) == 0);    // [0,100) holds exactly 2
+  CHECK(p.earliest(2, 101, 0) == 150);  // but 100..150 has 0
+  CHECK(p.min_free(50, 250) == 0);
+  CHECK(p.next_change(0) == 100);
+  CHECK(p.run_end_now(1) == 100);
+}

@@ -1,0 +1,234 @@
+// Property checks over random workloads (fixed seeds).
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "coordinator/planner/planner.hpp"
+#include "tests/coordinator/planner/helpers.hpp"
+
+using namespace corral;
+using namespace corral::testing;
+
+namespace {
+
+struct Iv {
+  Time t0, t1;
+  std::vector<Placement> pl;  // empty: cores anywhere
+  int slots;
+  std::int64_t mem;
+  std::int64_t lic;           // per slot
+};
+
+Snapshot random_snapshot(std::mt19937_64& rng, int npending) {
+  auto U = [&](int a, int b) { return a + static_cast<int>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
+  Snapshot s = cluster(U(6, 16), 1, 1000);
+  for (Node& n : s.nodes) {
+    n.cores = U(1, 4);
+    if (U(0, 1)) n.mem_mb = 1000;
+  }
+  s.global["lic"] = 4;
+  JobId id = 1;
+  // Running jobs on free cores.
+  for (std::uint32_t n = 0; n < s.nodes.size(); ++n) {
+    int c = 0;
+    while (c < s.nodes[n].cores && U(0, 2) > 0) {
+      const int k = U(1, s.nodes[n].cores - c);
+      RunningJob r;
+      r.job = job(1000 + id++, k, 0);
+      r.start = 900;
+      r.expected_end = 1000 + U(1, 400);
+      r.slots = k;
+      Placement p{n, static_cast<std::uint32_t>(k), {}};
+      for (int i = 0; i < k; ++i) p.cores.push_back(c + i);
+      r.placement.push_back(p);
+      s.running.push_back(r);
+      c += k;
+    }
+  }
+  for (int i = 0; i < npending; ++i) {
+    Job j = job(id++, U(1, 5), U(10, 500), i);
+    j.slots_max = j.slots_min + U(0, 2);
+    if (U(0, 4) == 0) j.mem_mb = U(100, 900);
+    if (U(0, 4) == 0) j.consumables["lic"] = 1;
+    j.reserve = U(0, 1);
+    s.pending.push_back(j);
+  }
+  return s;
+}
+
+// Checks that nothing is over-committed at any time in the plan.
+void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& cfg) {
+  std::vector<Iv> iv;
+  for (const RunningJob& r : s.running)
+    iv.push_back({s.now, std::max(r.expected_end, s.now + 1), r.placement, r.slots, r.job.mem_mb, 0});
+  std::map<JobId, const Job*> byid;
+  for (const Job& j : s.pending) byid[j.id] = &j;
+  std::map<std::uint32_t, std::set<int>> used_cores;
+  for (const RunningJob& r : s.running)
+    for (const Placement& pl : r.placement) used_cores[pl.node].insert(pl.cores.begin(), pl.cores.end());
+  for (const Decision& d : p.decisions) {
+    if (d.action != Action::Start && d.action != Action::Reserve) continue;
+    const Job& j = *byid.at(d.job);
+    REQUIRE(d.slots >= j.slots_min);
+    REQUIRE(d.slots <= j.slots_max);
+    const Time dur = d.backfilled ? backfill_duration(j, cfg) : planned_duration(j, cfg);
+    auto l = j.consumables.find("lic");
+    iv.push_back({d.at, d.at + dur, d.placement, d.slots, j.mem_mb, l == j.consumables.end() ? 0 : l->second});
+    if (d.action == Action::Start) {
+      REQUIRE(d.at == s.now);
+      int tot = 0;
+      for (const Placement& pl : d.placement) {
+        tot += static_cast<int>(pl.slots);
+        REQUIRE(pl.cores.size() == pl.slots);
+        for (int c : pl.cores) {
+          REQUIRE(c >= 0);
+          REQUIRE(c < s.nodes[pl.node].cores);
+          REQUIRE(used_cores[pl.node].insert(c).second);  // never a core twice
+        }
+      }
+      REQUIRE(tot == d.slots);
+    }
+  }
+  int total = 0;
+  for (const Node& n : s.nodes) total += n.cores;
+  std::set<Time> times;
+  for (const Iv& v : iv) times.insert(v.t0);
+  for (Time t : times) {
+    int agg = 0;
+    std::int64_t lic = 0;
+    std::map<std::uint32_t, int> cores;
+    std::map<std::uint32_t, std::int64_t> mem;
+    for (const Iv& v : iv) {
+      if (!(v.t0 <= t && t < v.t1)) continue;
+      agg += v.slots;
+      lic += v.lic * v.slots;
+      for (const Placement& pl : v.pl) {
+        cores[pl.node] += static_cast<int>(pl.slots);
+        mem[pl.node] += (v.mem * pl.slots + v.slots - 1) / v.slots;
+      }
+    }
+    INFO("time " << t);
+    REQUIRE(agg <= total);
+    REQUIRE(lic <= 4);
+    for (auto [n, c] : cores) REQUIRE(c <= s.nodes[n].cores);
+    for (auto [n, m] : mem)
+      if (s.nodes[n].mem_mb > 0) REQUIRE(m <= s.nodes[n].mem_mb);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("no policy ever over-commits a resource", "[planner][property]") {
+  std::mt19937_64 rng(12345);
+  for (int round = 0; round < 60; ++round) {
+    Snapshot s = random_snapshot(rng, 25);
+    for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative, Backfill::Reserve, Backfill::Checkpoint}) {
+      PlannerConfig c = cfg_of(b);
+      c.max_reservation = 5;
+      c.checkpoint_threshold = 100;
+      c.monitor = round % 3 == 0;
+      Plan p = run(s, c);
+      INFO("round " << round << " policy " << backfill_name(b));
+      check_no_overcommit(s, p, c);
+    }
+  }
+}
+
+TEST_CASE("easy never delays the head job's reservation", "[planner][property]") {
+  std::mt19937_64 rng(777);
+  int checked = 0;
+  for (int round = 0; round < 80; ++round) {
+    Snapshot s = random_snapshot(rng, 20);
+    for (Job& j : s.pending) { j.mem_mb = 0; j.consumables.clear(); }
+    PlannerConfig c = cfg_of(Backfill::Easy);
+    Plan p = run(s, c);
+    const Decision* head = nullptr;
+    for (const Decision& d : p.decisions)
+      if (d.action == Action::Reserve) head = &d;
+    if (!head) continue;
+    // Only the jobs that started before the head, plus the head: its reservation.
+    Snapshot alone = s;
+    std::vector<Job> before;
+    for (const Job& j : s.pending) {
+      if (j.id == head->job) { before.push_back(j); break; }
+      if (find(p, j.id, Action::Start)) before.push_back(j);
+    }
+    alone.pending = before;
+    Plan q = run(alone, c);
+    const Decision* h2 = find(q, head->job, Action::Reserve);
+    REQUIRE(h2);
+    // Now with every job the full pass started running: the head is no later.
+    Snapshot after = s;
+    after.pending = {};
+    for (const Decision& d : p.decisions)
+      if (d.action == Action::Start) {
+        const Job* j = nullptr;
+        for (const Job& x : s.pending) if (x.id == d.job) j = &x;
+        RunningJob r;
+        r.job = *j;
+        r.start = s.now;
+        r.expected_end = s.now + planned_duration(*j, c);
+        r.slots = d.slots;
+        r.placement = d.placement;
+        after.running.push_back(r);
+      } else if (d.job == head->job) {
+        for (const Job& x : s.pending) if (x.id == d.job) after.pending.push_back(x);
+      }
+    Plan r = run(after, c);
+    const Decision* h3 = find(r, head->job, Action::Reserve);
+    const Decision* st3 = find(r, head->job, Action::Start);
+    REQUIRE((h3 || st3));
+    CHECK(head->at == h2->at);
+    CHECK((h3 ? h3->at : s.now) <= head->at);
+    ++checked;
+  }
+  CHECK(checked > 10);
+}
+
+TEST_CASE("conservative: reservations never slip when jobs end on time", "[planner][property]") {
+  std::mt19937_64 rng(4242);
+  for (int round = 0; round < 25; ++round) {
+    Snapshot s = random_snapshot(rng, 15);
+    for (Job& j : s.pending) { j.slots_max = j.slots_min; j.consumables.clear(); }
+    PlannerConfig c = cfg_of(Backfill::Conservative);
+    std::map<JobId, Time> promised;
+    for (int step = 0; step < 12 && !s.pending.empty(); ++step) {
+      Plan p = run(s, c);
+      Time next = kForever;
+      std::vector<Job> still;
+      for (const Job& j : s.pending) {
+        const Decision* st = find(p, j.id, Action::Start);
+        const Decision* rv = find(p, j.id, Action::Reserve);
+        const Time at = st ? st->at : rv ? rv->at : kForever;
+        if (promised.count(j.id)) {
+          INFO("round " << round << " step " << step << " job " << j.id);
+          CHECK(at <= promised[j.id]);
+        }
+        promised[j.id] = at;
+        if (st) {
+          RunningJob r;
+          r.job = j;
+          r.start = s.now;
+          r.expected_end = s.now + planned_duration(j, c);
+          r.slots = st->slots;
+          r.placement = st->placement;
+          s.running.push_back(r);
+        } else {
+          still.push_back(j);
+          if (rv) next = std::min(next, rv->at);
+        }
+      }
+      s.pending = still;
+      // Advance to the next event; jobs end exactly at their expected end.
+      for (const RunningJob& r : s.running) next = std::min(next, r.expected_end);
+      if (next >= kForever) break;
+      s.now = std::max(next, s.now + 1);
+      std::vector<RunningJob> alive;
+      for (const RunningJob& r : s.running)
+        if (r.expected_end > s.now) alive.push_back(r);
+      s.running = alive;
+    }
+  }
+}
