@@ -519,6 +519,8 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   } else {
     j.ckpt_dir = spec.ckpt_dir;
   }
+  // A fresh (non-restart) start must not see an earlier run's checkpoint.
+  if (j.own_ckpt_dir && !spec.restart) fs::remove_all(j.ckpt_dir, ec);
   fs::create_directories(j.ckpt_dir, ec);
   if (ec || ::chown(j.ckpt_dir.c_str(), u.uid, u.gid) != 0) {
     std::string why = ec ? ec.message() : errstr(errno);
@@ -564,6 +566,8 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   std::string exit_file = I.exit_path(id), exit_tmp = exit_file + ".tmp";
   fs::remove(exit_file, ec);
   const bool same_out = out_path == err_path;
+  // A restart appends: the output of the run before the checkpoint stays.
+  const int out_flags = O_WRONLY | O_CREAT | (spec.restart ? O_APPEND : O_TRUNC);
   const bool drop = u.uid != 0 || u.gid != 0;
 
   int go[2], errp[2];
@@ -606,9 +610,9 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
       }
       if (::chdir(cwd.c_str()) != 0) child_fail(errp[1], "chdir");
       // Opened as the user: the files are theirs, and they can only write where they may.
-      int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int o = ::open(out_path.c_str(), out_flags, 0644);
       if (o < 0) child_fail(errp[1], "open stdout");
-      int e = same_out ? o : ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = same_out ? o : ::open(err_path.c_str(), out_flags, 0644);
       if (e < 0) child_fail(errp[1], "open stderr");
       ::dup2(o, 1);
       ::dup2(e, 2);

@@ -187,6 +187,7 @@ TEST_CASE("checkpoint: signal honoured, restart sees its checkpoint", "[node][la
   auto e2 = n.wait_end(7, 6000);
   REQUIRE(e2);
   CHECK(e2->reason == EndReason::Completed);
+  CHECK(n.out(7).find("fresh") != std::string::npos);  // the restart appends to its output
   CHECK(n.out(7).find("restored " + saved) != std::string::npos);
   CHECK(n.out(7).find("finished") != std::string::npos);
   CHECK(!std::filesystem::exists(ckpt));  // ended for good: its checkpoint dir goes
