@@ -198,6 +198,9 @@ struct Cycle {
   std::unordered_map<std::string, int> run_by_user, run_by_project;
   int total_up_cores = 0;
   int total_idle = 0;
+  // Cpus of running jobs that may still be suspended, per runpriority: an
+  // O(queues) rejection before any scoring (most jobs of a full cluster).
+  std::map<int, long long> victim_cpus;
 
   Cycle(const Snapshot& s, const NciConfig& c, Plan& p) : snap(s), cfg(c), plan(p) {}
 
@@ -309,7 +312,10 @@ struct Cycle {
       const std::uint32_t ri = static_cast<std::uint32_t>(runs.size() - 1);
       if (runs[ri].gone) continue;
       hold_memory(runs[ri], +1);
-      if (!runs[ri].suspended) occupy(ri);
+      if (!runs[ri].suspended) {
+        occupy(ri);
+        if (!runs[ri].protect) victim_cpus[runs[ri].prio] += runs[ri].cpus;
+      }
     }
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
       if (runs[ri].suspended && !runs[ri].gone) mark_claimed(runs[ri]);
@@ -480,6 +486,10 @@ struct Cycle {
       double xf;
     };
     std::vector<Cand> cands;
+    long long quick = total_idle;
+    for (const auto& [pr, n] : victim_cpus)
+      if (mode == Mode::Window || (mode == Mode::Priority ? pr < sprio : pr <= sprio)) quick += n;
+    if (quick < c) return false;
     int reach = total_idle;
     const int srun = owner_running(j);
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri) {
@@ -549,6 +559,7 @@ struct Cycle {
     for (const auto& [ri, sx] : victims) {
       Run& v = runs[ri];
       release_cores(ri);
+      victim_cpus[v.prio] -= v.cpus;
       v.suspended = true;
       mark_claimed(v);
       Decision d;
