@@ -307,6 +307,7 @@ TEST_CASE("requeue stops the job and reports it preempted", "[node][launcher]") 
   Node n("corral_t_launch");
   REQUIRE(n.L->start(n.spec(18, {"/bin/sleep", "30"})) == "");
   nap(100);
+  REQUIRE(n.L->suspend(18) == "");  // NCI: a suspended job may be requeued; frozen tasks die too
   REQUIRE(n.L->requeue(18) == "");
   auto e = n.wait_end(18, 5000);
   REQUIRE(e);
