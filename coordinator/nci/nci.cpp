@@ -503,12 +503,14 @@ struct Cycle {
       reach += v.cpus;
     }
     if (reach < c || cands.empty()) return false;
-    std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
+    auto worse = [&](const Cand& a, const Cand& b) {
       const bool ao = a.xf <= cfg.xfactor_limit, bo = b.xf <= cfg.xfactor_limit;
-      if (ao != bo) return ao;
-      if (a.score != b.score) return a.score > b.score;
-      return runs[a.ri].job->id < runs[b.ri].job->id;
-    });
+      if (ao != bo) return bo;
+      if (a.score != b.score) return a.score < b.score;
+      return runs[a.ri].job->id > runs[b.ri].job->id;
+    };
+    // A heap: only the few victims actually needed get ordered.
+    std::make_heap(cands.begin(), cands.end(), worse);
     // Add victims until the job fits (running total of per-node capacity).
     std::unordered_map<std::uint32_t, int> extra;
     std::vector<int> cap(nodes.size());
@@ -527,28 +529,32 @@ struct Cycle {
         total += cap[p.node];
       }
     };
+    std::vector<Cand> picked;
     std::vector<std::size_t> chosen;
-    for (std::size_t k = 0; k < cands.size() && total < c; ++k) {
-      apply(cands[k].ri, +1);
-      chosen.push_back(k);
+    while (!cands.empty() && total < c) {
+      std::pop_heap(cands.begin(), cands.end(), worse);
+      picked.push_back(cands.back());
+      cands.pop_back();
+      apply(picked.back().ri, +1);
+      chosen.push_back(picked.size() - 1);
     }
     if (total < c) return false;
     // Drop victims that turn out unnecessary, least favoured first.
     for (std::size_t i = chosen.size(); i-- > 0;) {
-      apply(cands[chosen[i]].ri, -1);
+      apply(picked[chosen[i]].ri, -1);
       if (total >= c) {
         chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
-        apply(cands[chosen[i]].ri, +1);
+        apply(picked[chosen[i]].ri, +1);
       }
     }
     std::unordered_set<std::uint32_t> victims;
-    for (std::size_t k : chosen) victims.insert(cands[k].ri);
+    for (std::size_t k : chosen) victims.insert(picked[k].ri);
     for (auto it = extra.begin(); it != extra.end();)
       it = it->second == 0 ? extra.erase(it) : std::next(it);
     if (!place(j, c, extra, victims, pl)) return false;
     std::vector<std::pair<std::uint32_t, std::pair<double, double>>> vs;
-    for (std::size_t k : chosen) vs.push_back({cands[k].ri, {cands[k].score, cands[k].xf}});
+    for (std::size_t k : chosen) vs.push_back({picked[k].ri, {picked[k].score, picked[k].xf}});
     commit_start(j, c, std::move(pl), vs, why, mode);
     return true;
   }
