@@ -1,14 +1,253 @@
-// Placeholder until the daemon part lands.
+// corral submit / stat / cancel / wait / node: talk to corrald on its local
+// socket (tools/corral/client.hpp). Exit codes: 0 ok; 1 corrald refused or
+// cannot be reached; 2 bad usage; `wait` exits with the job's exit code.
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "tools/corral/client.hpp"
 #include "tools/corral/commands.hpp"
+
+extern char** environ;
+
 namespace corral::cli {
-static int nyi(const char* what) {
-  std::fprintf(stderr, "corral %s: not built yet\n", what);
-  return 1;
+namespace {
+
+struct Common {
+  std::string socket;
+  bool json = false;
+  std::vector<std::string> args;
+};
+
+// Shared flags of the read-only commands: --socket PATH, --json, --help.
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage) {
+  Common c;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", usage);
+      std::exit(0);
+    } else if (a == "--socket") {
+      if (i + 1 >= argc) throw UsageError("--socket needs a path");
+      c.socket = argv[++i];
+    } else if (a.rfind("--socket=", 0) == 0) {
+      c.socket = a.substr(9);
+    } else if (json_ok && a == "--json") {
+      c.json = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw UsageError(std::string("unknown option '") + a + "' (see corral " + cmd + " --help)");
+    } else {
+      c.args.push_back(a);
+    }
+  }
+  if (c.socket.empty()) c.socket = default_socket();
+  return c;
 }
-int cmd_submit(int, char**) { return nyi("submit"); }
-int cmd_stat(int, char**) { return nyi("stat"); }
-int cmd_cancel(int, char**) { return nyi("cancel"); }
-int cmd_wait(int, char**) { return nyi("wait"); }
-int cmd_node(int, char**) { return nyi("node"); }
+
+std::uint64_t parse_id(const std::string& s) {
+  std::string t = s;
+  std::size_t dot = t.find('.');  // accept "42.host" as PBS prints
+  if (dot != std::string::npos) t.resize(dot);
+  bool ok = !t.empty() && t.size() < 19;
+  for (char ch : t) ok = ok && ch >= '0' && ch <= '9';
+  if (!ok || std::stoull(t) == 0) throw UsageError("invalid job id '" + s + "'");
+  return std::stoull(t);
+}
+
+// Runs `fn`, turning errors into messages and exit codes.
+template <class Fn>
+int guarded(const char* cmd, Fn fn) {
+  try {
+    return fn();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
+    return 1;
+  }
+}
+
+// The reply, or an exception carrying corrald's error text.
+template <class T>
+T expect(const proto::Message& m) {
+  if (auto* e = std::get_if<proto::ErrorRep>(&m)) throw std::runtime_error(e->message);
+  if (auto* t = std::get_if<T>(&m)) return *t;
+  throw std::runtime_error("unexpected reply '" + std::string(proto::type_name(m)) + "' from corrald");
+}
+
+std::string hms(std::int64_t s) {
+  if (s <= 0) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  return b;
+}
+
+std::string clock_time(double t) {
+  if (t <= 0) return "-";
+  time_t tt = static_cast<time_t>(t);
+  tm lt{};
+  localtime_r(&tt, &lt);
+  char b[32];
+  std::strftime(b, sizeof b, "%H:%M:%S", &lt);
+  return b;
+}
+
+std::string cores_text(const std::vector<int>& v) {
+  std::string s;
+  for (int c : v) s += (s.empty() ? "" : ",") + std::to_string(c);
+  return s.empty() ? "-" : s;
+}
+
+void print_table(const std::vector<proto::JobInfo>& jobs) {
+  std::printf("%-8s %-16s %-10s %-9s %-8s %5s %9s %5s %s\n", "ID", "NAME", "USER", "STATE",
+              "QUEUE", "NCPUS", "WALLTIME", "EXIT", "REASON / COMMENT");
+  for (const auto& j : jobs) {
+    std::string exitc = j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
+    std::string why = j.end_reason.empty() ? j.comment
+                                           : j.end_reason + (j.comment.empty() ? "" : ": " + j.comment);
+    std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %5s %s\n",
+                static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
+                j.state.c_str(), j.queue.c_str(), j.ncpus, hms(j.walltime).c_str(), exitc.c_str(),
+                why.c_str());
+  }
+}
+
+}  // namespace
+
+int cmd_submit(int argc, char** argv) {
+  return guarded("submit", [&] {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        std::printf(
+            "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
+            "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
+            "                     [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
+            "Prints the new job's id. The job keeps your environment and working directory.\n");
+        return 0;
+      }
+    }
+    SubmitArgs a = parse_submit(argc, argv);
+    char cwd[4096];
+    if (!::getcwd(cwd, sizeof cwd)) throw std::runtime_error("cannot read the working directory");
+    a.spec.cwd = cwd;
+    for (char** e = environ; e && *e; ++e) a.spec.env.emplace_back(*e);
+    proto::SubmitRep rep = expect<proto::SubmitRep>(request(a.socket, proto::SubmitReq{a.spec}));
+    std::printf("%llu\n", static_cast<unsigned long long>(rep.id));
+    return 0;
+  });
+}
+
+int cmd_stat(int argc, char** argv) {
+  return guarded("stat", [&] {
+    Common c = parse_common("stat", argc, argv, true,
+                            "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
+                            "With JOBID and --json: one JSON object; without JOBID: an array.\n");
+    if (c.args.size() > 1) throw UsageError("at most one job id");
+    std::uint64_t id = c.args.empty() ? 0 : parse_id(c.args[0]);
+    proto::StatRep rep = expect<proto::StatRep>(request(c.socket, proto::StatReq{id}));
+    if (c.json) {
+      if (id) {
+        std::printf("%s\n", to_json(rep.jobs.at(0)).c_str());
+      } else {
+        std::printf("[");
+        for (std::size_t i = 0; i < rep.jobs.size(); ++i)
+          std::printf("%s%s", i ? ",\n" : "\n", to_json(rep.jobs[i]).c_str());
+        std::printf("\n]\n");
+      }
+    } else {
+      print_table(rep.jobs);
+    }
+    return 0;
+  });
+}
+
+int cmd_cancel(int argc, char** argv) {
+  return guarded("cancel", [&] {
+    Common c = parse_common("cancel", argc, argv, false,
+                            "usage: corral cancel JOBID... [--socket PATH]\n");
+    if (c.args.empty()) throw UsageError("missing job id");
+    int rc = 0;
+    for (const auto& a : c.args) {
+      std::uint64_t id = parse_id(a);
+      proto::Message m = request(c.socket, proto::CancelReq{id});
+      if (auto* e = std::get_if<proto::ErrorRep>(&m)) {
+        std::fprintf(stderr, "corral cancel: %s\n", e->message.c_str());
+        rc = 1;
+        continue;
+      }
+      proto::CancelRep rep = expect<proto::CancelRep>(m);
+      std::printf("%llu %s\n", static_cast<unsigned long long>(id),
+                  rep.state == "ended" ? "cancelled" : "cancelling");
+    }
+    return rc;
+  });
+}
+
+int cmd_wait(int argc, char** argv) {
+  return guarded("wait", [&] {
+    Common c = parse_common("wait", argc, argv, false,
+                            "usage: corral wait JOBID [--socket PATH]\n"
+                            "Blocks until the job ends; exits with its exit code (1 if it never ran).\n");
+    if (c.args.size() != 1) throw UsageError("give exactly one job id");
+    std::uint64_t id = parse_id(c.args[0]);
+    proto::WaitRep rep = expect<proto::WaitRep>(request(c.socket, proto::WaitReq{id}));
+    const proto::JobInfo& j = rep.job;
+    if (j.exit_code != 0)
+      std::fprintf(stderr, "corral wait: job %llu ended: %s, exit code %d%s%s\n",
+                   static_cast<unsigned long long>(id), j.end_reason.c_str(), j.exit_code,
+                   j.comment.empty() ? "" : " - ", j.comment.c_str());
+    if (j.exit_code < 0 || j.exit_code > 255) return 1;
+    return j.exit_code;
+  });
+}
+
+int cmd_node(int argc, char** argv) {
+  return guarded("node", [&] {
+    Common c = parse_common("node", argc, argv, true,
+                            "usage: corral node [--json] [--socket PATH]\n"
+                            "This node's status from its own corrald (no mesh needed).\n");
+    if (!c.args.empty()) throw UsageError("unexpected argument '" + c.args[0] + "'");
+    proto::NodeRep rep = expect<proto::NodeRep>(request(c.socket, proto::NodeReq{}));
+    const proto::NodeStatus& n = rep.node;
+    if (c.json) {
+      std::printf("%s\n", to_json(n).c_str());
+      return 0;
+    }
+    std::printf("node      %s (%s, corrald pid %u, up %s)\n", n.node.c_str(), n.mode.c_str(),
+                n.agent_pid, hms(static_cast<std::int64_t>(n.agent_uptime)).c_str());
+    std::printf("topology  %s\n", n.topology.c_str());
+    std::printf("slots     %d of %d cores busy, %d jobs pending\n", n.slots_used, n.slots_total,
+                n.pending);
+    std::printf("\nrunning / suspended (%zu)\n", n.running.size());
+    if (!n.running.empty())
+      std::printf("  %-8s %-16s %-10s %-9s %-8s %-9s %9s %8s\n", "ID", "NAME", "USER", "STATE",
+                  "CORES", "STARTED", "CPU_S", "RSS_MB");
+    for (const auto& j : n.running)
+      std::printf("  %-8llu %-16.16s %-10.10s %-9s %-8s %-9s %9.1f %8lld\n",
+                  static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
+                  j.state.c_str(), cores_text(j.cores).c_str(), clock_time(j.start_time).c_str(),
+                  j.cpu_seconds, static_cast<long long>(j.rss_mb));
+    std::printf("\nrecent ends (%zu)\n", n.recent.size());
+    if (!n.recent.empty())
+      std::printf("  %-8s %-16s %-10s %-9s %5s  %s\n", "ID", "NAME", "USER", "ENDED", "EXIT",
+                  "REASON");
+    for (const auto& j : n.recent) {
+      std::string exitc = j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
+      std::printf("  %-8llu %-16.16s %-10.10s %-9s %5s  %s%s%s\n",
+                  static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
+                  clock_time(j.end_time).c_str(), exitc.c_str(), j.end_reason.c_str(),
+                  j.comment.empty() ? "" : ": ", j.comment.c_str());
+    }
+    return 0;
+  });
+}
+
 }  // namespace corral::cli

@@ -1,0 +1,199 @@
+#include "agent/config.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace corral::agent {
+namespace {
+
+std::string trim(const std::string& s) {
+  std::size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  std::size_t b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
+bool to_bool(const std::string& k, const std::string& v) {
+  if (v == "yes" || v == "true" || v == "1" || v == "on") return true;
+  if (v == "no" || v == "false" || v == "0" || v == "off") return false;
+  throw std::invalid_argument(k + ": expected yes or no, got '" + v + "'");
+}
+
+double to_seconds(const std::string& k, const std::string& v) {
+  try {
+    std::size_t n = 0;
+    double d = std::stod(v, &n);
+    if (n == v.size() && d > 0 && d < 1e7) return d;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(k + ": expected a positive number of seconds, got '" + v + "'");
+}
+
+std::int64_t to_int(const std::string& k, const std::string& v, std::int64_t lo) {
+  try {
+    std::size_t n = 0;
+    long long d = std::stoll(v, &n);
+    if (n == v.size() && d >= lo) return d;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument(k + ": expected an integer >= " + std::to_string(lo) + ", got '" +
+                              v + "'");
+}
+
+std::vector<QueueDef> to_queues(const std::string& v) {
+  std::vector<QueueDef> out;
+  std::size_t pos = 0;
+  while (pos <= v.size()) {
+    std::size_t c = v.find(',', pos);
+    std::string item = trim(v.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    if (!item.empty()) {
+      QueueDef q;
+      std::size_t colon = item.find(':');
+      q.name = trim(item.substr(0, colon));
+      if (colon != std::string::npos)
+        q.priority = static_cast<int>(to_int("queues", trim(item.substr(colon + 1)), -1000000));
+      if (q.name.empty()) throw std::invalid_argument("queues: empty queue name in '" + v + "'");
+      out.push_back(q);
+    }
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  if (out.empty()) throw std::invalid_argument("queues: at least one queue is needed");
+  return out;
+}
+
+}  // namespace
+
+void set_config_key(Config& c, const std::string& key, const std::string& v) {
+  if (key == "standalone") c.standalone = to_bool(key, v);
+  else if (key == "state_dir") c.state_dir = v;
+  else if (key == "socket") c.socket = v;
+  else if (key == "pub") c.pub = v;
+  else if (key == "log") c.log = v;
+  else if (key == "cgroup_parent") c.cgroup_parent = v;
+  else if (key == "node_state_dir") c.node_state_dir = v;
+  else if (key == "jobfs_root") c.jobfs_root = v;
+  else if (key == "ckpt_root") c.ckpt_root = v;
+  else if (key == "topology_xml") c.topology_xml = v;
+  else if (key == "declare_cores") c.declare_cores = static_cast<int>(to_int(key, v, 0));
+  else if (key == "backfill") {
+    if (v != "fcfs" && v != "easy" && v != "conservative" && v != "reserve" && v != "checkpoint")
+      throw std::invalid_argument(
+          "backfill: expected fcfs, easy, conservative, reserve or checkpoint, got '" + v + "'");
+    c.backfill = v;
+  } else if (key == "order") c.order = v;
+  else if (key == "queues") c.queues = to_queues(v);
+  else if (key == "cycle_interval") c.cycle_interval = to_seconds(key, v);
+  else if (key == "heartbeat_interval") c.heartbeat_interval = to_seconds(key, v);
+  else if (key == "usage_interval") c.usage_interval = to_seconds(key, v);
+  else if (key == "poll_interval") c.poll_interval = to_seconds(key, v);
+  else if (key == "default_walltime") c.default_walltime = to_int(key, v, 0);
+  else if (key == "require_walltime") c.require_walltime = to_bool(key, v);
+  else if (key == "keep_ended") c.keep_ended = to_int(key, v, 0);
+  else if (key == "fsync") c.fsync = to_bool(key, v);
+  else if (key == "on_restart") {
+    if (v != "adopt" && v != "cleanup")
+      throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
+    c.on_restart = v;
+  } else {
+    throw std::invalid_argument("unknown key '" + key + "'");
+  }
+}
+
+void load_config_file(const std::string& path, Config& cfg) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read config file");
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    std::size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    std::size_t eq = line.find('=');
+    if (eq == std::string::npos)
+      throw std::runtime_error(path + ":" + std::to_string(no) + ": expected 'key = value'");
+    try {
+      set_config_key(cfg, trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(path + ":" + std::to_string(no) + ": " + e.what());
+    }
+  }
+}
+
+const char* const kUsage =
+    "usage: corrald --standalone [options]\n"
+    "  --standalone            run this node as a whole Corral (local scheduling)\n"
+    "  --config FILE           key = value settings (see corrald.conf.example); flags override\n"
+    "  --state-dir DIR         journal of jobs (default /var/lib/corral)\n"
+    "  --socket PATH           local command socket (default /run/corral/corrald.sock)\n"
+    "  --pub ENDPOINT          ZeroMQ PUB endpoint for events, tcp:// or ipc://, or none\n"
+    "  --foreground            stay in the foreground (default: detach)\n"
+    "  --log FILE              append the log here instead of stderr\n"
+    "  --cgroup-parent NAME    cgroup parent group (default corral)\n"
+    "  --node-state-dir DIR    launcher records (default /run/corral/node)\n"
+    "  --jobfs-root DIR        job scratch directories\n"
+    "  --set KEY=VALUE         any config key\n";
+
+bool parse_args(int argc, char** argv, Config& cfg) {
+  // The config file first, so flags override it wherever they appear.
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--config") {
+      if (i + 1 >= argc) throw std::invalid_argument("--config needs a file");
+      load_config_file(argv[i + 1], cfg);
+    } else if (a.rfind("--config=", 0) == 0) {
+      load_config_file(a.substr(9), cfg);
+    }
+  }
+  static const std::pair<const char*, const char*> kFlagKeys[] = {
+      {"--state-dir", "state_dir"},         {"--socket", "socket"},
+      {"--pub", "pub"},                     {"--log", "log"},
+      {"--cgroup-parent", "cgroup_parent"}, {"--node-state-dir", "node_state_dir"},
+      {"--jobfs-root", "jobfs_root"},       {"--ckpt-root", "ckpt_root"},
+      {"--topology-xml", "topology_xml"},   {"--declare-cores", "declare_cores"},
+      {"--backfill", "backfill"},
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], val;
+    bool has_val = false;
+    if (std::size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      val = a.substr(eq + 1);
+      a.resize(eq);
+      has_val = true;
+    }
+    auto value = [&]() -> std::string {
+      if (has_val) return val;
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return false;
+    }
+    if (a == "--standalone") { cfg.standalone = true; continue; }
+    if (a == "--foreground") { cfg.foreground = true; continue; }
+    if (a == "--config") { value(); continue; }
+    if (a == "--set") {
+      std::string kv = value();
+      std::size_t eq = kv.find('=');
+      if (eq == std::string::npos) throw std::invalid_argument("--set needs KEY=VALUE");
+      set_config_key(cfg, trim(kv.substr(0, eq)), trim(kv.substr(eq + 1)));
+      continue;
+    }
+    bool known = false;
+    for (const auto& [flag, key] : kFlagKeys) {
+      if (a == flag) {
+        set_config_key(cfg, key, value());
+        known = true;
+        break;
+      }
+    }
+    if (!known) throw std::invalid_argument("unknown option '" + a + "' (see corrald --help)");
+  }
+  return true;
+}
+
+}  // namespace corral::agent

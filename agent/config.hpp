@@ -1,0 +1,58 @@
+// corrald configuration: a `key = value` file (--config FILE), then
+// command-line flags on top. Every key, its default and meaning is in
+// agent/corrald.conf.example (the documented reference).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corral::agent {
+
+struct QueueDef {
+  std::string name;
+  int priority = 0;
+};
+
+struct Config {
+  bool standalone = false;
+  bool foreground = false;
+  std::string state_dir = "/var/lib/corral";
+  std::string socket = "/run/corral/corrald.sock";
+  std::string pub = "tcp://127.0.0.1:7461";  // "none": no publishing
+  std::string log;                            // empty: stderr
+  std::string cgroup_parent = "corral";
+  std::string node_state_dir = "/run/corral/node";
+  std::string jobfs_root = "/var/tmp/corral/jobfs";
+  std::string ckpt_root = "/var/tmp/corral/ckpt";
+  std::string topology_xml;                   // stand-in topology (tests); empty: hwloc
+  int declare_cores = 0;                      // >0: declared 1-package node of N cores
+  std::string backfill = "easy";              // fcfs | easy | conservative | reserve | checkpoint
+  std::string order = "fifo";
+  std::vector<QueueDef> queues = {{"normal", 0}};  // first: the default queue
+  double cycle_interval = 10;                 // s between scheduling passes while jobs wait
+  double heartbeat_interval = 5;              // s between heartbeat events
+  double usage_interval = 30;                 // s between usage events per running job
+  double poll_interval = 1;                   // s between limit checks while jobs run
+  std::int64_t default_walltime = 0;          // s, applied when a job gives none; 0: none
+  bool require_walltime = false;              // NCI: walltime mandatory
+  std::int64_t keep_ended = 10000;            // ended jobs kept for stat
+  bool fsync = true;                          // journal fdatasync (off only for tests)
+  std::string on_restart = "adopt";           // adopt | cleanup: running jobs after a crash
+};
+
+// Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
+// unknown key or a bad value.
+void load_config_file(const std::string& path, Config& cfg);
+
+// Sets one key (shared by the file and the flags). Throws std::invalid_argument.
+void set_config_key(Config& cfg, const std::string& key, const std::string& value);
+
+// Parses corrald's command line; --config is read first wherever it appears,
+// then flags override it. Throws std::invalid_argument with a usage hint.
+// Returns false when --help was printed.
+bool parse_args(int argc, char** argv, Config& cfg);
+
+extern const char* const kUsage;
+
+}  // namespace corral::agent

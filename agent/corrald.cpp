@@ -1,0 +1,83 @@
+// corrald: the Corral node agent. See agent/daemon.hpp and agent/CONFIG.md.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "agent/config.hpp"
+#include "agent/daemon.hpp"
+
+using corral::agent::Config;
+
+int main(int argc, char** argv) {
+  Config cfg;
+  try {
+    if (!corral::agent::parse_args(argc, argv, cfg)) return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corrald: %s\n", e.what());
+    return 2;
+  }
+  if (!cfg.standalone) {
+    std::fprintf(stderr,
+                 "corrald: only standalone mode exists in this build; run 'corrald --standalone'\n");
+    return 2;
+  }
+  // Detach unless --foreground: the parent exits once the child serves (so
+  // scripts can use the socket right after), or prints why it could not.
+  int ready[2] = {-1, -1};
+  if (!cfg.foreground) {
+    if (cfg.log.empty()) cfg.log = cfg.state_dir + "/corrald.log";
+    if (::pipe(ready) != 0) {
+      std::perror("corrald: pipe");
+      return 1;
+    }
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("corrald: fork");
+      return 1;
+    }
+    if (pid > 0) {
+      ::close(ready[1]);
+      char buf[1024];
+      ssize_t n = ::read(ready[0], buf, sizeof buf - 1);
+      if (n > 0 && buf[0] == 'o') return 0;
+      if (n > 1) std::fprintf(stderr, "corrald: %.*s\n", static_cast<int>(n - 1), buf + 1);
+      else std::fprintf(stderr, "corrald: failed to start (see %s)\n", cfg.log.c_str());
+      return 1;
+    }
+    ::close(ready[0]);
+    ::setsid();
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+    }
+  }
+  auto report = [&](char tag, const std::string& msg) {
+    if (ready[1] < 0) return;
+    std::string out = tag + msg;
+    (void)!::write(ready[1], out.data(), out.size());
+    ::close(ready[1]);
+    ready[1] = -1;
+  };
+  try {
+    ::mkdir(cfg.state_dir.c_str(), 0700);
+    corral::agent::log_to(cfg.log);
+    if (!cfg.foreground) {
+      int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null >= 0) ::dup2(null, 2);
+    }
+    corral::agent::Daemon d(cfg);
+    report('o', "");
+    return d.run();
+  } catch (const std::exception& e) {
+    corral::agent::log_line(std::string("fatal: ") + e.what());
+    report('e', e.what());
+    if (cfg.foreground && !cfg.log.empty()) std::fprintf(stderr, "corrald: %s\n", e.what());
+    return 1;
+  }
+}

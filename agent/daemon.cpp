@@ -1,0 +1,1081 @@
+#include "agent/daemon.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include "agent/node/launcher.hpp"
+#include "agent/node/topology.hpp"
+
+namespace corral::agent {
+
+// ------------------------------------------------------------------ log --
+
+namespace {
+std::FILE* g_log = stderr;
+std::string g_log_path;
+
+double wall_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+double mono_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+int g_sig_write = -1;
+extern "C" void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  if (g_sig_write >= 0) (void)!::write(g_sig_write, &b, 1);
+  errno = saved;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string user_name(uid_t uid) {
+  passwd pw{}, *res = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return pw.pw_name;
+  return "";
+}
+std::string group_name(gid_t gid) {
+  group gr{}, *res = nullptr;
+  char buf[4096];
+  if (getgrgid_r(gid, &gr, buf, sizeof buf, &res) == 0 && res) return gr.gr_name;
+  return std::to_string(gid);
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+const char* reason_name(node::EndReason r) {
+  switch (r) {
+    case node::EndReason::Completed: return "completed";
+    case node::EndReason::Failed: return "failed";
+    case node::EndReason::Walltime: return "walltime";
+    case node::EndReason::Memory: return "mem";
+    case node::EndReason::Jobfs: return "jobfs";
+    case node::EndReason::Cancelled: return "cancelled";
+    case node::EndReason::Preempted: return "requeued";
+    case node::EndReason::Checkpointed: return "checkpointed";
+    case node::EndReason::LaunchFailed: return "launch_failed";
+  }
+  return "unknown";
+}
+
+Backfill backfill_of(const std::string& s) {
+  if (s == "fcfs") return Backfill::Fcfs;
+  if (s == "conservative") return Backfill::Conservative;
+  if (s == "reserve") return Backfill::Reserve;
+  if (s == "checkpoint") return Backfill::Checkpoint;
+  return Backfill::Easy;
+}
+
+constexpr std::size_t kMaxClients = 4096;
+constexpr std::size_t kMaxRequestElems = 1u << 16;  // env entries etc. in one request
+}  // namespace
+
+void log_to(const std::string& path) {
+  if (path.empty()) return;
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) throw std::runtime_error("cannot open log file " + path + ": " + errno_text());
+  std::setvbuf(f, nullptr, _IOLBF, 0);
+  if (g_log != stderr) std::fclose(g_log);
+  g_log = f;
+  g_log_path = path;
+}
+
+void log_line(const std::string& msg) {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  gmtime_r(&ts.tv_sec, &t);
+  char stamp[80];
+  std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900,
+                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+  std::fprintf(g_log, "%s corrald: %s\n", stamp, msg.c_str());
+  std::fflush(g_log);
+}
+
+// -------------------------------------------------------------- clients --
+
+struct Daemon::Client {
+  int fd = -1;
+  Peer peer;
+  proto::FrameReader reader;
+  std::string out;
+  std::uint64_t waiting = 0;     // job id a `wait` blocks on
+  bool close_after_write = false;
+  bool dead = false;
+};
+
+// ---------------------------------------------------------------- setup --
+
+Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
+  boot_ = wall_now();
+  boot_mono_ = mono_now();
+  sched_.order.policy = cfg_.order;
+  sched_.planner.backfill = backfill_of(cfg_.backfill);
+
+  store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
+  const LoadReport& lr = store_->load_report();
+  log_line("state " + store_->path() + ": " + std::to_string(lr.jobs) + " jobs from " +
+           std::to_string(lr.entries) + " journal entries, next id " +
+           std::to_string(store_->peek_next_id()));
+  if (!lr.warning.empty()) log_line("warning: " + lr.warning);
+
+  node::Topology topo;
+  if (cfg_.declare_cores > 0) {
+    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
+    topo = node::declared(1, cfg_.declare_cores, mb);
+  } else if (!cfg_.topology_xml.empty()) {
+    topo = node::load_xml(cfg_.topology_xml);
+  } else {
+    topo = node::discover(cfg_.jobfs_root);
+  }
+  hostname_ = topo.hostname;
+  if (hostname_.empty()) {
+    char h[256] = {};
+    ::gethostname(h, sizeof h - 1);
+    hostname_ = h;
+  }
+  log_line("node " + node::describe(topo));
+  node::LauncherConfig lc;
+  lc.cgroup_parent = cfg_.cgroup_parent;
+  lc.jobfs_root = cfg_.jobfs_root;
+  lc.ckpt_root = cfg_.ckpt_root;
+  lc.state_dir = cfg_.node_state_dir;
+  lc.hostname = hostname_;
+  launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
+
+  for (const auto& [id, rec] : store_->jobs()) {
+    if (rec.state == proto::state::kPending) pending_.insert(id);
+    else if (!rec.ended()) active_.insert(id);
+  }
+  recover();
+
+  if (::pipe2(sig_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw std::runtime_error("pipe: " + errno_text());
+  g_sig_write = sig_pipe_[1];
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  setup_pub();
+  setup_socket();
+  store_->flush();
+}
+
+Daemon::~Daemon() {
+  for (auto& [fd, c] : clients_) ::close(fd);
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    ::unlink(cfg_.socket.c_str());
+  }
+  if (zpub_) zmq_close(zpub_);
+  if (zctx_) zmq_ctx_term(zctx_);
+  try {
+    store_->flush();
+  } catch (const std::exception& e) {
+    log_line(std::string("error: ") + e.what());
+  }
+  // The Launcher's destructor leaves running jobs alone: the next corrald
+  // adopts them (see recover()).
+  g_sig_write = -1;
+  for (int fd : sig_pipe_)
+    if (fd >= 0) ::close(fd);
+}
+
+void Daemon::setup_socket() {
+  const std::string& path = cfg_.socket;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    throw std::runtime_error("socket path '" + path + "' is empty or too long (max " +
+                             std::to_string(sizeof addr.sun_path - 1) + " bytes)");
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (!dir.empty() && ::mkdir(dir.c_str(), 0755) == 0) ::chmod(dir.c_str(), 0755);
+
+  // A live corrald on the same socket is an error; a stale file is replaced.
+  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe >= 0) {
+    bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(probe);
+    if (live) throw std::runtime_error("another corrald is already serving " + path);
+  }
+  ::unlink(path.c_str());
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) throw std::runtime_error("socket: " + errno_text());
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    throw std::runtime_error("cannot bind " + path + ": " + errno_text());
+  // Every user may connect; identity comes from SO_PEERCRED, not the client.
+  ::chmod(path.c_str(), 0666);
+  if (::listen(listen_fd_, 512) != 0) throw std::runtime_error("listen: " + errno_text());
+  log_line("serving " + path);
+}
+
+void Daemon::setup_pub() {
+  if (cfg_.pub.empty() || cfg_.pub == "none") return;
+  zctx_ = zmq_ctx_new();
+  zpub_ = zmq_socket(zctx_, ZMQ_PUB);
+  int linger = 0, hwm = 100000;
+  zmq_setsockopt(zpub_, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_setsockopt(zpub_, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  if (cfg_.pub.rfind("ipc://", 0) == 0) {
+    std::string p = cfg_.pub.substr(6);
+    std::string dir = p.substr(0, p.rfind('/'));
+    if (!dir.empty()) ::mkdir(dir.c_str(), 0755);
+  }
+  if (zmq_bind(zpub_, cfg_.pub.c_str()) != 0)
+    throw std::runtime_error("cannot publish on " + cfg_.pub + ": " + zmq_strerror(zmq_errno()));
+  log_line("publishing events on " + cfg_.pub);
+}
+
+// After a crash or restart: jobs the journal says run are adopted when their
+// processes still run (the node part's Launcher finds them by cgroup); jobs
+// that ended while nobody watched report their real end at the first poll;
+// any other "running" job is requeued (reason node_restart), so no job is lost.
+void Daemon::recover() {
+  auto found = launcher_->recover(cfg_.on_restart == "cleanup" ? node::RecoverMode::Cleanup
+                                                               : node::RecoverMode::Adopt);
+  std::set<std::uint64_t> adopted;
+  for (const auto& r : found) {
+    JobRecord* rec = store_->find(r.id);
+    if (r.adopted && rec && active_.count(r.id)) {
+      adopted.insert(r.id);
+      log_line("job " + std::to_string(r.id) + " adopted after restart" +
+               (r.message.empty() ? "" : ": " + r.message));
+    } else if (r.adopted) {
+      // Running but not known as running (crash between launch and journal):
+      // stop it; the job is still pending and will start again.
+      log_line("job " + std::to_string(r.id) + ": stray processes stopped after restart");
+      discard_end_.insert(r.id);
+      launcher_->cancel(r.id);
+    } else {
+      log_line("job " + std::to_string(r.id) + ": leftovers cleaned up" +
+               (r.message.empty() ? "" : ": " + r.message));
+    }
+  }
+  if (active_.empty()) return;
+  // Ends that happened while we were down.
+  for (const auto& e : launcher_->poll()) on_end(e);
+  std::vector<std::uint64_t> lost;
+  for (auto id : active_)
+    if (!adopted.count(id) && !launcher_->has(id)) lost.push_back(id);
+  for (auto id : lost) {
+    JobRecord& rec = *store_->find(id);
+    requeue(rec, "node_restart: corrald restarted and the job was no longer running", false);
+  }
+  for (auto id : active_) {
+    if (auto u = launcher_->usage(id)) {
+      JobRecord& rec = *store_->find(id);
+      std::string want(u->suspended ? proto::state::kSuspended : proto::state::kRunning);
+      if (rec.state != want) {
+        rec.state = want;
+        store_->put(rec);
+      }
+    }
+  }
+}
+
+// ----------------------------------------------------------------- loop --
+
+int Daemon::run() {
+  log_line(std::string("corrald ") + "standalone on " + hostname_ + " (pid " +
+           std::to_string(::getpid()) + ")");
+  double t = mono_now();
+  next_cycle_ = t + cfg_.cycle_interval;
+  next_heartbeat_ = t;
+  next_poll_ = t + cfg_.poll_interval;
+  next_usage_ = t + cfg_.usage_interval;
+  std::vector<pollfd> fds;
+  std::vector<Client*> fd_clients;
+  while (!stop_) {
+    double mono = mono_now();
+    double deadline = next_heartbeat_;
+    if (!pending_.empty()) deadline = std::min(deadline, next_cycle_);
+    if (!active_.empty()) deadline = std::min({deadline, next_poll_, next_usage_});
+    int timeout = dirty_ ? 0 : static_cast<int>(std::max(0.0, (deadline - mono) * 1000.0) + 1);
+
+    fds.clear();
+    fd_clients.clear();
+    fds.push_back({sig_pipe_[0], POLLIN, 0});
+    fds.push_back({listen_fd_, static_cast<short>(clients_.size() < kMaxClients ? POLLIN : 0), 0});
+    int wake = launcher_->wake_fd();
+    fds.push_back({wake, static_cast<short>(wake >= 0 ? POLLIN : 0), 0});
+    for (auto& [fd, c] : clients_) {
+      short ev = c->out.empty() ? POLLIN : static_cast<short>(POLLIN | POLLOUT);
+      fds.push_back({fd, ev, 0});
+      fd_clients.push_back(c.get());
+    }
+    int n = ::poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) {
+      log_line("poll: " + errno_text());
+      return 1;
+    }
+    if (fds[0].revents & POLLIN) {
+      unsigned char sigs[16];
+      ssize_t k;
+      while ((k = ::read(sig_pipe_[0], sigs, sizeof sigs)) > 0) {
+        for (ssize_t i = 0; i < k; ++i) {
+          if (sigs[i] == SIGHUP) {
+            try {
+              log_to(g_log_path);
+              log_line("SIGHUP: log reopened");
+            } catch (const std::exception& e) {
+              log_line(e.what());
+            }
+          } else {
+            log_line(std::string("signal ") + strsignal(sigs[i]) + ": shutting down (running jobs keep running)");
+            stop_ = true;
+          }
+        }
+      }
+    }
+    if (fds[1].revents & POLLIN) accept_clients();
+    for (std::size_t i = 0; i < fd_clients.size(); ++i) {
+      Client& c = *fd_clients[i];
+      short re = fds[i + 3].revents;
+      if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c);
+    }
+    mono = mono_now();
+    if ((fds[2].revents & POLLIN) || (!active_.empty() && mono >= next_poll_)) {
+      poll_launcher();
+      next_poll_ = mono + cfg_.poll_interval;
+    }
+    if (dirty_ || (!pending_.empty() && mono >= next_cycle_)) {
+      cycle();
+      next_cycle_ = mono_now() + cfg_.cycle_interval;
+    }
+    if (!active_.empty() && mono >= next_usage_) {
+      sample_usage(true);
+      next_usage_ = mono + cfg_.usage_interval;
+    }
+    if (mono >= next_heartbeat_) {
+      heartbeat();
+      next_heartbeat_ = mono + cfg_.heartbeat_interval;
+    }
+    // Write-ahead: everything this iteration changed is on disk before any
+    // reply (a submit's id, a cancel's confirmation) leaves.
+    try {
+      store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
+      store_->flush();
+    } catch (const std::exception& e) {
+      log_line(std::string("fatal: cannot persist state: ") + e.what());
+      return 1;
+    }
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      Client& c = *it->second;
+      if (!c.dead && !c.out.empty()) write_client(c);
+      if (c.dead || (c.close_after_write && c.out.empty())) {
+        ::close(it->first);
+        it = clients_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return 0;
+}
+
+void Daemon::accept_clients() {
+  while (clients_.size() < kMaxClients) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        log_line("accept: " + errno_text());
+      return;
+    }
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+      ::close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Client>();
+    c->fd = fd;
+    c->peer = Peer{cr.uid, cr.gid, cr.pid};
+    clients_[fd] = std::move(c);
+  }
+}
+
+void Daemon::read_client(Client& c) {
+  char buf[65536];
+  bool closed = false;
+  for (;;) {
+    ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      c.reader.feed(buf, static_cast<std::size_t>(n));
+      if (c.reader.buffered() > 2 * proto::kMaxFrame) break;  // let it drain first
+      continue;
+    }
+    if (n == 0) {
+      closed = true;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) c.dead = true;
+    break;
+  }
+  std::string frame;
+  try {
+    // A client blocked in `wait` sends nothing more until it is answered.
+    while (!c.dead && !c.waiting && !c.close_after_write && c.reader.next(frame)) handle(c, frame);
+  } catch (const proto::ProtoError& e) {
+    send(c, proto::ErrorRep{"proto", e.what()});
+    c.close_after_write = true;
+  }
+  if (closed) {
+    if (c.waiting) c.dead = true;  // nobody left to tell
+    else c.close_after_write = true;
+  }
+}
+
+void Daemon::send(Client& c, const proto::Message& m) { c.out += proto::frame(proto::encode(m)); }
+
+void Daemon::write_client(Client& c) {
+  while (!c.out.empty()) {
+    ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out.erase(0, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    c.dead = true;
+    return;
+  }
+}
+
+void Daemon::handle(Client& c, const std::string& frame) {
+  proto::Message m;
+  try {
+    m = proto::decode(frame, kMaxRequestElems);
+  } catch (const proto::ProtoError& e) {
+    log_line("bad request from pid " + std::to_string(c.peer.pid) + " uid " +
+             std::to_string(c.peer.uid) + ": " + e.what());
+    send(c, proto::ErrorRep{"proto", e.what()});
+    c.close_after_write = true;
+    return;
+  }
+  try {
+    if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
+      send(c, on_submit(c.peer, *r));
+    } else if (auto* s = std::get_if<proto::StatReq>(&m)) {
+      send(c, on_stat(c.peer, *s));
+    } else if (auto* x = std::get_if<proto::CancelReq>(&m)) {
+      send(c, on_cancel(c.peer, *x));
+    } else if (auto* w = std::get_if<proto::WaitReq>(&m)) {
+      const JobRecord* rec = store_->find(w->id);
+      if (!rec) {
+        send(c, proto::ErrorRep{"not_found", "unknown job id " + std::to_string(w->id)});
+      } else if (rec->ended()) {
+        send(c, proto::WaitRep{info(*rec)});
+      } else {
+        c.waiting = w->id;  // answered by notify_waiters()
+      }
+    } else if (auto* nd = std::get_if<proto::NodeReq>(&m)) {
+      send(c, on_node(c.peer, *nd));
+    } else {
+      send(c, proto::ErrorRep{"invalid", std::string("'") + std::string(proto::type_name(m)) +
+                                             "' is not a request"});
+    }
+  } catch (const std::exception& e) {
+    log_line(std::string("error handling request: ") + e.what());
+    send(c, proto::ErrorRep{"internal", e.what()});
+  }
+}
+
+// ------------------------------------------------------------- requests --
+
+proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
+  proto::JobSpec& s = r.spec;
+  const node::Topology& topo = launcher_->topology();
+  auto bad = [](std::string msg) -> proto::Message { return proto::ErrorRep{"invalid", std::move(msg)}; };
+  if (s.ncpus < 1) return bad("ncpus must be at least 1");
+  if (s.ncpus > static_cast<int>(topo.cores.size()))
+    return bad("ncpus=" + std::to_string(s.ncpus) + " exceeds this node's " +
+               std::to_string(topo.cores.size()) + " cores");
+  if (s.mem_mb < 0) return bad("mem must not be negative");
+  if (topo.mem_mb > 0 && s.mem_mb > topo.mem_mb)
+    return bad("mem=" + std::to_string(s.mem_mb) + "mb exceeds this node's " +
+               std::to_string(topo.mem_mb) + "mb");
+  if (s.jobfs_mb < 0) return bad("jobfs must not be negative");
+  if (topo.jobfs_mb > 0 && s.jobfs_mb > topo.jobfs_mb)
+    return bad("jobfs=" + std::to_string(s.jobfs_mb) + "mb exceeds this node's " +
+               std::to_string(topo.jobfs_mb) + "mb");
+  if (s.walltime < 0) return bad("walltime must not be negative");
+  if (s.walltime == 0) s.walltime = cfg_.default_walltime;
+  if (s.walltime == 0 && cfg_.require_walltime)
+    return bad("a walltime is required here (-l walltime=HH:MM:SS)");
+  if (s.script.empty()) return bad("the job script is empty");
+  if (s.cwd.empty() || s.cwd[0] != '/') return bad("the working directory must be an absolute path");
+  if (s.name.size() > 255) return bad("the job name is longer than 255 characters");
+  for (const auto& e : s.env)
+    if (e.find('=') == std::string::npos || e[0] == '=')
+      return bad("environment entry '" + e.substr(0, 40) + "' is not KEY=VALUE");
+  if (s.queue.empty()) s.queue = cfg_.queues.front().name;
+  bool known = false;
+  std::string names;
+  for (const auto& q : cfg_.queues) {
+    known |= q.name == s.queue;
+    names += (names.empty() ? "" : ", ") + q.name;
+  }
+  if (!known) return bad("unknown queue '" + s.queue + "' (queues here: " + names + ")");
+
+  JobRecord rec;
+  rec.id = store_->next_id();
+  if (s.name.empty()) s.name = "job";
+  for (std::string* path : {&s.stdout_path, &s.stderr_path})
+    if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;
+  if (s.stdout_path.empty()) s.stdout_path = s.cwd + "/" + s.name + ".o" + std::to_string(rec.id);
+  if (s.stderr_path.empty()) s.stderr_path = s.cwd + "/" + s.name + ".e" + std::to_string(rec.id);
+  rec.spec = std::move(s);
+  rec.uid = p.uid;
+  rec.gid = p.gid;
+  rec.user = user_name(p.uid);
+  if (rec.user.empty()) rec.user = std::to_string(p.uid);
+  rec.group = group_name(p.gid);
+  rec.submit_time = now();
+  store_->put(rec);  // flushed before the reply leaves (run())
+  pending_.insert(rec.id);
+  dirty_ = true;
+  log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + rec.spec.name +
+           " ncpus=" + std::to_string(rec.spec.ncpus) + " queue=" + rec.spec.queue);
+  proto::Event e;
+  e.kind = "submitted";
+  e.job = rec.id;
+  e.user = rec.user;
+  e.submit_time = rec.submit_time;
+  publish(e);
+  return proto::SubmitRep{rec.id};
+}
+
+proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
+  // Like qstat, everyone sees every job (never scripts or environments).
+  proto::StatRep rep;
+  if (r.id != 0) {
+    const JobRecord* rec = store_->find(r.id);
+    if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)};
+    rep.jobs.push_back(info(*rec));
+    return rep;
+  }
+  rep.jobs.reserve(store_->jobs().size());
+  for (const auto& [id, rec] : store_->jobs()) rep.jobs.push_back(info(rec));
+  return rep;
+}
+
+proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
+  JobRecord* rec = store_->find(r.id);
+  if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)};
+  if (p.uid != 0 && p.uid != rec->uid)
+    return proto::ErrorRep{"permission", "job " + std::to_string(r.id) + " belongs to " +
+                                             rec->user + "; only its owner or root may cancel it"};
+  if (rec->ended())
+    return proto::ErrorRep{"invalid", "job " + std::to_string(r.id) + " has already ended (" +
+                                          rec->end_reason + ")"};
+  std::string who = user_name(p.uid);
+  if (who.empty()) who = std::to_string(p.uid);
+  if (rec->state == proto::state::kPending) {
+    finish(*rec, "cancelled", -1, "cancelled by " + who + " before it started");
+  } else {
+    rec->cancel_requested = true;
+    rec->comment = "cancel requested by " + who;
+    store_->put(*rec);
+    std::string err = launcher_->cancel(rec->id);
+    if (!err.empty()) log_line("job " + std::to_string(rec->id) + ": cancel: " + err);
+    poll_launcher();  // the end is usually there at once
+  }
+  log_line("job " + std::to_string(r.id) + " cancel requested by " + who);
+  return proto::CancelRep{r.id, rec->state};
+}
+
+proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
+  sample_usage(false);
+  const node::Topology& topo = launcher_->topology();
+  proto::NodeRep rep;
+  proto::NodeStatus& n = rep.node;
+  n.node = hostname_;
+  n.mode = "standalone";
+  n.topology = node::describe(topo);
+  n.cores = static_cast<int>(topo.cores.size());
+  n.numa_nodes = topo.numa_nodes;
+  n.mem_mb = topo.mem_mb;
+  n.slots_total = n.cores;
+  n.slots_used = slots_used();
+  n.pending = static_cast<int>(pending_.size());
+  for (auto id : active_) n.running.push_back(info(*store_->find(id)));
+  std::vector<const JobRecord*> ended;
+  for (const auto& [id, rec] : store_->jobs())
+    if (rec.ended()) ended.push_back(&rec);
+  std::sort(ended.begin(), ended.end(), [](const JobRecord* a, const JobRecord* b) {
+    return a->end_time != b->end_time ? a->end_time > b->end_time : a->id > b->id;
+  });
+  for (std::size_t i = 0; i < ended.size() && static_cast<int>(i) < std::max(0, r.recent); ++i)
+    n.recent.push_back(info(*ended[i]));
+  n.agent_pid = static_cast<std::uint32_t>(::getpid());
+  n.agent_uptime = mono_now() - boot_mono_;
+  n.version = "0.1.0";
+  return rep;
+}
+
+// ---------------------------------------------------------- scheduling --
+
+Snapshot Daemon::snapshot(Time t) const {
+  Snapshot s;
+  s.now = t;
+  const node::Topology& topo = launcher_->topology();
+  Node n;
+  n.name = hostname_;
+  n.cores = static_cast<int>(topo.cores.size());
+  n.mem_mb = topo.mem_mb;
+  n.jobfs_mb = topo.jobfs_mb;
+  for (const auto& c : topo.cores) n.core_numa.push_back(c.numa);
+  s.nodes.push_back(std::move(n));
+  for (const auto& q : cfg_.queues) {
+    Queue qq;
+    qq.name = q.name;
+    qq.priority = q.priority;
+    s.queues.push_back(std::move(qq));
+  }
+  auto to_job = [&](const JobRecord& r) {
+    Job j;
+    j.id = r.id;
+    j.name = r.spec.name;
+    j.user = r.user;
+    j.group = r.group;
+    j.project = r.spec.project;
+    j.queue = r.spec.queue;
+    j.submit = static_cast<Time>(r.submit_time);
+    j.walltime = r.spec.walltime;
+    j.slots_min = j.slots_max = r.spec.ncpus;
+    j.mem_mb = r.spec.mem_mb;
+    j.jobfs_mb = r.spec.jobfs_mb;
+    j.reserve = r.spec.reserve;
+    j.priority = r.priority;
+    j.cycles_pending = r.cycles_pending;
+    j.requeues = r.requeues;
+    j.last_start_priority = r.last_start_priority;
+    j.work_done = r.work_done;
+    j.first_start = static_cast<Time>(r.first_start);
+    return j;
+  };
+  for (auto id : active_) {
+    const JobRecord& r = store_->jobs().at(id);
+    RunningJob rj;
+    rj.job = to_job(r);
+    rj.start = static_cast<Time>(r.start_time);
+    // No walltime: plan as if it ran for a year (it holds its cores).
+    rj.expected_end = rj.start + (r.spec.walltime > 0 ? r.spec.walltime : 365 * 86400);
+    rj.slots = r.spec.ncpus;
+    rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(r.spec.ncpus), r.cores});
+    rj.suspended = r.state == proto::state::kSuspended;
+    s.running.push_back(std::move(rj));
+  }
+  s.pending.reserve(pending_.size());
+  for (auto id : pending_) s.pending.push_back(to_job(store_->jobs().at(id)));
+  return s;
+}
+
+void Daemon::cycle() {
+  dirty_ = false;
+  if (pending_.empty() && active_.empty()) return;
+  Plan plan = schedule(snapshot(static_cast<Time>(now())), sched_, ++passes_);
+  apply(plan);
+}
+
+void Daemon::apply(const Plan& plan) {
+  for (const auto& u : plan.updates) {
+    if (JobRecord* r = store_->find(u.job); r && !r->ended()) {
+      r->priority = u.priority;  // kept in memory; persisted with its next change
+      r->cycles_pending = u.cycles_pending;
+    }
+  }
+  for (const Decision& d : plan.decisions) {
+    JobRecord* rec = store_->find(d.job);
+    std::string id = std::to_string(d.job);
+    if (!rec || rec->ended()) {
+      if (d.action != Action::Reserve) log_line("plan: job " + id + " is unknown or ended; decision skipped");
+      continue;
+    }
+    bool pending = rec->state == proto::state::kPending;
+    switch (d.action) {
+      case Action::Start:
+        if (!pending || rec->cancel_requested) {
+          log_line("plan: job " + id + " is not pending; start skipped");
+          break;
+        }
+        start_job(*rec, d);
+        break;
+      case Action::Reserve:
+        if (pending) rec->comment = "reserved: " + (d.reason.empty() ? "resources held" : d.reason);
+        break;
+      case Action::Suspend:
+      case Action::Resume: {
+        bool sus = d.action == Action::Suspend;
+        if (rec->state != (sus ? proto::state::kRunning : proto::state::kSuspended)) {
+          log_line("plan: job " + id + " is " + rec->state + "; " + (sus ? "suspend" : "resume") + " skipped");
+          break;
+        }
+        std::string err = sus ? launcher_->suspend(d.job) : launcher_->resume(d.job);
+        if (!err.empty()) {
+          log_line("job " + id + ": " + (sus ? "suspend" : "resume") + " failed: " + err);
+          break;
+        }
+        rec->state = std::string(sus ? proto::state::kSuspended : proto::state::kRunning);
+        rec->comment = d.reason;
+        store_->put(*rec);
+        log_line("job " + id + (sus ? " suspended" : " resumed") + (d.reason.empty() ? "" : ": " + d.reason));
+        proto::Event e;
+        e.kind = sus ? "suspended" : "resumed";
+        e.job = d.job;
+        e.user = rec->user;
+        e.reason = d.reason;
+        e.cores = rec->cores;
+        publish(e);
+        dirty_ = true;
+        break;
+      }
+      case Action::Requeue:
+      case Action::Checkpoint: {
+        if (pending) break;
+        bool ck = d.action == Action::Checkpoint;
+        std::string err = ck ? launcher_->checkpoint(d.job) : launcher_->requeue(d.job);
+        if (!err.empty()) {
+          log_line("job " + id + ": " + (ck ? "checkpoint" : "requeue") + " failed: " + err);
+          break;
+        }
+        rec->requeue_requested = true;
+        rec->comment = d.reason;
+        store_->put(*rec);
+        log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (d.reason.empty() ? "" : ": " + d.reason));
+        break;
+      }
+      case Action::Reject:
+        if (pending) finish(*rec, "rejected", -1, d.reason.empty() ? "can never run as asked" : d.reason);
+        break;
+      case Action::Demote:
+        if (pending && !d.queue.empty()) {
+          rec->spec.queue = d.queue;
+          rec->comment = "moved to queue " + d.queue + (d.reason.empty() ? "" : ": " + d.reason);
+          store_->put(*rec);
+          log_line("job " + id + " " + rec->comment);
+        }
+        break;
+    }
+  }
+}
+
+int Daemon::slots_used() const {
+  int used = 0;
+  for (auto id : active_) {
+    const JobRecord& r = store_->jobs().at(id);
+    if (r.state == proto::state::kRunning) used += r.spec.ncpus;
+  }
+  return used;
+}
+
+void Daemon::start_job(JobRecord& rec, const Decision& d) {
+  const node::Topology& topo = launcher_->topology();
+  std::vector<int> busy;
+  for (auto id : active_) {
+    const JobRecord& r = store_->jobs().at(id);
+    if (r.state == proto::state::kRunning) busy.insert(busy.end(), r.cores.begin(), r.cores.end());
+  }
+  std::vector<int> cores;
+  if (!d.placement.empty()) cores = d.placement.front().cores;
+  bool ok = static_cast<int>(cores.size()) == rec.spec.ncpus;
+  for (int c : cores)
+    ok = ok && c >= 0 && c < static_cast<int>(topo.cores.size()) &&
+         std::find(busy.begin(), busy.end(), c) == busy.end();
+  if (!ok) cores = node::pick_cores(topo, busy, rec.spec.ncpus);  // the plan gave no (valid) cores
+  if (static_cast<int>(cores.size()) != rec.spec.ncpus) {
+    log_line("plan: job " + std::to_string(rec.id) + " does not fit the free cores; start skipped");
+    return;
+  }
+  node::LaunchSpec ls;
+  ls.id = rec.id;
+  ls.uid = rec.uid;
+  ls.gid = rec.gid;
+  ls.user = user_name(rec.uid);
+  std::string script = write_script(rec);
+  if (script.empty()) {
+    finish(rec, "launch_failed", -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
+    return;
+  }
+  if (rec.spec.script.rfind("#!", 0) == 0) ls.argv = {script};
+  else ls.argv = {"/bin/sh", script};
+  for (const auto& kv : rec.spec.env) {
+    std::size_t eq = kv.find('=');
+    ls.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  ls.env["CORRAL_JOBID"] = std::to_string(rec.id);
+  ls.env["CORRAL_JOBNAME"] = rec.spec.name;
+  ls.env["CORRAL_QUEUE"] = rec.spec.queue;
+  ls.env["CORRAL_O_WORKDIR"] = rec.spec.cwd;
+  ls.env["CORRAL_NCPUS"] = std::to_string(rec.spec.ncpus);
+  ls.cwd = rec.spec.cwd;
+  ls.stdout_path = rec.spec.stdout_path;
+  ls.stderr_path = rec.spec.stderr_path;
+  ls.cores = cores;
+  ls.mem_mb = rec.spec.mem_mb;
+  ls.jobfs_mb = rec.spec.jobfs_mb;
+  ls.walltime_s = rec.spec.walltime;
+  ls.restart = rec.requeues > 0 && rec.work_done > 0;
+  std::string err = launcher_->start(ls);
+  if (!err.empty()) {
+    finish(rec, "launch_failed", -1, err);
+    return;
+  }
+  double t = now();
+  rec.state = std::string(proto::state::kRunning);
+  rec.start_time = t;
+  if (rec.first_start < 0) rec.first_start = t;
+  rec.last_start_priority = rec.priority;
+  rec.cores = cores;
+  rec.comment = d.reason;
+  store_->put(rec);
+  pending_.erase(rec.id);
+  active_.insert(rec.id);
+  next_poll_ = std::min(next_poll_, mono_now() + cfg_.poll_interval);
+  log_line("job " + std::to_string(rec.id) + " started on cores " + join_ints(cores) + " as " +
+           rec.user);
+  proto::Event e;
+  e.kind = "started";
+  e.job = rec.id;
+  e.user = rec.user;
+  e.cores = cores;
+  e.submit_time = rec.submit_time;
+  e.reason = d.reason;
+  publish(e);
+}
+
+void Daemon::poll_launcher() {
+  for (const auto& e : launcher_->poll()) on_end(e);
+}
+
+void Daemon::on_end(const node::JobEnd& e) {
+  if (discard_end_.erase(e.id)) return;
+  JobRecord* rec = store_->find(e.id);
+  if (!rec || !active_.count(e.id)) {
+    log_line("launcher: end of unknown job " + std::to_string(e.id) + " ignored");
+    return;
+  }
+  if (e.reason == node::EndReason::Preempted) {
+    requeue(*rec, "requeued" + (e.message.empty() ? "" : ": " + e.message), false);
+  } else if (e.reason == node::EndReason::Checkpointed) {
+    requeue(*rec, "checkpointed" + (e.message.empty() ? "" : ": " + e.message), true);
+  } else {
+    finish(*rec, reason_name(e.reason), e.exit_code, e.message);
+  }
+}
+
+void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
+  double t = now();
+  if (keep_work && rec.start_time > 0) rec.work_done += static_cast<std::int64_t>(t - rec.start_time);
+  rec.state = std::string(proto::state::kPending);
+  rec.requeues += 1;
+  rec.cores.clear();
+  rec.requeue_requested = false;
+  rec.comment = why;
+  store_->put(rec);
+  active_.erase(rec.id);
+  pending_.insert(rec.id);
+  dirty_ = true;
+  log_line("job " + std::to_string(rec.id) + " back to pending: " + why);
+  proto::Event ev;
+  ev.kind = "requeued";
+  ev.job = rec.id;
+  ev.user = rec.user;
+  ev.reason = why;
+  publish(ev);
+}
+
+void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
+  double t = now();
+  rec.state = std::string(proto::state::kEnded);
+  rec.end_reason = reason;
+  rec.exit_code = exit_code;
+  rec.end_time = t;
+  rec.comment = msg;
+  // The script and environment are not needed any more: keep memory small.
+  rec.spec.script.clear();
+  rec.spec.script.shrink_to_fit();
+  rec.spec.env.clear();
+  rec.spec.env.shrink_to_fit();
+  if (auto u = launcher_->has(rec.id) ? launcher_->usage(rec.id) : std::nullopt) {
+    rec.cpu_seconds = u->cpu_s;
+    rec.rss_mb = u->max_rss_mb;
+  }
+  store_->put(rec);
+  pending_.erase(rec.id);
+  active_.erase(rec.id);
+  remove_script(rec.id);
+  dirty_ = true;
+  log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
+           std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
+  proto::Event e;
+  e.kind = "ended";
+  e.job = rec.id;
+  e.user = rec.user;
+  e.reason = reason;
+  e.exit_code = exit_code;
+  e.cores = rec.cores;
+  e.cpu_seconds = rec.cpu_seconds;
+  e.rss_mb = rec.rss_mb;
+  publish(e);
+  notify_waiters(rec);
+}
+
+void Daemon::notify_waiters(const JobRecord& rec) {
+  for (auto& [fd, c] : clients_) {
+    if (c->waiting != rec.id) continue;
+    send(*c, proto::WaitRep{info(rec)});
+    c->waiting = 0;
+    std::string frame;  // requests queued behind the wait
+    try {
+      while (!c->waiting && c->reader.next(frame)) handle(*c, frame);
+    } catch (const proto::ProtoError& e) {
+      send(*c, proto::ErrorRep{"proto", e.what()});
+      c->close_after_write = true;
+    }
+  }
+}
+
+// ------------------------------------------------------------- scripts --
+
+std::string Daemon::write_script(const JobRecord& rec) {
+  // Root-owned 0711 dir: users cannot list it; each script is its owner's, 0500.
+  std::string dir = cfg_.state_dir + "/scripts";
+  if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return "";
+  std::string path = dir + "/" + std::to_string(rec.id);
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0500);
+  if (fd < 0) return "";
+  std::string_view data = rec.spec.script;
+  bool ok = true;
+  while (ok && !data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (ok && ::geteuid() == 0) ok = ::fchown(fd, rec.uid, rec.gid) == 0;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    return "";
+  }
+  return path;
+}
+
+void Daemon::remove_script(std::uint64_t id) {
+  ::unlink((cfg_.state_dir + "/scripts/" + std::to_string(id)).c_str());
+}
+
+// -------------------------------------------------------------- events --
+
+void Daemon::publish(proto::Event& e) {
+  e.seq = ++seq_;
+  e.time = now();
+  e.node = hostname_;
+  e.boot = boot_;
+  if (!zpub_) return;
+  std::string topic = "corral." + e.kind;
+  std::string payload = proto::encode(e);
+  // Never block the agent on a slow subscriber: drop at the high-water mark
+  // (the subscriber sees the gap in seq).
+  zmq_send(zpub_, topic.data(), topic.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  zmq_send(zpub_, payload.data(), payload.size(), ZMQ_DONTWAIT);
+}
+
+void Daemon::heartbeat() {
+  proto::Event e;
+  e.kind = "heartbeat";
+  e.pending = static_cast<int>(pending_.size());
+  for (auto id : active_) {
+    if (store_->jobs().at(id).state == proto::state::kSuspended) ++e.suspended;
+    else ++e.running;
+  }
+  e.slots_used = slots_used();
+  e.slots_total = static_cast<int>(launcher_->topology().cores.size());
+  publish(e);
+}
+
+void Daemon::sample_usage(bool pub) {
+  for (auto id : active_) {
+    auto u = launcher_->usage(id);
+    if (!u) continue;
+    JobRecord& rec = store_->jobs_mut().at(id);
+    rec.cpu_seconds = u->cpu_s;
+    rec.rss_mb = u->rss_mb;
+    if (!pub) continue;
+    proto::Event e;
+    e.kind = "usage";
+    e.job = id;
+    e.user = rec.user;
+    e.cpu_seconds = u->cpu_s;
+    e.rss_mb = u->rss_mb;
+    e.cores = rec.cores;
+    publish(e);
+  }
+}
+
+// --------------------------------------------------------------- misc --
+
+double Daemon::now() const { return wall_now(); }
+
+proto::JobInfo Daemon::info(const JobRecord& r) const {
+  proto::JobInfo j;
+  j.id = r.id;
+  j.name = r.spec.name;
+  j.user = r.user;
+  j.uid = r.uid;
+  j.queue = r.spec.queue;
+  j.project = r.spec.project;
+  j.state = r.state;
+  j.exit_code = r.exit_code;
+  j.end_reason = r.end_reason;
+  j.submit_time = r.submit_time;
+  j.start_time = r.start_time;
+  j.end_time = r.end_time;
+  j.walltime = r.spec.walltime;
+  j.ncpus = r.spec.ncpus;
+  j.mem_mb = r.spec.mem_mb;
+  j.jobfs_mb = r.spec.jobfs_mb;
+  j.cores = r.cores;
+  j.cpu_seconds = r.cpu_seconds;
+  j.rss_mb = r.rss_mb;
+  j.requeues = r.requeues;
+  j.stdout_path = r.spec.stdout_path;
+  j.stderr_path = r.spec.stderr_path;
+  j.comment = r.comment;
+  return j;
+}
+
+}  // namespace corral::agent

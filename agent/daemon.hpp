@@ -1,0 +1,130 @@
+// corrald: the node agent. In standalone mode it is a whole Corral on one
+// node: it keeps its jobs (Store), serves the local socket, publishes events
+// over ZeroMQ PUB, runs the scheduling core each cycle and applies the plan
+// through the node part's Launcher.
+//
+// The boundary a mesh plugs into is snapshot() (state out: this node and its
+// jobs, as the core sees them) and apply() (decisions in). In standalone mode
+// the daemon itself calls schedule(snapshot()) and apply(); in a mesh the
+// elected coordinator sends the decisions instead.
+//
+// One thread, one poll(): the listening socket, the clients, the Launcher's
+// wake fd (a job's shepherd exited), a self-pipe for SIGTERM/SIGINT/SIGHUP,
+// and a timeout that is the nearest deadline (scheduling cycle, heartbeat,
+// limit checks while jobs run, usage samples). Nothing is polled busily; a
+// submit or a job end marks the schedule dirty and the pass runs in the same
+// loop iteration.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/config.hpp"
+#include "agent/store.hpp"
+#include "coordinator/model.hpp"
+#include "coordinator/schedule.hpp"
+#include "proto/proto.hpp"
+
+namespace corral::node {
+class Launcher;
+struct JobEnd;
+}  // namespace corral::node
+
+namespace corral::agent {
+
+// Who is on the other end of a socket connection (SO_PEERCRED).
+struct Peer {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+};
+
+class Daemon {
+ public:
+  // Opens the state, the Launcher (recovering leftovers of a previous run),
+  // the socket and the PUB endpoint. Throws std::runtime_error with a clear
+  // message when any of them cannot be set up.
+  explicit Daemon(Config cfg);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Serves until SIGTERM/SIGINT (or stop()). Returns the process exit code.
+  int run();
+  void stop() { stop_ = true; }
+
+  // ---- the mesh boundary ------------------------------------------------
+  // State out: this node and its pending/running jobs at wall time `now`.
+  Snapshot snapshot(Time now) const;
+  // Decisions in (from the local core in standalone mode, later from the
+  // elected coordinator). Unknown jobs or impossible actions are logged and
+  // skipped; a plan can never corrupt the state.
+  void apply(const Plan& plan);
+
+  // Handles one decoded request from `peer`; returns the reply, or nothing
+  // when the reply is deferred (wait on a running job). Exposed for tests.
+  struct Client;
+
+ private:
+  void setup_socket();
+  void setup_pub();
+  void recover();
+  void accept_clients();
+  void read_client(Client& c);
+  void handle(Client& c, const std::string& frame);
+  void send(Client& c, const proto::Message& m);
+  void write_client(Client& c);
+  proto::Message on_submit(const Peer& p, proto::SubmitReq& r);
+  proto::Message on_stat(const Peer& p, const proto::StatReq& r);
+  proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
+  proto::Message on_node(const Peer& p, const proto::NodeReq& r);
+  void cycle();
+  void poll_launcher();
+  void on_end(const node::JobEnd& e);
+  void start_job(JobRecord& rec, const Decision& d);
+  void finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg);
+  void requeue(JobRecord& rec, const std::string& why, bool keep_work);
+  void notify_waiters(const JobRecord& rec);
+  void heartbeat();
+  void sample_usage(bool publish);
+  void publish(proto::Event& e);
+  proto::JobInfo info(const JobRecord& rec) const;
+  std::string write_script(const JobRecord& rec);
+  void remove_script(std::uint64_t id);
+  int slots_used() const;
+  double now() const;
+
+  Config cfg_;
+  SchedConfig sched_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<node::Launcher> launcher_;
+  std::set<std::uint64_t> pending_;   // ids, submit order
+  std::set<std::uint64_t> active_;    // running or suspended
+  std::set<std::uint64_t> discard_end_;  // ends to ignore (stray adopted jobs)
+  std::map<int, std::unique_ptr<Client>> clients_;
+  int listen_fd_ = -1;
+  int sig_pipe_[2] = {-1, -1};
+  void* zctx_ = nullptr;              // zmq context / PUB socket (raw API keeps the header light)
+  void* zpub_ = nullptr;
+  std::uint64_t seq_ = 0;
+  double boot_ = 0;
+  double boot_mono_ = 0;
+  std::string hostname_;
+  bool dirty_ = true;                 // schedule at the next iteration
+  bool stop_ = false;
+  std::uint64_t passes_ = 0;
+  double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
+};
+
+// Log one line to the daemon log ("2026-01-02T03:04:05.678Z corrald: ...").
+void log_line(const std::string& msg);
+// Sends the log to `path` (append) instead of stderr; "" keeps stderr.
+void log_to(const std::string& path);
+
+}  // namespace corral::agent

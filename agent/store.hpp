@@ -1,0 +1,111 @@
+// corrald's job state: every job it knows, kept in memory and in an
+// append-only journal in the state directory.
+//
+// Write-ahead: a change is appended to an in-memory batch; flush() writes the
+// batch and fdatasync()s it. The daemon flushes before it answers any request
+// of the same loop iteration (group commit), so a submit is on disk before its
+// id is printed. Each journal entry carries a CRC32 so a torn tail (crash while
+// writing) is detected and cut off at load; every complete entry survives.
+// When the journal grows well beyond the live jobs it is rewritten to a new file
+// (fsync) that atomically replaces the old one (rename + directory fsync).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/proto.hpp"
+
+namespace corral::agent {
+
+// One job as the daemon stores it.
+struct JobRecord {
+  std::uint64_t id = 0;
+  proto::JobSpec spec;           // script/env dropped once the job has ended
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::string user;
+  std::string group;
+  std::string state = "pending";  // proto::state names
+  std::int32_t exit_code = -1;
+  std::string end_reason;
+  std::string comment;           // last scheduler/launcher message
+  double submit_time = 0;
+  double start_time = 0;
+  double end_time = 0;
+  std::vector<int> cores;
+  std::int32_t requeues = 0;
+  double priority = 0;           // scheduling policy state (Plan::updates)
+  std::int32_t cycles_pending = 0;
+  double last_start_priority = 0;
+  std::int64_t work_done = 0;
+  double first_start = -1;
+  bool cancel_requested = false;
+  bool requeue_requested = false;
+  double cpu_seconds = 0;
+  std::int64_t rss_mb = 0;
+  MSGPACK_DEFINE_MAP(id, spec, uid, gid, user, group, state, exit_code, end_reason, comment,
+                     submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
+                     last_start_priority, work_done, first_start, cancel_requested,
+                     requeue_requested, cpu_seconds, rss_mb)
+
+  bool ended() const { return state == proto::state::kEnded; }
+};
+
+// What load() found, for the log.
+struct LoadReport {
+  std::size_t entries = 0;
+  std::size_t jobs = 0;
+  std::size_t dropped_bytes = 0;   // torn or corrupt tail cut off
+  std::string warning;
+};
+
+class Store {
+ public:
+  // Opens (creating) dir/journal and loads it. Throws std::runtime_error with
+  // the path and errno text when the directory or file cannot be used.
+  explicit Store(std::string dir, bool fsync = true);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const LoadReport& load_report() const { return report_; }
+
+  std::uint64_t next_id() { return next_id_++; }
+  std::uint64_t peek_next_id() const { return next_id_; }
+
+  // Records `rec` (new or changed) in memory and in the pending batch.
+  void put(const JobRecord& rec);
+  // Forgets a job (old ended jobs beyond the retention limit).
+  void erase(std::uint64_t id);
+  // Writes and syncs the pending batch. Throws on I/O error (disk full...).
+  void flush();
+  bool dirty() const { return !batch_.empty(); }
+
+  JobRecord* find(std::uint64_t id);
+  const std::map<std::uint64_t, JobRecord>& jobs() const { return jobs_; }
+  // Mutable access for in-place edits; call put() to persist them.
+  std::map<std::uint64_t, JobRecord>& jobs_mut() { return jobs_; }
+
+  // Keeps at most `keep` ended jobs (the newest); older ones are erased.
+  void trim_ended(std::size_t keep);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  void load();
+  void compact();
+  void append_entry(std::string_view op, const JobRecord* rec, std::uint64_t id);
+
+  std::string dir_, path_;
+  bool fsync_;
+  int fd_ = -1;
+  std::map<std::uint64_t, JobRecord> jobs_;
+  std::uint64_t next_id_ = 1;
+  std::string batch_;
+  std::size_t entries_ = 0;      // entries in the journal file
+  LoadReport report_;
+};
+
+}  // namespace corral::agent

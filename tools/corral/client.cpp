@@ -1,0 +1,306 @@
+#include "tools/corral/client.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace corral::cli {
+namespace {
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 12 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string esc(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string num(double d) {
+  if (!std::isfinite(d)) return "0";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6f", d);
+  std::string s = b;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+std::string ints(const std::vector<int>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+std::int64_t parse_walltime(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream ss(text);
+  std::string p;
+  while (std::getline(ss, p, ':')) parts.push_back(p);
+  if (!text.empty() && text.back() == ':') parts.push_back("");
+  if (parts.empty() || parts.size() > 3)
+    throw UsageError("invalid walltime '" + text + "' (use HH:MM:SS or seconds)");
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!all_digits(parts[i]))
+      throw UsageError("invalid walltime '" + text + "' (use HH:MM:SS or seconds)");
+    std::int64_t v = std::stoll(parts[i]);
+    if (i > 0 && v >= 60)
+      throw UsageError("invalid walltime '" + text + "' (minutes and seconds must be below 60)");
+    total = total * 60 + v;
+  }
+  if (total <= 0) throw UsageError("walltime must be positive, got '" + text + "'");
+  return total;
+}
+
+std::int64_t parse_size_mb(const std::string& text) {
+  std::string t = lower(text);
+  std::size_t i = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+  std::string digits = t.substr(0, i), unit = t.substr(i);
+  if (!all_digits(digits))
+    throw UsageError("unparsable size '" + text + "' (use e.g. 512mb, 4gb)");
+  double v = static_cast<double>(std::stoll(digits));
+  double mb;
+  if (unit.empty() || unit == "b") mb = v / (1024.0 * 1024.0);
+  else if (unit == "kb" || unit == "k") mb = v / 1024.0;
+  else if (unit == "mb" || unit == "m") mb = v;
+  else if (unit == "gb" || unit == "g") mb = v * 1024.0;
+  else if (unit == "tb" || unit == "t") mb = v * 1024.0 * 1024.0;
+  else throw UsageError("unparsable size '" + text + "' (unknown unit '" + unit + "'; use b, kb, mb, gb, tb)");
+  if (v <= 0) throw UsageError("size must be positive, got '" + text + "'");
+  return static_cast<std::int64_t>(std::ceil(mb));
+}
+
+void apply_resources(const std::string& list, proto::JobSpec& spec) {
+  if (list.empty()) throw UsageError("-l needs a resource list, e.g. -l walltime=1:00:00,ncpus=2");
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw UsageError("resource '" + item + "' has no value (expected name=value)");
+    std::string key = lower(item.substr(0, eq)), val = item.substr(eq + 1);
+    if (val.empty()) throw UsageError("resource '" + key + "' has an empty value");
+    if (key == "walltime") spec.walltime = parse_walltime(val);
+    else if (key == "ncpus") {
+      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > 1000000)
+        throw UsageError("invalid ncpus '" + val + "' (a positive integer)");
+      spec.ncpus = static_cast<std::int32_t>(std::stoll(val));
+    } else if (key == "mem" || key == "vmem") spec.mem_mb = parse_size_mb(val);
+    else if (key == "jobfs") spec.jobfs_mb = parse_size_mb(val);
+    else throw UsageError("unknown resource '" + key + "' (known: walltime, ncpus, mem, jobfs)");
+  }
+  if (!list.empty() && list.back() == ',') throw UsageError("trailing ',' in -l " + list);
+}
+
+SubmitArgs parse_submit(int argc, char** argv) {
+  SubmitArgs a;
+  proto::JobSpec& s = a.spec;
+  std::string script_path, wrap;
+  bool have_wrap = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string o = argv[i];
+    auto value = [&](const std::string& flag) -> std::string {
+      if (o.size() > flag.size()) return o.substr(flag.size() + (o[flag.size()] == '=' ? 1 : 0));
+      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+      return argv[++i];
+    };
+    auto is = [&](const std::string& flag, bool attached_ok) {
+      return o == flag || (attached_ok && o.rfind(flag, 0) == 0 && o.size() > flag.size()) ||
+             o.rfind(flag + "=", 0) == 0;
+    };
+    if (is("--socket", false)) a.socket = value("--socket");
+    else if (is("--wrap", false)) { wrap = value("--wrap"); have_wrap = true; }
+    else if (o.rfind("--", 0) == 0 && o != "--") throw UsageError("unknown option '" + o + "'");
+    else if (is("-l", true)) apply_resources(value("-l"), s);
+    else if (is("-q", true)) s.queue = value("-q");
+    else if (is("-P", true)) s.project = value("-P");
+    else if (is("-N", true)) s.name = value("-N");
+    else if (is("-o", true)) s.stdout_path = value("-o");
+    else if (is("-e", true)) s.stderr_path = value("-e");
+    else if (is("-R", true)) {
+      std::string v = lower(value("-R"));
+      if (v == "y" || v == "yes") s.reserve = true;
+      else if (v == "n" || v == "no") s.reserve = false;
+      else throw UsageError("-R takes y or n, got '" + v + "'");
+    } else if (o == "-") {
+      if (!script_path.empty()) throw UsageError("more than one script given");
+      script_path = "-";
+    } else if (o.size() > 1 && o[0] == '-') throw UsageError("unknown option '" + o + "'");
+    else {
+      if (!script_path.empty())
+        throw UsageError("more than one script given ('" + script_path + "' and '" + o + "')");
+      script_path = o;
+    }
+  }
+  if (have_wrap && !script_path.empty()) throw UsageError("give a script or --wrap, not both");
+  if (have_wrap) {
+    if (wrap.empty()) throw UsageError("--wrap needs a command");
+    s.script = "#!/bin/sh\n" + wrap + "\n";
+    s.script_name = "--wrap";
+    if (s.name.empty()) s.name = "wrap";
+  } else {
+    if (script_path.empty()) throw UsageError("missing job script (give a file, '-' for stdin, or --wrap 'command')");
+    std::string text;
+    if (script_path == "-") {
+      std::ostringstream ss;
+      ss << std::cin.rdbuf();
+      text = ss.str();
+    } else {
+      struct stat st{};
+      if (::stat(script_path.c_str(), &st) != 0)
+        throw UsageError("cannot read script '" + script_path + "': " + std::strerror(errno));
+      if (!S_ISREG(st.st_mode)) throw UsageError("script '" + script_path + "' is not a regular file");
+      std::ifstream in(script_path, std::ios::binary);
+      if (!in) throw UsageError("cannot read script '" + script_path + "': " + std::strerror(errno));
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    if (text.empty()) throw UsageError("script '" + script_path + "' is empty");
+    if (text.size() > proto::kMaxFrame / 2) throw UsageError("script '" + script_path + "' is too large");
+    s.script = text;
+    s.script_name = script_path;
+    if (s.name.empty()) {
+      std::string base = script_path == "-" ? "STDIN" : script_path.substr(script_path.rfind('/') + 1);
+      s.name = base.empty() ? "job" : base;
+    }
+  }
+  if (a.socket.empty()) a.socket = default_socket();
+  return a;
+}
+
+std::string default_socket() {
+  const char* e = std::getenv("CORRAL_SOCKET");
+  return e && *e ? e : "/run/corral/corrald.sock";
+}
+
+proto::Message request(const std::string& path, const proto::Message& req) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot reach corrald at " + path + ": " + std::strerror(err) +
+                             " (is corrald running? --socket or CORRAL_SOCKET choose another)");
+  }
+  std::string out = proto::frame(proto::encode(req));
+  std::string_view rest = out;
+  while (!rest.empty()) {
+    ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      throw std::runtime_error(std::string("lost corrald while sending: ") + std::strerror(err));
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  proto::FrameReader rd;
+  std::string frame;
+  char buf[65536];
+  while (!rd.next(frame)) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw std::runtime_error("corrald closed the connection without answering");
+    }
+    rd.feed(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return proto::decode(frame);
+}
+
+std::string to_json(const proto::JobInfo& j) {
+  std::string o = "{";
+  o += "\"id\":" + std::to_string(j.id);
+  o += ",\"name\":" + esc(j.name);
+  o += ",\"user\":" + esc(j.user);
+  o += ",\"uid\":" + std::to_string(j.uid);
+  o += ",\"queue\":" + esc(j.queue);
+  o += ",\"project\":" + esc(j.project);
+  o += ",\"state\":" + esc(j.state);
+  o += ",\"exit_code\":" + (j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : std::string("null"));
+  o += ",\"end_reason\":" + (j.end_reason.empty() ? std::string("null") : esc(j.end_reason));
+  o += ",\"submit_time\":" + num(j.submit_time);
+  o += ",\"start_time\":" + (j.start_time > 0 ? num(j.start_time) : std::string("null"));
+  o += ",\"end_time\":" + (j.end_time > 0 ? num(j.end_time) : std::string("null"));
+  o += ",\"walltime\":" + std::to_string(j.walltime);
+  o += ",\"ncpus\":" + std::to_string(j.ncpus);
+  o += ",\"mem_mb\":" + std::to_string(j.mem_mb);
+  o += ",\"jobfs_mb\":" + std::to_string(j.jobfs_mb);
+  o += ",\"cores\":" + ints(j.cores);
+  o += ",\"cpu_seconds\":" + num(j.cpu_seconds);
+  o += ",\"rss_mb\":" + std::to_string(j.rss_mb);
+  o += ",\"requeues\":" + std::to_string(j.requeues);
+  o += ",\"stdout\":" + esc(j.stdout_path);
+  o += ",\"stderr\":" + esc(j.stderr_path);
+  o += ",\"comment\":" + esc(j.comment);
+  return o + "}";
+}
+
+std::string to_json(const proto::NodeStatus& n) {
+  std::string o = "{";
+  o += "\"node\":" + esc(n.node);
+  o += ",\"mode\":" + esc(n.mode);
+  o += ",\"topology\":" + esc(n.topology);
+  o += ",\"cores\":" + std::to_string(n.cores);
+  o += ",\"numa_nodes\":" + std::to_string(n.numa_nodes);
+  o += ",\"mem_mb\":" + std::to_string(n.mem_mb);
+  o += ",\"slots_total\":" + std::to_string(n.slots_total);
+  o += ",\"slots_used\":" + std::to_string(n.slots_used);
+  o += ",\"pending\":" + std::to_string(n.pending);
+  o += ",\"running\":[";
+  for (std::size_t i = 0; i < n.running.size(); ++i) o += (i ? "," : "") + to_json(n.running[i]);
+  o += "],\"recent\":[";
+  for (std::size_t i = 0; i < n.recent.size(); ++i) o += (i ? "," : "") + to_json(n.recent[i]);
+  o += "],\"agent_pid\":" + std::to_string(n.agent_pid);
+  o += ",\"agent_uptime\":" + num(n.agent_uptime);
+  o += ",\"version\":" + esc(n.version);
+  return o + "}";
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,47 @@
+// The `corral` side of the local socket: qsub-style option parsing, one
+// request/reply exchange with corrald, JSON output. Parsing is separate from
+// I/O so tests can drive it directly.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "proto/proto.hpp"
+
+namespace corral::cli {
+
+// A user mistake: printed as "corral CMD: <what>", exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// "HH:MM:SS", "MM:SS" or plain seconds -> seconds. Throws UsageError.
+std::int64_t parse_walltime(const std::string& text);
+// "4gb", "512mb", "100kb", "1tb", "2048" (bytes, as PBS) -> MiB, rounded up.
+// Throws UsageError on anything else.
+std::int64_t parse_size_mb(const std::string& text);
+// Applies one -l list ("walltime=1:00:00,ncpus=2,mem=4gb,jobfs=1gb").
+void apply_resources(const std::string& list, proto::JobSpec& spec);
+
+struct SubmitArgs {
+  proto::JobSpec spec;           // without env/cwd (filled by the caller)
+  std::string socket;
+};
+// Parses `corral submit` arguments (argv[0] is "submit"); reads the script
+// file. Throws UsageError with a clear message.
+SubmitArgs parse_submit(int argc, char** argv);
+
+// The socket path: --socket, else $CORRAL_SOCKET, else /run/corral/corrald.sock.
+std::string default_socket();
+
+// One exchange with corrald. Throws std::runtime_error when it cannot be
+// reached or answers garbage.
+proto::Message request(const std::string& socket, const proto::Message& req);
+
+// JSON text of a job / node status.
+std::string to_json(const proto::JobInfo& j);
+std::string to_json(const proto::NodeStatus& n);
+
+}  // namespace corral::cli
