@@ -22,14 +22,26 @@ Ledger::Ledger(std::vector<Queue> queues, LedgerConfig cfg)
     : queues_(std::move(queues)), cfg_(std::move(cfg)) {}
 
 std::int64_t Ledger::period_of(Time t) const { return floor_div(t - cfg_.period_origin, cfg_.period); }
+std::int64_t Ledger::period_of(const std::string& project, Time t) const {
+  auto it = recurring_.find(project);
+  if (it == recurring_.end()) return period_of(t);
+  return it->second.period > 0 ? floor_div(t - cfg_.period_origin, it->second.period) : 0;
+}
+
 std::int64_t Ledger::week_of(Time t) const { return floor_div(t - cfg_.week_origin, 7 * 86400); }
 
 void Ledger::set_grant(const std::string& project, double su, Time at) {
   if (project.empty()) throw std::invalid_argument("grant: project name missing");
   if (su < 0) throw std::invalid_argument("grant for project " + project + " is negative");
-  const std::int64_t p = period_of(at);
-  grant_[{project, p}] = su;
-  latest_period_ = std::max(latest_period_, p);
+  grant_[{project, period_of(project, at)}] = su;
+  latest_at_ = std::max(latest_at_, at);
+}
+
+void Ledger::set_grant_every(const std::string& project, double su, Time period) {
+  if (project.empty()) throw std::invalid_argument("grant: project name missing");
+  if (su < 0) throw std::invalid_argument("grant for project " + project + " is negative");
+  if (period < 0) throw std::invalid_argument("grant for project " + project + ": negative period");
+  recurring_[project] = {su, period};
 }
 
 double Ledger::charge(const Job& job, Time seconds, Time at, int cpus) {
@@ -44,9 +56,9 @@ double Ledger::charge(const Job& job, Time seconds, Time at, int cpus) {
   const int n = cpus > 0 ? cpus : std::max(job.slots_max, job.slots_min);
   const double cpu_s = static_cast<double>(seconds) * n;
   const double su = cpu_s / 3600.0 * q->charge_factor;
-  const std::int64_t p = period_of(at);
+  const std::int64_t p = period_of(job.project, at);
   const std::int64_t w = week_of(at);
-  latest_period_ = std::max(latest_period_, p);
+  latest_at_ = std::max(latest_at_, at);
   charged_[{job.project, p}] += su;
   Usage& pu = proj_week_[{job.project, w}];
   pu.su += su;
@@ -65,27 +77,27 @@ double Ledger::charged(const std::string& project, std::int64_t period) const {
 
 double Ledger::granted(const std::string& project, std::int64_t period) const {
   auto it = grant_.find({project, period});
-  return it == grant_.end() ? 0.0 : it->second;
+  if (it != grant_.end()) return it->second;
+  auto r = recurring_.find(project);
+  return r == recurring_.end() ? 0.0 : r->second.su;
 }
 
 bool Ledger::has_grant(const std::string& project, Time at) const {
-  return grant_.count({project, period_of(at)}) > 0;
+  return recurring_.count(project) > 0 || grant_.count({project, period_of(project, at)}) > 0;
 }
 
 double Ledger::grant_left(const std::string& project, Time at) const {
-  const std::int64_t p = period_of(at);
+  const std::int64_t p = period_of(project, at);
   return granted(project, p) - charged(project, p);
 }
 
-double Ledger::grant_left(const std::string& project) const {
-  return granted(project, latest_period_) - charged(project, latest_period_);
-}
+double Ledger::grant_left(const std::string& project) const { return grant_left(project, latest_at_); }
 
 std::map<std::string, double> Ledger::grants_left(Time at) const {
   std::map<std::string, double> out;
-  const std::int64_t p = period_of(at);
+  for (const auto& [project, r] : recurring_) out[project] = grant_left(project, at);
   for (const auto& [key, su] : grant_)
-    if (key.second == p) out[key.first] = su - charged(key.first, p);
+    if (key.second == period_of(key.first, at)) out[key.first] = grant_left(key.first, at);
   return out;
 }
 

@@ -33,11 +33,19 @@ class Ledger {
   explicit Ledger(std::vector<Queue> queues, LedgerConfig cfg = {});
 
   std::int64_t period_of(Time t) const;
+  // The period index of `t` for a project (its own period length if it has a
+  // recurring grant, else LedgerConfig::period).
+  std::int64_t period_of(const std::string& project, Time t) const;
   std::int64_t week_of(Time t) const;
   Time week_start(std::int64_t week) const { return cfg_.week_origin + week * 7 * 86400; }
 
   // Grant of `su` service units to `project` for the period containing `at`.
   void set_grant(const std::string& project, double su, Time at);
+  // A grant renewed every `period` seconds from LedgerConfig::period_origin
+  // (0: one grant for the whole run), e.g. the plan file's
+  // `grant PROJECT SU period=quarter` (pba/plan_file.hpp Grant). An explicit
+  // set_grant for a period overrides it there.
+  void set_grant_every(const std::string& project, double su, Time period);
 
   // Charges `seconds` of running time of `job`, accounted at time `at` (period
   // and week). `cpus` 0: the job's request (slots_max). Returns the SUs
@@ -69,7 +77,12 @@ class Ledger {
  private:
   std::vector<Queue> queues_;
   LedgerConfig cfg_;
-  std::int64_t latest_period_ = 0;
+  Time latest_at_ = 0;
+  struct Recurring {
+    double su = 0;
+    Time period = 0;
+  };
+  std::map<std::string, Recurring> recurring_;
   std::map<std::pair<std::string, std::int64_t>, double> grant_;    // project, period
   std::map<std::pair<std::string, std::int64_t>, double> charged_;  // project, period
   std::map<std::pair<std::string, std::int64_t>, Usage> proj_week_;

@@ -160,3 +160,24 @@ TEST_CASE("report JSON escapes names; projects without grant show null", "[nci][
   CHECK(js.find("\"grant_left\":null") != std::string::npos);
   CHECK(render_report_table(r).find("  -\n") != std::string::npos);
 }
+
+TEST_CASE("recurring grants renew each period of the project's own length", "[nci][grant]") {
+  Ledger l(nci_default_queues());
+  const Time week = 7 * 86400;
+  l.set_grant_every("weekly", 10.0, week);  // e.g. plan file: grant weekly 10 period=week
+  l.set_grant_every("once", 5.0, 0);        // no period: the whole run
+  l.charge(job(1, 1, 36000, "normal", "u", "weekly"), 36000, 100);  // 10 SU in week 0
+  l.charge(job(2, 1, 36000, "normal", "u", "once"), 3600 * 4, 100);
+  l.charge(job(3, 1, 36000, "normal", "u", "once"), 3600 * 4, 3 * week);
+  CHECK(l.grant_left("weekly", 200) == Approx(0.0));
+  CHECK(l.grant_left("weekly", week + 1) == Approx(10.0));  // renewed
+  CHECK(l.grant_left("once", 3 * week) == Approx(-3.0));      // overrun, never renewed
+  CHECK(l.grant_left("once") == Approx(-3.0));
+  const auto left = l.grants_left(200);
+  CHECK(left.at("weekly") == Approx(0.0));
+  CHECK(left.at("once") == Approx(-3.0));  // one period: every charge counts
+  // Explicit grant for one period overrides the recurring amount there.
+  l.set_grant("weekly", 50.0, 2 * week);
+  CHECK(l.grant_left("weekly", 2 * week) == Approx(50.0));
+  CHECK(l.grant_left("weekly", 3 * week) == Approx(10.0));
+}
