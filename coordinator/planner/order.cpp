@@ -8,13 +8,14 @@ namespace corral {
 
 namespace {
 
-enum class Pol { Fifo, Sjf, Saf, Wfp3, Sjbf, Unknown };
+enum class Pol { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Unknown };
 
 Pol parse(const std::string& p) {
   if (p == "fifo" || p.empty()) return Pol::Fifo;
   if (p == "sjf") return Pol::Sjf;
   if (p == "saf") return Pol::Saf;
   if (p == "wfp3") return Pol::Wfp3;
+  if (p == "lxf") return Pol::Lxf;
   if (p == "sjbf") return Pol::Sjbf;
   return Pol::Unknown;
 }
@@ -83,6 +84,9 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
         key = -(w * w * w) * std::max(1, j.slots_min);
         break;
       }
+      case Pol::Lxf:  // largest expansion factor (wait + estimate) / estimate
+        key = -(static_cast<double>(std::max<Time>(0, snap.now - j.submit)) + e) / e;
+        break;
       default: break;
     }
     keyed.emplace_back(key, *it);

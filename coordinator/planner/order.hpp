@@ -14,6 +14,7 @@ struct OrderConfig {
   // "sjf":  shortest estimate first (estimate = Job::estimate if set, else walltime).
   // "saf":  smallest area first (estimate x slots).
   // "wfp3": highest (wait/estimate)^3 x slots first (Tang et al., WFP3).
+  // "lxf":  largest expansion factor (wait + estimate) / estimate first.
   // "sjbf": FIFO head, backfill candidates shortest first ("shortest job
   //         backfilled first", EASY++, Tsafrir/Etsion/Feitelson 2007): the FIFO
   //         jobs that fit now, then the first that does not (the head, which

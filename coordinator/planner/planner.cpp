@@ -624,6 +624,13 @@ struct Planner::Impl {
       if (tot < smin) return false;
       s = static_cast<int>(std::min<std::int64_t>(s, tot));
       pl = pick_from_avail(s);
+    } else if (nalloc_built) {
+      // Host-level (pinned) reservations exist: only take cores that stay
+      // free on their host for the whole run, so none of them slips.
+      const std::int64_t tot = node_scan(j, r, now, d);
+      if (tot < smin) return false;
+      s = static_cast<int>(std::min<std::int64_t>(s, tot));
+      pl = pick_from_avail(s);
     } else {
       pl = place_cores_now(s);
     }

@@ -12,6 +12,11 @@
 //    for jobs that need only cores. Jobs that also need memory, jobfs, host
 //    consumables, or run in a queue restricted to some hosts are "node-bound":
 //    they are additionally checked host by host (slower path).
+//    Node-bound reservations are pinned to hosts; a cores-only job starting
+//    now only takes cores that stay free on their host for its whole run.
+//    Cores-only reservations stay unpinned (exact: whoever starts first takes
+//    free cores). Approximation: a node-bound reservation can still slip in a
+//    later pass when a job ahead of it starts on its host in the meantime.
 //  * Job::consumables are per slot. A name found in Snapshot::global is debited
 //    there (level G), in the job's Queue::consumables (level Q, one cluster-wide
 //    pool per queue) and on every host that defines it (level H). A name
