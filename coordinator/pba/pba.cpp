@@ -36,6 +36,21 @@ Verdict prequalify(const Job& job, const ProjectPlan& plan, Time now, bool requi
   return {};
 }
 
+void apply_update(Job& job, const JobUpdate& u) {
+  job.priority = u.priority;
+  job.cycles_pending = u.cycles_pending;
+}
+
+void on_start(Job& job, Time now) {
+  job.last_start_priority = job.priority;
+  if (job.first_start < 0) job.first_start = now;
+}
+
+void on_requeue(Job& job) {
+  job.requeues += 1;
+  job.cycles_pending = 0;
+}
+
 double next_priority(const Job& job, bool allocated, const PbaConfig& cfg) {
   double p;
   if (job.cycles_pending == 0) {
@@ -370,6 +385,60 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     if (cls[x] != cls[y]) return cls[x] > cls[y];
     return eff[x] > eff[y];
   });
+
+  // Resume suspended jobs whose cores are free again (highest priority first),
+  // keeping enough free slots for the allocated jobs waiting. A victim is put
+  // back "with the highest priority among normal jobs", before fresh ones.
+  if (cfg.resume_suspended) {
+    int pba_need = 0;
+    for (std::uint32_t i : st.order)
+      if (cls[i] == JobClass::Allocated) pba_need += std::max(1, snap.pending[i].slots_min);
+    std::vector<int> node_free(snap.nodes.size(), 0);
+    std::vector<std::set<int>> owned(snap.nodes.size());
+    for (std::size_t n = 0; n < snap.nodes.size(); ++n) node_free[n] = snap.nodes[n].up ? snap.nodes[n].cores : 0;
+    for (std::size_t i : run_idx)
+      for (const auto& pl : snap.running[i].placement)
+        if (pl.node < snap.nodes.size()) {
+          node_free[pl.node] -= static_cast<int>(pl.slots);
+          owned[pl.node].insert(pl.cores.begin(), pl.cores.end());
+        }
+    std::vector<std::size_t> susp;
+    for (std::size_t i = 0; i < snap.running.size(); ++i)
+      if (snap.running[i].suspended && !freed0.count(snap.running[i].job.id) && !snap.running[i].placement.empty())
+        susp.push_back(i);
+    std::stable_sort(susp.begin(), susp.end(), [&](std::size_t x, std::size_t y) {
+      const auto& a = snap.running[x];
+      const auto& b = snap.running[y];
+      if (a.job.priority != b.job.priority) return a.job.priority > b.job.priority;
+      return a.start < b.start;
+    });
+    for (std::size_t i : susp) {
+      const auto& r = snap.running[i];
+      const int s = job_slots(r);
+      if (free_slots - s < pba_need) continue;
+      bool fits = true;
+      for (const auto& pl : r.placement) {
+        if (pl.node >= snap.nodes.size() || node_free[pl.node] < static_cast<int>(pl.slots)) fits = false;
+        else
+          for (int c : pl.cores)
+            if (owned[pl.node].count(c)) fits = false;
+      }
+      if (!fits) continue;
+      for (const auto& pl : r.placement) {
+        node_free[pl.node] -= static_cast<int>(pl.slots);
+        owned[pl.node].insert(pl.cores.begin(), pl.cores.end());
+      }
+      free_slots -= s;
+      Decision d;
+      d.action = Action::Resume;
+      d.job = r.job.id;
+      d.at = now;
+      d.slots = s;
+      d.placement = r.placement;
+      d.reason = "PBA: its cores are free again";
+      plan.decisions.push_back(std::move(d));
+    }
+  }
 
   if (!cfg.preempt) return;
 

@@ -43,6 +43,10 @@ struct PbaConfig {
   bool preempt = true;
   Time preempt_after = 300;        // seconds pending before an allocated job may preempt
   Time victim_start_bucket = 60;   // starts this close count as "started at the same time"
+  // Resume suspended jobs (PBA's suspended victims) once their cores are free
+  // and no allocated job waits for them. Turn off when nci_stage runs too: it
+  // has its own resume step.
+  bool resume_suspended = true;
 
   // Pre-qualification: a job failing it is demoted to this queue (runs only on
   // idle slots, first to be preempted).
@@ -76,6 +80,11 @@ Verdict prequalify(const Job& job, const ProjectPlan& plan, Time now, bool requi
 bool covers(const Allocation& a, const Job& job);
 
 // ------------------------------------------------------------ priorities --
+// For callers keeping job state between passes (see the contract at the top):
+void apply_update(Job& job, const JobUpdate& u);  // priority, cycles_pending
+void on_start(Job& job, Time now);                // last_start_priority, first_start
+void on_requeue(Job& job);                        // requeues + 1, cycles_pending = 0
+
 // The job's priority after one more pending cycle. `allocated`: the job
 // matches an allocation this week (gets the +100 once, then +1 per cycle).
 double next_priority(const Job& job, bool allocated, const PbaConfig& cfg);

@@ -54,13 +54,8 @@ struct World {
     p.now = snap.now;
     pba_stage(snap, cfg, st, p);
     for (const auto& u : p.updates) {
-      if (Job* j = pending(u.job)) {
-        j->priority = u.priority;
-        j->cycles_pending = u.cycles_pending;
-      } else if (RunningJob* r = running(u.job)) {
-        r->job.priority = u.priority;
-        r->job.cycles_pending = u.cycles_pending;
-      }
+      if (Job* j = pending(u.job)) apply_update(*j, u);
+      else if (RunningJob* r = running(u.job)) apply_update(r->job, u);
     }
     for (const auto& d : p.decisions) {
       if (d.action == Action::Requeue) requeue(d.job);
@@ -73,8 +68,7 @@ struct World {
     REQUIRE(it != snap.pending.end());
     RunningJob r;
     r.job = *it;
-    r.job.last_start_priority = r.job.priority;
-    if (r.job.first_start < 0) r.job.first_start = snap.now;
+    on_start(r.job, snap.now);
     r.start = snap.now;
     r.slots = 1;
     r.placement.push_back(Placement{static_cast<std::uint32_t>(node), 1, {0}});
@@ -89,8 +83,7 @@ struct World {
     RunningJob* r = running(id);
     REQUIRE(r);
     Job j = r->job;
-    j.requeues += 1;
-    j.cycles_pending = 0;
+    on_requeue(j);
     finish(id);
     snap.pending.push_back(j);
   }
@@ -482,4 +475,33 @@ TEST_CASE("pba_stage: disabled does nothing; order keeps exactly the jobs it had
   Plan p2;
   pba_stage(w.snap, w.cfg, st, p2);
   CHECK(st.order == std::vector<std::uint32_t>{0, 2});
+}
+
+TEST_CASE("resume: a suspended victim resumes when its cores are free and no allocated job waits", "[resume]") {
+  World w(2, kPlan);
+  w.cfg.require_project_tag = false;
+  run_at(w, 1, "", w.snap.now - 100, 0);
+  run_at(w, 2, "", w.snap.now - 50, 1);
+  w.running(2)->suspended = true;  // suspended earlier by PBA; node 1 is idle now
+  w.running(2)->placement[0].cores = {0};
+  SECTION("an allocated job waits: it gets the free core, no resume") {
+    w.submit(10, "chip", "alice");
+    Plan p = w.pass();
+    CHECK(of(p, Action::Resume).empty());
+  }
+  SECTION("nothing waits: resume on its own node") {
+    Plan p = w.pass();
+    auto rs = of(p, Action::Resume);
+    REQUIRE(rs.size() == 1);
+    CHECK(rs[0].job == 2);
+    CHECK(rs[0].placement.at(0).node == 1);
+  }
+  SECTION("its node is busy: no resume") {
+    run_at(w, 3, "", w.snap.now - 10, 1);
+    CHECK(of(w.pass(), Action::Resume).empty());
+  }
+  SECTION("switched off") {
+    w.cfg.resume_suspended = false;
+    CHECK(of(w.pass(), Action::Resume).empty());
+  }
 }
