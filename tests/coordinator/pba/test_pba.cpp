@@ -505,3 +505,37 @@ TEST_CASE("resume: a suspended victim resumes when its cores are free and no all
     CHECK(of(w.pass(), Action::Resume).empty());
   }
 }
+
+TEST_CASE("preemption: a 2-slot allocated job frees 2 slots, or none when it cannot", "[preempt]") {
+  World w(3, "project chip\nmember chip alice\nalloc chip 2026-W48 2\n");
+  w.cfg.require_project_tag = false;
+  run_at(w, 1, "", w.snap.now - 300, 0);
+  run_at(w, 2, "", w.snap.now - 200, 1);
+  run_at(w, 3, "chip", w.snap.now - 100, 2);  // within chip's allocation: protected
+  w.running(3)->job.user = "alice";
+  w.submit(10, "chip", "alice", w.snap.now - 1000);
+  w.pending(10)->slots_min = w.pending(10)->slots_max = 2;
+  SECTION("allocation 2, one slot already used: the 2-slot job does not fit in it") {
+    CHECK(w.pass().decisions.empty());
+  }
+  SECTION("allocation 3: two victims for two slots") {
+    Allocation a;
+    a.project = "chip";
+    a.week = IsoWeek{2026, 48};
+    a.slots = 3;
+    REQUIRE_FALSE(set_allocation(w.cfg.plan, a, w.snap.now));
+    Plan p = w.pass();
+    auto rq = of(p, Action::Requeue);
+    REQUIRE(rq.size() == 2);
+    CHECK(std::set<JobId>{rq[0].job, rq[1].job} == std::set<JobId>{1, 2});
+  }
+  SECTION("allocation 3 but only one normal job to take: nothing is preempted") {
+    Allocation a;
+    a.project = "chip";
+    a.week = IsoWeek{2026, 48};
+    a.slots = 3;
+    REQUIRE_FALSE(set_allocation(w.cfg.plan, a, w.snap.now));
+    w.running(1)->job.requeues = w.cfg.max_requeues;  // may not be requeued again
+    CHECK(w.pass().decisions.empty());
+  }
+}
