@@ -82,7 +82,7 @@ std::string esc(const std::string& s) {
 std::string unesc(const std::string& s) {
   std::string o;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() + 0 && s.compare(i, 3, "%25") == 0) { o += '%'; i += 2; }
+    if (s[i] == '%' && s.compare(i, 3, "%25") == 0) { o += '%'; i += 2; }
     else if (s[i] == '%' && s.compare(i, 3, "%0A") == 0) { o += '\n'; i += 2; }
     else o += s[i];
   }
@@ -239,7 +239,7 @@ struct Launcher::Impl {
         << "\njobfs_mb=" << j.spec.jobfs_mb << "\njobfs_dir=" << esc(j.jobfs_dir) << "\nckpt_dir=" << esc(j.ckpt_dir)
         << "\nown_ckpt_dir=" << j.own_ckpt_dir << "\nckpt_signal=" << j.spec.ckpt_signal
         << "\nckpt_grace_s=" << j.spec.ckpt_grace_s << "\nsuspended=" << j.suspended << "\nacc_ms=" << j.acc_ms
-        << "\nrun_started_ms=" << j.run_started_ms << "\n";
+        << "\nrun_started_ms=" << j.run_started_ms << "\nckpt_deadline_ms=" << j.ckpt_deadline_ms << "\n";
     }
     ::rename(tmp.c_str(), record_path(id).c_str());
   }
@@ -271,6 +271,8 @@ struct Launcher::Impl {
       j.suspended = kv["suspended"] == "1";
       j.acc_ms = std::stoll(kv.at("acc_ms"));
       j.run_started_ms = std::stoll(kv.at("run_started_ms"));
+      // A checkpoint in progress when the agent died still ends at its deadline.
+      if (kv.count("ckpt_deadline_ms")) j.ckpt_deadline_ms = std::stoll(kv["ckpt_deadline_ms"]);
     } catch (const std::exception&) {
       return std::nullopt;  // unreadable record: the job is cleaned up instead of adopted
     }
@@ -758,6 +760,7 @@ std::string Launcher::checkpoint(std::uint64_t id) {
   for (pid_t p : impl_->cg->pids(impl_->slot(id)))
     if (p != j.shepherd) ::kill(p, j.spec.ckpt_signal);
   j.ckpt_deadline_ms = now_ms() + static_cast<std::int64_t>(j.spec.ckpt_grace_s) * 1000;
+  impl_->save_record(id, j);
   return {};
 }
 
@@ -832,7 +835,8 @@ std::optional<JobUsage> Launcher::usage(std::uint64_t id) const {
   r.cpu_s = u.cpu_s;
   r.rss_mb = u.mem_mb;
   r.max_rss_mb = u.max_mem_mb;
-  r.jobfs_mb = j.jobfs_dir.empty() ? 0 : du_mb(j.jobfs_dir);
+  // The size poll() measured last (walking a big jobfs on every status query would be costly).
+  r.jobfs_mb = j.jobfs_dir.empty() ? 0 : j.jobfs_checked_ms >= 0 ? j.jobfs_mb_now : du_mb(j.jobfs_dir);
   r.suspended = j.suspended;
   r.running = !j.suspended && !j.reaped;
   r.walltime_used_ms = impl_->used_ms(j, now_ms());

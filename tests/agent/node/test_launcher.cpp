@@ -443,3 +443,20 @@ TEST_CASE("wake_fd turns readable when a job ends; usage reports cpu and memory"
   CHECK(::poll(&pfd, 1, 0) == 0);  // poll() drained it
   CHECK(n.leftovers().empty());
 }
+
+TEST_CASE("a checkpoint in progress still ends at its grace after the agent restarts", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  auto s = n.spec(25, {"/bin/sh", "-c", "trap '' USR1; echo up; sleep 30"});
+  s.ckpt_grace_s = 1;
+  REQUIRE(n.L->start(s) == "");
+  REQUIRE(wait_until([&] { return n.out(25) == "up\n"; }, 5000));
+  REQUIRE(n.L->checkpoint(25) == "");
+  n.L.reset();
+  n.L = std::make_unique<Launcher>(discover(""), n.cfg);
+  REQUIRE(n.L->recover(RecoverMode::Adopt).size() == 1);
+  auto e = n.wait_end(25, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Checkpointed);
+  CHECK(n.leftovers().empty());
+}
