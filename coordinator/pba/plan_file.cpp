@@ -34,6 +34,14 @@ int ProjectPlan::allocated_slots(const std::string& project, Time t) const {
   return n;
 }
 
+std::string ProjectPlan::project_of(const std::string& user, const std::string& group) const {
+  for (const auto& p : projects)
+    if (!user.empty() && p.users.count(user)) return p.name;
+  for (const auto& p : projects)
+    if (!group.empty() && p.groups.count(group)) return p.name;
+  return {};
+}
+
 std::optional<std::string> check_horizon(IsoWeek w, Time now, int horizon_weeks) {
   const long long ahead = week_index(w) - week_index(now);
   if (ahead > horizon_weeks)

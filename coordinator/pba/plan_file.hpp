@@ -73,6 +73,9 @@ struct ProjectPlan {
   std::vector<const Allocation*> allocations_at(Time t) const;
   // Total slots allocated to a project for the week containing t.
   int allocated_slots(const std::string& project, Time t) const;
+  // The project tag for a job that has none (trace jobs): the first project,
+  // in file order, listing the user (else the group) as a member; "" if none.
+  std::string project_of(const std::string& user, const std::string& group) const;
 };
 
 struct PlanParseOptions {

@@ -176,3 +176,12 @@ TEST_CASE("plan file: durations and deadlines", "[planfile]") {
   REQUIRE(r.ok());
   CHECK(r.plan.projects[0].sla.deadline == 1800000000);
 }
+
+TEST_CASE("plan file: project tag for trace jobs from membership", "[planfile]") {
+  auto r = parse_plan("project a\nmember a u:12 g:3\nproject b\nmember b u:7 g:4\n", {kW48});
+  REQUIRE(r.ok());
+  CHECK(r.plan.project_of("12", "") == "a");
+  CHECK(r.plan.project_of("7", "3") == "b");   // the user decides first
+  CHECK(r.plan.project_of("99", "3") == "a");  // else the group
+  CHECK(r.plan.project_of("99", "98") == "");
+}
