@@ -1,0 +1,218 @@
+// Test harness: a real corrald --standalone in a temp dir, and the real
+// `corral` binary run as any uid (paths come from the meson test env:
+// CORRALD, CORRAL).
+#pragma once
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/node/cgroup.hpp"
+
+namespace harness {
+
+inline std::string env_or(const char* k, const char* def) {
+  const char* v = std::getenv(k);
+  return v && *v ? v : def;
+}
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+inline std::string slurp_fd(int fd) {
+  std::string s;
+  char b[4096];
+  ssize_t n;
+  while ((n = ::read(fd, b, sizeof b)) > 0) s.append(b, static_cast<std::size_t>(n));
+  return s;
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs argv (argv[0] a path) as uid/gid (-1: as we are) in cwd, env + extra.
+inline Result run(std::vector<std::string> argv, int uid = -1, const std::string& cwd = "",
+                  const std::vector<std::string>& extra_env = {}) {
+  int out[2], err[2];
+  if (::pipe(out) != 0 || ::pipe(err) != 0) throw std::runtime_error("pipe");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::close(out[0]);
+    ::close(err[0]);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(126);
+    for (const auto& e : extra_env) ::putenv(const_cast<char*>(e.c_str()));
+    if (uid >= 0) {
+      if (::setgroups(0, nullptr) != 0 || ::setgid(static_cast<gid_t>(uid)) != 0 ||
+          ::setuid(static_cast<uid_t>(uid)) != 0)
+        _exit(125);
+    }
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    _exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  Result r;
+  // Read both pipes without deadlocking on a full one.
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open = 2;
+  while (open > 0) {
+    ::poll(fds, 2, -1);
+    for (auto& f : fds) {
+      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
+      char b[4096];
+      ssize_t n = ::read(f.fd, b, sizeof b);
+      if (n <= 0) {
+        ::close(f.fd);
+        f.fd = -1;
+        --open;
+      } else {
+        (f.fd == out[0] ? r.out : r.err).append(b, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+// A temp dir every test user can enter (the socket lives in it).
+inline std::string make_tmpdir(const std::string& tag) {
+  std::string t = "/tmp/corral-" + tag + "-XXXXXX";
+  if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp");
+  ::chmod(t.c_str(), 0755);
+  std::string work = t + "/work";
+  ::mkdir(work.c_str(), 0777);
+  ::chmod(work.c_str(), 01777);
+  return t;
+}
+
+struct Agent {
+  std::string dir, socket, pub, cgparent;
+  std::vector<std::string> extra;
+  pid_t pid = -1;
+
+  explicit Agent(const std::string& tag, std::vector<std::string> more = {}) : extra(std::move(more)) {
+    dir = make_tmpdir(tag);
+    socket = dir + "/corrald.sock";
+    pub = "ipc://" + dir + "/events";
+    cgparent = "corral-test-" + tag + "-" + std::to_string(::getpid());
+  }
+  ~Agent() {
+    stop(SIGTERM);
+    // Leave nothing behind: kill leftovers of this test's cgroup parent.
+    try {
+      auto b = corral::node::make_cgroup_v1(cgparent);
+      for (const auto& s : b->list()) b->destroy(s);
+    } catch (...) {
+    }
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!std::system(cmd.c_str());
+  }
+
+  std::string corral() const { return env_or("CORRAL", "build/tools/corral"); }
+
+  void start() {
+    std::vector<std::string> argv = {env_or("CORRALD", "build/agent/corrald"), "--standalone",
+                                     "--foreground", "--state-dir", dir + "/state", "--socket",
+                                     socket, "--pub", pub, "--cgroup-parent", cgparent,
+                                     "--node-state-dir", dir + "/node", "--jobfs-root",
+                                     dir + "/jobfs", "--ckpt-root", dir + "/ckpt", "--log",
+                                     dir + "/corrald.log"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid = ::fork();
+    if (pid == 0) {
+      std::vector<char*> a;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      ::execv(a[0], a.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      if (cli({"node"}).rc == 0) return;
+      int st;
+      if (::waitpid(pid, &st, WNOHANG) == pid) {
+        pid = -1;
+        throw std::runtime_error("corrald exited at start: " + slurp(dir + "/corrald.log"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    throw std::runtime_error("corrald did not come up: " + slurp(dir + "/corrald.log"));
+  }
+
+  void stop(int sig) {
+    if (pid <= 0) return;
+    ::kill(pid, sig);
+    int st;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+  }
+
+  Result cli(std::vector<std::string> args, int uid = -1) const {
+    args.insert(args.begin(), corral());
+    args.push_back("--socket");
+    args.push_back(socket);
+    return run(args, uid, dir + "/work");
+  }
+  // `corral submit ARGS` (socket via env, since submit takes a script last).
+  Result submit(std::vector<std::string> args, int uid = -1) const {
+    args.insert(args.begin(), "submit");
+    args.insert(args.begin(), corral());
+    return run(args, uid, dir + "/work", {"CORRAL_SOCKET=" + socket});
+  }
+  std::string log() const { return slurp(dir + "/corrald.log"); }
+};
+
+// Whether the end-to-end tests can run here; else why not.
+inline bool can_run(std::string* why) {
+  if (::geteuid() != 0) {
+    *why = "needs root (switching users, cgroups)";
+    return false;
+  }
+  return corral::node::cgroup_v1_available(why);
+}
+
+// Value of "key": in a flat JSON object (numbers and strings; enough for tests).
+inline std::string json_field(const std::string& js, const std::string& key) {
+  std::string k = "\"" + key + "\":";
+  std::size_t p = js.find(k);
+  if (p == std::string::npos) return "<missing>";
+  p += k.size();
+  if (js[p] == '"') {
+    std::size_t e = js.find('"', p + 1);
+    return js.substr(p + 1, e - p - 1);
+  }
+  std::size_t e = js.find_first_of(",}", p);
+  return js.substr(p, e - p);
+}
+
+inline std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace harness

@@ -1,0 +1,285 @@
+// End-to-end: a real corrald --standalone, the real corral binary.
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <zmq.h>
+
+#include <cstdio>
+
+#include <set>
+
+#include "harness.hpp"
+#include "proto/proto.hpp"
+
+using harness::Agent;
+using harness::json_field;
+using harness::trim;
+
+namespace {
+constexpr int kNobody = 65534;
+constexpr int kOther = 65533;  // a second unprivileged uid (no passwd entry needed)
+
+#define SKIP_UNLESS_ROOT()                                      \
+  do {                                                          \
+    std::string why;                                            \
+    if (!harness::can_run(&why)) {                              \
+      WARN("skipped: " << why);                                 \
+      return;                                                   \
+    }                                                           \
+  } while (0)
+
+std::string stat_json(const Agent& a, const std::string& id) {
+  auto r = a.cli({"stat", id, "--json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  return r.out;
+}
+}  // namespace
+
+TEST_CASE("submit, wait, stat: a job runs as its user with its exit code", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("run");
+  a.start();
+  auto s = a.submit({"-N", "hello", "-l", "walltime=00:01:00,ncpus=1,mem=64mb", "--wrap",
+                     "echo out-$CORRAL_JOBID; echo env=$MYVAR; pwd; id -u; exit 3"},
+                    -1);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(id == "1");  // the id alone on stdout
+  auto w = a.cli({"wait", id});
+  INFO(w.err << a.log());
+  CHECK(w.rc == 3);
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "id") == "1");
+  CHECK(json_field(js, "state") == "ended");
+  CHECK(json_field(js, "exit_code") == "3");
+  CHECK(json_field(js, "end_reason") == "failed");
+  CHECK(json_field(js, "name") == "hello");
+  std::string out = harness::slurp(a.dir + "/work/hello.o1");
+  CHECK(out.find("out-1") != std::string::npos);
+  CHECK(out.find(a.dir + "/work") != std::string::npos);  // the submitter's cwd
+
+  // A non-root user: the job keeps the submitter's environment and runs as them.
+  auto s2 = harness::run({a.corral(), "submit", "-o", "mine.out", "--wrap", "echo env=$MYVAR; id -u"},
+                         kNobody, a.dir + "/work",
+                         {"CORRAL_SOCKET=" + a.socket, "MYVAR=kept"});
+  INFO(s2.err);
+  REQUIRE(s2.rc == 0);
+  auto w2 = a.cli({"wait", trim(s2.out)}, kNobody);
+  CHECK(w2.rc == 0);
+  std::string out2 = harness::slurp(a.dir + "/work/mine.out");
+  CHECK(out2.find("env=kept") != std::string::npos);
+  CHECK(out2.find(std::to_string(kNobody)) != std::string::npos);
+  std::string js2 = stat_json(a, trim(s2.out));
+  CHECK(json_field(js2, "end_reason") == "completed");
+  CHECK(json_field(js2, "user") == "nobody");
+
+  // node: topology, slots, recent ends with reasons.
+  auto n = a.cli({"node", "--json"});
+  REQUIRE(n.rc == 0);
+  CHECK(n.out.find("\"slots_total\":") != std::string::npos);
+  CHECK(n.out.find("\"end_reason\":\"failed\"") != std::string::npos);
+  auto nh = a.cli({"node"});
+  CHECK(nh.rc == 0);
+  CHECK(nh.out.find("recent ends") != std::string::npos);
+}
+
+TEST_CASE("cancel: owners and root only; a cancelled job ends with its reason", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("cancel");
+  a.start();
+  auto s = a.submit({"-l", "walltime=600", "--wrap", "sleep 300"}, kNobody);
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  auto r = a.submit({"--wrap", "sleep 300"});  // root's job
+  REQUIRE(r.rc == 0);
+  std::string rid = trim(r.out);
+
+  auto other = a.cli({"cancel", id}, kOther);
+  CHECK(other.rc != 0);
+  CHECK(other.err.find("belongs to nobody") != std::string::npos);
+  auto nb = a.cli({"cancel", rid}, kNobody);
+  CHECK(nb.rc != 0);
+  CHECK(nb.err.find("belongs to root") != std::string::npos);
+  CHECK(json_field(stat_json(a, id), "state") != "ended");
+
+  auto own = a.cli({"cancel", id}, kNobody);
+  INFO(own.err << a.log());
+  CHECK(own.rc == 0);
+  auto w = a.cli({"wait", id});
+  CHECK(w.rc != 0);
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "state") == "ended");
+  CHECK(json_field(js, "end_reason") == "cancelled");
+  auto rc = a.cli({"cancel", rid});  // root may cancel anyone's
+  CHECK(rc.rc == 0);
+  a.cli({"wait", rid});
+  CHECK(json_field(stat_json(a, rid), "end_reason") == "cancelled");
+}
+
+TEST_CASE("bad input: clear errors, non-zero exits, nothing lost", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("bad");
+  a.start();
+  auto ok = a.submit({"-l", "walltime=600", "--wrap", "sleep 300"});
+  REQUIRE(ok.rc == 0);
+  struct Case {
+    std::vector<std::string> args;
+    std::string msg;
+  };
+  std::vector<Case> cases = {
+      {{"--bogus", "--wrap", "true"}, "unknown option"},
+      {{"-x", "--wrap", "true"}, "unknown option"},
+      {{"-l", "walltime=abc", "--wrap", "true"}, "invalid walltime"},
+      {{"-l", "walltime=1:99:00", "--wrap", "true"}, "below 60"},
+      {{"-l", "ncpus=", "--wrap", "true"}, "empty value"},
+      {{"-l", "ncpus", "--wrap", "true"}, "no value"},
+      {{"-l", "ncpus=0", "--wrap", "true"}, "invalid ncpus"},
+      {{"-l", "mem=4xb", "--wrap", "true"}, "unparsable size"},
+      {{"-l", "mem=lots", "--wrap", "true"}, "unparsable size"},
+      {{"-l", "gpus=2", "--wrap", "true"}, "unknown resource"},
+      {{"-l"}, "needs a value"},
+      {{"-R", "maybe", "--wrap", "true"}, "-R takes y or n"},
+      {{}, "missing job script"},
+      {{"/nonexistent/job.sh"}, "cannot read script"},
+      {{"-l", "ncpus=4096", "--wrap", "true"}, "exceeds this node"},
+      {{"-q", "nosuchq", "--wrap", "true"}, "unknown queue"},
+  };
+  for (const auto& c : cases) {
+    auto r = a.submit(c.args);
+    INFO("args: " << (c.args.empty() ? "" : c.args[0]) << " err: " << r.err);
+    CHECK(r.rc != 0);
+    CHECK(r.err.find(c.msg) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  auto u1 = a.cli({"stat", "999"});
+  CHECK(u1.rc != 0);
+  CHECK(u1.err.find("unknown job id 999") != std::string::npos);
+  auto u2 = a.cli({"cancel", "999"});
+  CHECK(u2.rc != 0);
+  CHECK(u2.err.find("unknown job id") != std::string::npos);
+  auto u3 = a.cli({"wait", "abc"});
+  CHECK(u3.rc == 2);
+  CHECK(u3.err.find("invalid job id") != std::string::npos);
+  auto u4 = a.cli({"stat", "--frobnicate"});
+  CHECK(u4.rc == 2);
+
+  // Garbage and a wrong protocol version straight at the socket: refused, the
+  // daemon lives on.
+  {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", a.socket.c_str());
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string junk = corral::proto::frame("hello");
+    REQUIRE(::write(fd, junk.data(), junk.size()) == static_cast<ssize_t>(junk.size()));
+    std::string reply;
+    char b[4096];
+    ssize_t n;
+    while ((n = ::read(fd, b, sizeof b)) > 0) reply.append(b, static_cast<std::size_t>(n));
+    ::close(fd);
+    REQUIRE(reply.size() > 4);
+    auto m = corral::proto::decode(reply.substr(4));
+    REQUIRE(std::holds_alternative<corral::proto::ErrorRep>(m));
+    CHECK(std::get<corral::proto::ErrorRep>(m).message.find("not a Corral message") != std::string::npos);
+  }
+  CHECK(a.cli({"node"}).rc == 0);  // still serving
+  // Every job is still there: one (the good one).
+  auto all = a.cli({"stat", "--json"});
+  REQUIRE(all.rc == 0);
+  CHECK(json_field(all.out, "id") == "1");
+  CHECK(all.out.find("\"id\":2") == std::string::npos);
+  a.cli({"cancel", "1"});
+}
+
+TEST_CASE("SIGKILL and restart: pending jobs kept, running job adopted", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("restart");
+  a.start();
+  // One job takes every core; the others wait.
+  auto n = a.cli({"node", "--json"});
+  std::string cores = json_field(n.out, "slots_total");
+  auto big = a.submit({"-l", "ncpus=" + cores + ",walltime=600", "--wrap", "sleep 300"});
+  REQUIRE(big.rc == 0);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto s = a.submit({"-N", "p" + std::to_string(i), "--wrap", "echo done-" + std::to_string(i)});
+    REQUIRE(s.rc == 0);
+    ids.push_back(trim(s.out));
+  }
+  // Wait until the big one runs.
+  for (int i = 0; i < 200 && json_field(stat_json(a, "1"), "state") != "running"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(json_field(stat_json(a, "1"), "state") == "running");
+  for (const auto& id : ids) CHECK(json_field(stat_json(a, id), "state") == "pending");
+
+  a.stop(SIGKILL);
+  a.start();
+  INFO(a.log());
+  CHECK(json_field(stat_json(a, "1"), "state") == "running");  // adopted
+  for (const auto& id : ids) CHECK(json_field(stat_json(a, id), "state") == "pending");
+  // Ids continue after the restart.
+  auto s = a.submit({"--wrap", "true"});
+  CHECK(trim(s.out) == "5");
+
+  REQUIRE(a.cli({"cancel", "1"}).rc == 0);
+  for (const auto& id : ids) {
+    auto w = a.cli({"wait", id});
+    CHECK(w.rc == 0);
+  }
+  CHECK(a.cli({"wait", "5"}).rc == 0);
+  CHECK(harness::slurp(a.dir + "/work/p2.o4").find("done-2") != std::string::npos);
+}
+
+TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("pub", {"--set", "heartbeat_interval=0.2"});
+  a.start();
+  void* ctx = zmq_ctx_new();
+  void* sub = zmq_socket(ctx, ZMQ_SUB);
+  zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
+  int tmo = 200;
+  zmq_setsockopt(sub, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+  REQUIRE(zmq_connect(sub, a.pub.c_str()) == 0);
+  // Wait for the subscription to take (a heartbeat arrives).
+  std::vector<corral::proto::Event> got;
+  auto recv_one = [&]() -> bool {
+    char topic[64];
+    int n = zmq_recv(sub, topic, sizeof topic, 0);
+    if (n < 0) return false;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    zmq_msg_recv(&m, sub, 0);
+    std::string payload(static_cast<char*>(zmq_msg_data(&m)), zmq_msg_size(&m));
+    zmq_msg_close(&m);
+    auto msg = corral::proto::decode(payload);
+    REQUIRE(std::holds_alternative<corral::proto::Event>(msg));
+    auto& e = std::get<corral::proto::Event>(msg);
+    CHECK(std::string(topic, static_cast<std::size_t>(std::min(n, 64))) == "corral." + e.kind);
+    got.push_back(e);
+    return true;
+  };
+  for (int i = 0; i < 50 && got.empty(); ++i) recv_one();
+  REQUIRE(!got.empty());
+  auto s = a.submit({"--wrap", "exit 7"});
+  REQUIRE(s.rc == 0);
+  REQUIRE(a.cli({"wait", trim(s.out)}).rc == 7);
+  bool ended = false;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    if (recv_one() && got.back().kind == "ended") ended = true;
+  }
+  REQUIRE(ended);
+  CHECK(got.back().exit_code == 7);
+  CHECK(got.back().reason == "failed");
+  std::set<std::string> kinds;
+  for (std::size_t i = 1; i < got.size(); ++i) CHECK(got[i].seq == got[i - 1].seq + 1);  // no gap
+  for (const auto& e : got) kinds.insert(e.kind);
+  CHECK(kinds.count("heartbeat"));
+  CHECK(kinds.count("submitted"));
+  CHECK(kinds.count("started"));
+  zmq_close(sub);
+  zmq_ctx_term(ctx);
+}
