@@ -378,3 +378,35 @@ TEST_CASE("jobs freed by an earlier stage count as freed", "[nci][pipeline]") {
   nci_stage(s, cfg_on(), 1, st, plan3);
   CHECK(ids(plan3, Action::Start) == std::vector<JobId>{11});
 }
+
+TEST_CASE("odd snapshots do not crash the cycle", "[nci][robust]") {
+  Snapshot s;
+  s.now = 100;
+  s.nodes = {node("n0", 4, 1000), node("down", 8, 1000), node("empty", 0)};
+  s.nodes[1].up = false;
+  RunningJob bad = running(job(1, 2, 600, "normal", "a", "pa", 100), 7, 0, 0);  // no such node
+  RunningJob odd = running(job(2, 2, 600, "weird", "b", "pb", 100), 0, 9, 0);   // cores out of range
+  RunningJob zero = running(job(3, 1, 0, "normal", "c", "pc", 0), 0, 0, 0);     // walltime 0
+  zero.slots = 0;
+  zero.suspended = true;
+  s.running = {bad, odd, zero};
+  s.pending = {job(10, 4, 600, "express", "d", "pd", 100), job(11, 2, 600, "normal", "e", "pe", 100)};
+  s.pending[1].slots_max = 1;  // empty range
+  Plan p = run_stage(s, cfg_on());
+  REQUIRE(find(p, Action::Reject, 11));
+  CHECK(find(p, Action::Reject, 11)->reason == "ncpus range 2-1 is empty");
+  // Same input, same plan (repeatable).
+  Plan q = run_stage(s, cfg_on());
+  REQUIRE(p.decisions.size() == q.decisions.size());
+  for (std::size_t i = 0; i < p.decisions.size(); ++i) {
+    CHECK(p.decisions[i].job == q.decisions[i].job);
+    CHECK(p.decisions[i].action == q.decisions[i].action);
+  }
+  // Never placed on the down node or beyond a node's cores.
+  for (const Decision& d : p.decisions)
+    if (d.action == Action::Start)
+      for (const Placement& pl : d.placement) {
+        CHECK(pl.node == 0);
+        for (int c : pl.cores) CHECK((c >= 0 && c < 4));
+      }
+}
