@@ -1,5 +1,6 @@
 #include "cgroup.hpp"
 
+#include <fcntl.h>
 #include <libcgroup.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -374,7 +375,210 @@ class V1Backend : public CgroupBackend {
   std::vector<V1Controller*> all_;
 };
 
+// ---- cgroup v2 ----------------------------------------------------------------------------
+
+std::string find_cgroup2_mount() {
+  std::ifstream in("/proc/self/mounts");
+  std::string dev, mnt, type, rest;
+  while (in >> dev >> mnt >> type && std::getline(in, rest))
+    if (type == "cgroup2") return mnt;
+  return {};
+}
+
+bool write_file(const std::string& path, const std::string& value, std::string* err = nullptr) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (err) *err = path + ": " + std::strerror(errno);
+    return false;
+  }
+  ssize_t n = ::write(fd, value.data(), value.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    if (err) *err = "cannot write '" + value + "' to " + path + ": " + std::strerror(e);
+    return false;
+  }
+  return true;
+}
+
+class V2Backend : public CgroupBackend {
+ public:
+  V2Backend(std::string parent, std::string mount) : parent_(std::move(parent)), mount_(std::move(mount)) {
+    if (parent_.empty() || parent_.find("..") != std::string::npos || parent_.front() == '/')
+      throw CgroupError("cgroup parent '" + parent_ + "' must be a relative group name like 'corral'");
+    if (mount_.empty()) mount_ = find_cgroup2_mount();
+    if (mount_.empty()) throw CgroupError("no cgroup2 filesystem is mounted");
+    ensure_parent();
+  }
+  std::string version() const override { return "v2"; }
+  std::string parent() const override { return parent_; }
+  std::string dir(const std::string& slot) const { return mount_ + "/" + parent_ + (slot.empty() ? "" : "/" + slot); }
+
+  void create(const std::string& slot, const SlotLimits& l) override {
+    check_slot(slot);
+    ensure_parent();
+    std::string d = dir(slot);
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      throw CgroupError("cannot create " + d + ": " + std::strerror(errno));
+    std::string err;
+    auto must = [&](const std::string& file, const std::string& v) {
+      if (!write_file(d + "/" + file, v, &err)) {
+        ::rmdir(d.c_str());
+        throw CgroupError(err);
+      }
+    };
+    if (has("cpuset")) {
+      if (!l.cpus.empty()) must("cpuset.cpus", to_cpu_list(l.cpus));
+      if (!l.mems.empty()) must("cpuset.mems", to_cpu_list(l.mems));
+    }
+    if (has("memory") && l.mem_mb > 0) {
+      must("memory.max", std::to_string(l.mem_mb * 1024 * 1024));
+      if (fs::exists(d + "/memory.swap.max")) must("memory.swap.max", "0");
+      if (fs::exists(d + "/memory.oom.group")) must("memory.oom.group", "1");  // OOM takes the whole job
+    }
+  }
+  void attach(const std::string& slot, pid_t pid) override {
+    std::string err;
+    if (!write_file(dir(slot) + "/cgroup.procs", std::to_string(pid), &err))
+      throw CgroupError("cannot move pid " + std::to_string(pid) + ": " + err);
+  }
+  void freeze(const std::string& slot) override {
+    std::string err;
+    if (!write_file(dir(slot) + "/cgroup.freeze", "1", &err)) throw CgroupError(err);
+    for (int i = 0; i < 400; ++i) {
+      if (freezer_state(slot) == FreezeState::Frozen) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    throw CgroupError(dir(slot) + " did not freeze within 2 s");
+  }
+  void thaw(const std::string& slot) override {
+    std::string err;
+    if (!write_file(dir(slot) + "/cgroup.freeze", "0", &err)) throw CgroupError(err);
+  }
+  FreezeState freezer_state(const std::string& slot) const override {
+    std::string want = read_file(dir(slot) + "/cgroup.freeze");
+    if (want.empty()) return FreezeState::Unknown;
+    bool frozen = keyed_value(read_file(dir(slot) + "/cgroup.events"), "frozen") != 0;
+    if (frozen) return FreezeState::Frozen;
+    return want[0] == '1' ? FreezeState::Freezing : FreezeState::Thawed;
+  }
+  std::vector<pid_t> pids(const std::string& slot) const override {
+    std::vector<pid_t> out;
+    std::ifstream in(dir(slot) + "/cgroup.procs");
+    pid_t p;
+    while (in >> p) out.push_back(p);
+    return out;
+  }
+  SlotUsage usage(const std::string& slot) const override {
+    SlotUsage u;
+    std::string d = dir(slot);
+    u.cpu_s = static_cast<double>(keyed_value(read_file(d + "/cpu.stat"), "usage_usec")) / 1e6;
+    u.mem_mb = read_int(d + "/memory.current") >> 20;
+    u.max_mem_mb = read_int(d + "/memory.peak") >> 20;
+    std::string ev = read_file(d + "/memory.events");
+    u.failcnt = keyed_value(ev, "max");
+    u.oom_kills = keyed_value(ev, "oom_kill");
+    return u;
+  }
+  bool kill_all(const std::string& slot, int timeout_ms, pid_t spare) override {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    auto others = [&] {
+      auto p = pids(slot);
+      p.erase(std::remove(p.begin(), p.end(), spare), p.end());
+      return p;
+    };
+    while (true) {
+      if (others().empty()) return true;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      // cgroup.kill would take the spare too; otherwise freeze, kill, thaw as on v1.
+      if (spare == 0 && write_file(dir(slot) + "/cgroup.kill", "1")) {
+      } else {
+        bool frozen = false;
+        try {
+          freeze(slot);
+          frozen = true;
+        } catch (const CgroupError&) {
+        }
+        for (pid_t p : others()) ::kill(p, SIGKILL);
+        if (frozen) thaw(slot);
+      }
+      for (int i = 0; i < 50 && !others().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  void destroy(const std::string& slot) override {
+    check_slot(slot);
+    if (!fs::is_directory(dir(slot))) return;
+    if (!kill_all(slot, 5000, 0)) throw CgroupError("slot " + slot + " still has processes after SIGKILL; not removed");
+    if (::rmdir(dir(slot).c_str()) != 0 && errno != ENOENT)
+      throw CgroupError("cannot remove " + dir(slot) + ": " + std::strerror(errno));
+  }
+  std::vector<std::string> list() const override {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(dir(""), ec))
+      if (e.is_directory()) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string cpuset_path(const std::string& slot) const override { return dir(slot); }
+  void remove_parent() override {
+    if (!list().empty()) throw CgroupError(dir("") + " still has slots; not removed");
+    if (::rmdir(dir("").c_str()) != 0 && errno != ENOENT)
+      throw CgroupError("cannot remove " + dir("") + ": " + std::strerror(errno));
+  }
+  std::string limitations() const override {
+    std::string s;
+    if (!has("cpuset")) s += "cpuset controller not delegated to cgroup2: cpus not enforced. ";
+    if (!has("memory")) s += "memory controller not delegated to cgroup2: memory not limited. ";
+    return s;
+  }
+
+ private:
+  bool has(const std::string& ctrl) const {
+    std::istringstream in(read_file(dir("") + "/cgroup.controllers"));
+    std::string c;
+    while (in >> c)
+      if (c == ctrl) return true;
+    return false;
+  }
+  void ensure_parent() {
+    // Delegate what the root offers down to our parent, then to its slots (errors: not offered).
+    for (const char* c : {"cpuset", "memory", "cpu"}) write_file(mount_ + "/cgroup.subtree_control", std::string("+") + c);
+    if (::mkdir(dir("").c_str(), 0755) != 0 && errno != EEXIST)
+      throw CgroupError("cannot create " + dir("") + ": " + std::strerror(errno));
+    for (const char* c : {"cpuset", "memory", "cpu"}) write_file(dir("") + "/cgroup.subtree_control", std::string("+") + c);
+  }
+  static void check_slot(const std::string& slot) {
+    if (slot.empty() || slot.find('/') != std::string::npos || slot == "." || slot == "..")
+      throw CgroupError("bad slot name '" + slot + "'");
+  }
+  std::string parent_, mount_;
+};
+
 }  // namespace
+
+std::unique_ptr<CgroupBackend> make_cgroup_v2(const std::string& parent, const std::string& mount) {
+  return std::make_unique<V2Backend>(parent, mount);
+}
+
+bool cgroup_v2_available(std::string* why) {
+  auto fail = [why](const std::string& s) {
+    if (why) *why = s;
+    return false;
+  };
+  if (geteuid() != 0) return fail("not root: cannot create cgroups");
+  std::string m = find_cgroup2_mount();
+  if (m.empty()) return fail("no cgroup2 filesystem is mounted");
+  if (!fs::exists(m + "/cgroup.subtree_control")) return fail(m + " is not a cgroup2 root");
+  return true;
+}
+
+std::unique_ptr<CgroupBackend> make_cgroup(const std::string& parent) {
+  bool v1 = init_libcgroup() == 0;
+  for (const char* c : {"cpuset", "memory", "freezer", "cpuacct"}) v1 = v1 && !mount_point(c).empty();
+  if (v1) return make_cgroup_v1(parent);
+  return make_cgroup_v2(parent);
+}
 
 const char* to_string(FreezeState s) {
   switch (s) {

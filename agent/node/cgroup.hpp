@@ -73,6 +73,8 @@ class CgroupBackend {
   virtual std::string cpuset_path(const std::string& slot) const = 0;  // for diagnostics/tests
   // Remove the parent group itself (uninstall, tests). Fails if slots remain.
   virtual void remove_parent() = 0;
+  // Limits this backend cannot enforce on this machine ("" = all of them are enforced).
+  virtual std::string limitations() const { return {}; }
 };
 
 // The cgroup v1 backend: cpuset, memory, freezer, cpuacct controllers via libcgroup.
@@ -83,6 +85,16 @@ std::unique_ptr<CgroupBackend> make_cgroup_v1(const std::string& parent = "corra
 // Whether cgroup v1 with cpuset/memory/freezer is usable here and we may write it (root).
 // On false, *why says what is missing (tests skip with that reason).
 bool cgroup_v1_available(std::string* why = nullptr);
+
+// The cgroup v2 (unified) backend: plain files under the cgroup2 mount (mount "" = find it in
+// /proc/self/mounts). cpuset/memory limits need those controllers delegated to cgroup2; when a
+// hybrid machine keeps them on v1, freezing, killing and accounting still work and limitations()
+// says what is not enforced. Uses cgroup.freeze / cgroup.kill (Linux >= 5.2 / 5.14).
+std::unique_ptr<CgroupBackend> make_cgroup_v2(const std::string& parent = "corral", const std::string& mount = "");
+bool cgroup_v2_available(std::string* why = nullptr);
+
+// v1 when its controllers are mounted, else v2.
+std::unique_ptr<CgroupBackend> make_cgroup(const std::string& parent = "corral");
 
 // Slot names <-> job ids ("job.42").
 std::string slot_name(std::uint64_t jobid);

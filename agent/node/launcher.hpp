@@ -86,7 +86,7 @@ struct Recovered {
 class Launcher {
  public:
   // topo: the node. If it is not the real machine (recorded/declared stand-in), core PUs are
-  // mapped onto the real CPUs modulo their count. cg: null = the cgroup v1 backend.
+  // mapped onto the real CPUs modulo their count. cg: null = make_cgroup() (v1, else v2).
   explicit Launcher(Topology topo, LauncherConfig cfg = {}, std::unique_ptr<CgroupBackend> cg = nullptr);
   // Leaves running jobs alone (a restarting agent adopts them); stop_all() stops them first.
   ~Launcher();

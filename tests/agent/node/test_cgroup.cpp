@@ -97,3 +97,43 @@ TEST_CASE("bad slot limits are refused with a message and leave nothing", "[node
   CHECK_THROWS_AS(b->create("../escape", SlotLimits{}), CgroupError);
   CHECK_THROWS_AS(make_cgroup_v1("/abs"), CgroupError);
 }
+
+TEST_CASE("the cgroup v2 backend freezes, kills and lists (hybrid: limits may stay on v1)", "[node][cgroup]") {
+  std::string why;
+  if (!cgroup_v2_available(&why)) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  auto b = make_cgroup_v2("corral_t_v2");
+  struct Sweep {  // cleanup even on failure
+    CgroupBackend& b;
+    ~Sweep() {
+      try {
+        for (auto& s : b.list()) b.destroy(s);
+        b.remove_parent();
+      } catch (const std::exception& e) {
+        WARN("v2 cleanup: " << e.what());
+      }
+    }
+  } sweep{*b};
+  CHECK(b->version() == "v2");
+  if (!b->limitations().empty()) WARN("v2 here: " << b->limitations());
+  b->create("job.3", SlotLimits{{0}, {}, 64});
+  CHECK(list_existing(*b) == std::vector<std::uint64_t>{3});
+  Child c;
+  REQUIRE(c.pid > 0);
+  b->attach("job.3", c.pid);
+  CHECK(b->pids("job.3") == std::vector<pid_t>{c.pid});
+  CHECK(b->freezer_state("job.3") == FreezeState::Thawed);
+  b->freeze("job.3");
+  CHECK(b->freezer_state("job.3") == FreezeState::Frozen);
+  b->thaw("job.3");
+  CHECK(b->freezer_state("job.3") == FreezeState::Thawed);
+  CHECK(b->kill_all("job.3", 2000));
+  int st = 0;
+  REQUIRE(waitpid(c.pid, &st, 0) == c.pid);
+  c.pid = -1;
+  CHECK(WTERMSIG(st) == SIGKILL);
+  b->destroy("job.3");
+  CHECK(b->list().empty());
+}

@@ -460,3 +460,53 @@ TEST_CASE("a checkpoint in progress still ends at its grace after the agent rest
   CHECK(e->reason == EndReason::Checkpointed);
   CHECK(n.leftovers().empty());
 }
+
+TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") {
+  std::string why;
+  if (!cgroup_v2_available(&why)) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  nodetest::TempDir dir;
+  LauncherConfig cfg;
+  cfg.cgroup_parent = "corral_t_v2l";
+  cfg.state_dir = dir.path + "/state";
+  cfg.ckpt_root = dir.path + "/ckpt";
+  auto l = std::make_unique<Launcher>(discover(""), cfg, make_cgroup_v2("corral_t_v2l"));
+  struct Sweep {
+    std::unique_ptr<Launcher>& l;
+    ~Sweep() {
+      if (!l) return;
+      l->stop_all();
+      try {
+        l->cgroups().remove_parent();
+      } catch (const std::exception& e) {
+        WARN("v2 cleanup: " << e.what());
+      }
+    }
+  } sweep{l};
+  CHECK(l->cgroups().version() == "v2");
+  std::string tick = dir.path + "/tick", pidfile = dir.path + "/pids";
+  LaunchSpec s;
+  s.id = 30;
+  s.user = "root";
+  s.argv = {"/bin/sh", "-c", kHelper + " forks 100 " + pidfile + " & exec " + kHelper + " tick " + tick};
+  REQUIRE(l->start(s) == "");
+  REQUIRE(wait_until([&] { return read_pids(pidfile).size() == 100 && !slurp(tick).empty(); }, 10000));
+  REQUIRE(l->suspend(30) == "");
+  std::string at = slurp(tick);
+  nap(200);
+  CHECK(slurp(tick) == at);
+  REQUIRE(l->resume(30) == "");
+  CHECK(wait_until([&] { return slurp(tick) != at; }, 3000));
+  REQUIRE(l->cancel(30) == "");
+  std::optional<JobEnd> e;
+  for (int i = 0; i < 250 && !e; ++i) {
+    for (auto& x : l->poll()) e = x;
+    nap(20);
+  }
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Cancelled);
+  for (pid_t p : read_pids(pidfile)) CHECK(!process_alive(p));
+  CHECK(l->cgroups().list().empty());
+}
