@@ -31,6 +31,7 @@ struct Rec {
   St st = St::Future;
   bool starting = false;    // selected by this pass's Start decisions
   int start_slots = 0;
+  bool start_backfilled = false;
   std::vector<Placement> start_place;
 };
 
@@ -65,6 +66,11 @@ class Simulator {
     cfg_.planner.duration_offset = 0;
     cfg_.planner.restart_cost = opt_.restart_cost;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
+    // With no allocation policy and no checkpointing, a pass can only start
+    // jobs into free cores: when no pending job fits in them it is a no-op.
+    only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
+                   !cfg_.planner.monitor && !opt_.scheduler;
+    fen_.assign(static_cast<std::size_t>(total_) + 2, 0);
     recs_.resize(n_);
     run_pos_.assign(n_, -1);
     res_.machine_procs = static_cast<int>(total_);
@@ -79,8 +85,10 @@ class Simulator {
       Time t = kForever;
       if (next < n_) t = tr_.jobs[next].submit;
       if (!heap_.empty()) t = std::min(t, heap_.top().t);
+      if (!wake_.empty()) t = std::min(t, wake_.top());
       if (t == kForever) break;
       now_ = t;
+      while (!wake_.empty() && wake_.top() <= now_) wake_.pop();
       // 1. completions (and checkpoints that finished)
       while (!heap_.empty() && heap_.top().t == now_) {
         Ev e = heap_.top();
@@ -93,7 +101,10 @@ class Simulator {
       // 2. arrivals
       while (next < n_ && tr_.jobs[next].submit == now_) arrive(next++);
       // 3. one scheduling pass
-      if (!snap_.pending.empty() || suspended_ > 0) pass();
+      if (!snap_.pending.empty() || suspended_ > 0) {
+        if (pass_can_act()) pass();
+        else ++res_.skipped_passes;
+      }
       if (opt_.progress && next - last_tick >= tick) {
         last_tick = next;
         opt_.progress(static_cast<double>(next) / static_cast<double>(n_));
@@ -119,15 +130,35 @@ class Simulator {
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
   MinHeap heap_;       // completions / checkpoint ends
   MinHeap extend_;     // predicted expected ends to check (EASY++ extension)
+  // Extra pass times: the end of a backfilled job's window (checkpoint policy),
+  // when the planner may checkpoint it for the head job.
+  std::priority_queue<Time, std::vector<Time>, std::greater<Time>> wake_;
   std::unordered_map<long, std::pair<Time, Time>> history_;  // user -> last two runs
   std::unordered_map<long, int> history_n_;
   std::unordered_map<long, std::string> user_names_;
   Time now_ = 0;
   std::size_t suspended_ = 0;
+  std::vector<std::int32_t> fen_;  // Fenwick tree: pending jobs by slots (1..total_+1)
+  bool only_starts_ = false;       // the configured pass can only start jobs
   Planner planner_;  // scratch buffers reused across passes
   SimResult res_;
 
   static JobId jid(std::size_t idx) { return static_cast<JobId>(idx + 1); }
+
+  void fen_add(int slots, int d) {
+    std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 1, total_ + 1));
+    for (; i < fen_.size(); i += i & (~i + 1)) fen_[i] += d;
+  }
+  std::int32_t fen_count_upto(std::int64_t slots) const {  // pending jobs with slots_min <= slots
+    std::int32_t c = 0;
+    for (std::size_t i = static_cast<std::size_t>(std::min<std::int64_t>(slots, total_ + 1)); i > 0; i -= i & (~i + 1))
+      c += fen_[i];
+    return c;
+  }
+  bool pass_can_act() const {
+    if (!only_starts_ || suspended_ > 0) return true;
+    return fen_count_upto(total_ - used_) > 0;
+  }
 
   void drop_stale() {
     while (!heap_.empty() && heap_.top().gen != recs_[heap_.top().idx].gen) heap_.pop();
@@ -161,10 +192,11 @@ class Simulator {
     if (opt_.on_arrival) opt_.on_arrival(j, s);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     r.st = St::Pending;
+    fen_add(j.slots_min, +1);
     snap_.pending.push_back(std::move(j));  // arrivals come in submit, id order
   }
 
-  void add_running(std::size_t idx, Job&& j, int slots, std::vector<Placement> place) {
+  void add_running(std::size_t idx, Job&& j, int slots, std::vector<Placement> place, bool backfilled) {
     Rec& r = recs_[idx];
     const SwfJob& s = tr_.jobs[idx];
     if (r.first_start < 0) r.first_start = now_;
@@ -180,6 +212,11 @@ class Simulator {
     rj.start = now_;
     rj.slots = slots;
     rj.placement = std::move(place);
+    rj.backfilled = backfilled;
+    if (backfilled && cfg_.planner.backfill == Backfill::Checkpoint) {
+      Time window_end = now_ + std::max<Time>(1, backfill_duration(j, cfg_.planner));
+      if (window_end < r.actual_end) wake_.push(window_end);
+    }
     Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
     rj.expected_end = now_ + r.seg_overhead + left_est;
     if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
@@ -245,6 +282,7 @@ class Simulator {
     r.st = St::Pending;
     ++r.gen;
     j.work_done = r.work_done;
+    fen_add(j.slots_min, +1);
     auto pos = std::lower_bound(snap_.pending.begin(), snap_.pending.end(), j, [](const Job& a, const Job& b) {
       return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
     });
@@ -274,6 +312,7 @@ class Simulator {
       // It holds its resources while the checkpoint is written.
       r.st = St::Checkpointing;
       rj.expected_end = now_ + opt_.checkpoint_cost;
+      rj.backfilled = false;  // its cores come back when the checkpoint is written
       heap_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
     } else {
       end_checkpoint(idx);
@@ -380,6 +419,7 @@ class Simulator {
           r.starting = true;
           r.start_slots = slots;
           r.start_place = d.placement;
+          r.start_backfilled = d.backfilled;
           any_start = true;
           break;
         }
@@ -406,10 +446,12 @@ class Simulator {
       Rec& r = recs_[idx];
       if (r.starting) {
         r.starting = false;
+        fen_add(pend[i].slots_min, -1);
         // Its cores were already taken when the decision was checked.
-        add_running(idx, std::move(pend[i]), r.start_slots, std::move(r.start_place));
+        add_running(idx, std::move(pend[i]), r.start_slots, std::move(r.start_place), r.start_backfilled);
         r.start_place.clear();
       } else if (r.st == St::Rejected) {
+        fen_add(pend[i].slots_min, -1);
         ++res_.rejected;
       } else {
         if (w != i) pend[w] = std::move(pend[i]);
@@ -503,6 +545,7 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
   kv("restart_cost_total", std::to_string(r.restart_cost_total));
   kv("deferred_starts", std::to_string(r.deferred_starts));
   kv("passes", std::to_string(r.passes));
+  kv("skipped_passes", std::to_string(r.skipped_passes));
   kv("machine_procs", std::to_string(r.machine_procs));
   kv("sim_seconds", num(r.sim_seconds));
   o += "}";

@@ -77,6 +77,7 @@ struct SimResult {
   Time restart_cost_total = 0;      // s x slots spent restarting
   std::size_t deferred_starts = 0;  // starts the machine could not honour at once
   std::size_t passes = 0;
+  std::size_t skipped_passes = 0;   // passes known to be no-ops (no pending job fits)
   int machine_procs = 0;
   double sim_seconds = 0;       // wall-clock time of the replay (not parsing)
   std::vector<JobResult> per_job;   // in trace order (submit, id)
