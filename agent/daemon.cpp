@@ -139,6 +139,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   sched_.planner.backfill = backfill_of(cfg_.backfill);
 
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
+  // Traversable, not listable: jobs (running as their users) read their own
+  // script under scripts/; the journal itself is 0600.
+  ::chmod(cfg_.state_dir.c_str(), 0711);
   const LoadReport& lr = store_->load_report();
   log_line("state " + store_->path() + ": " + std::to_string(lr.jobs) + " jobs from " +
            std::to_string(lr.entries) + " journal entries, next id " +
