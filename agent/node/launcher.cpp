@@ -612,10 +612,13 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
       }
       if (::chdir(cwd.c_str()) != 0) child_fail(errp[1], "chdir");
       // Opened as the user: the files are theirs, and they can only write where they may.
-      int o = ::open(out_path.c_str(), out_flags, 0644);
+      // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging start().
+      int o = ::open(out_path.c_str(), out_flags | O_NONBLOCK, 0644);
       if (o < 0) child_fail(errp[1], "open stdout");
-      int e = same_out ? o : ::open(err_path.c_str(), out_flags, 0644);
+      int e = same_out ? o : ::open(err_path.c_str(), out_flags | O_NONBLOCK, 0644);
       if (e < 0) child_fail(errp[1], "open stderr");
+      ::fcntl(o, F_SETFL, ::fcntl(o, F_GETFL) & ~O_NONBLOCK);
+      ::fcntl(e, F_SETFL, ::fcntl(e, F_GETFL) & ~O_NONBLOCK);
       ::dup2(o, 1);
       ::dup2(e, 2);
       if (o > 2) ::close(o);

@@ -296,6 +296,12 @@ TEST_CASE("launch faults are refused with a reason and leave nothing", "[node][l
   p.cwd = "/";
   CHECK_THAT(n.L->start(p), Catch::Contains("Permission denied"));
   CHECK(n.L->start(n.spec(17, {})) != "");
+  // stdout into a FIFO nobody reads: an error, not a hang.
+  std::string fifo = n.dir.path + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+  auto f = n.spec(26, {"/bin/true"});
+  f.stdout_path = fifo;
+  CHECK_THAT(n.L->start(f), Catch::Contains("open stdout"));
   CHECK(n.L->cancel(99) != "");
   CHECK(n.L->jobs().empty());
   CHECK(n.L->poll().empty());
