@@ -159,15 +159,35 @@ Time Profile::first_at_least(Time t0, std::int64_t need) const {
   return kForever;
 }
 
+Time Profile::last_below(Time t0, Time t1, std::int64_t need) const {
+  // Scan backwards from the point containing t1 - 1 down to the one holding t0.
+  if (t1 <= t0) return kForever;
+  auto [b0, i0] = locate(t0);
+  auto [b, i] = locate(t1 - 1);
+  for (;;) {
+    const Block& bl = blocks_[b];
+    const std::size_t lo = b == b0 ? i0 : 0;
+    if (!(lo == 0 && bl.mn >= need)) {
+      for (std::size_t k = i + 1; k-- > lo;)
+        if (bl.p[k].f + bl.lazy < need) return std::max(bl.p[k].t, t0);
+    }
+    if (b == b0) return kForever;
+    --b;
+    i = blocks_[b].p.size() - 1;
+  }
+}
+
 Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
   t0 = std::max(t0, origin_);
   if (need <= 0) return t0;
-  while (t0 < kForever) {
-    const Time cand = first_at_least(t0, need);
-    if (cand >= kForever) return kForever;
-    const Time r = run_end(cand, need);
-    if (r >= sat_add(cand, dur)) return cand;
-    t0 = r;
+  if (need > capacity_) return kForever;
+  Time cand = first_at_least(t0, need);
+  // Each round jumps past the LAST shortage inside the window [cand, cand+dur),
+  // so short gaps are skipped together rather than one by one.
+  for (int guard = 0; cand < kForever && guard < 100000000; ++guard) {
+    const Time low = last_below(cand, sat_add(cand, dur), need);
+    if (low >= kForever) return cand;
+    cand = first_at_least(next_change(low), need);
   }
   return kForever;
 }

@@ -50,6 +50,9 @@ class Profile {
   Time first_at_least(Time t0, std::int64_t need) const;
   // Earliest t >= t0 with free >= need on all of [t, t + dur) (kForever if never).
   Time earliest(std::int64_t need, Time dur, Time t0) const;
+  // Time of the last breakpoint in [t0, t1) (or t0 itself, for the segment
+  // holding it) whose free < need; kForever if none.
+  Time last_below(Time t0, Time t1, std::int64_t need) const;
   // First breakpoint strictly after t (kForever if none).
   Time next_change(Time t) const;
 
