@@ -410,3 +410,57 @@ TEST_CASE("odd snapshots do not crash the cycle", "[nci][robust]") {
         for (int c : pl.cores) CHECK((c >= 0 && c < 4));
       }
 }
+
+TEST_CASE("suspension score: owners' running jobs matter only when far apart", "[nci][score]") {
+  NciConfig c = cfg_on();
+  const Job s = job(10, 8, 3600, "normal", "x", "px");
+  const RunningJob v = running(job(1, 4, 36000, "normal", "y", "py"), 0, 0, 0);
+  const double base = suspension_score(s, v, 3600, 1, 1, c);
+  // 1 vs 2 running jobs: inside the dead zone, no effect.
+  CHECK(suspension_score(s, v, 3600, 1, 2, c) == Approx(base));
+  CHECK(suspension_score(s, v, 3600, 2, 1, c) == Approx(base));
+  // Victim's owner has 31 jobs running (e.g. after a weekend): a target.
+  CHECK(suspension_score(s, v, 3600, 1, 31, c) > base + 2.5);
+  // The suspender's owner is the one with many: suspension disfavoured.
+  CHECK(suspension_score(s, v, 3600, 31, 1, c) < base - 2.5);
+  // Larger victims are less favoured; a suspender that waited is more entitled.
+  const RunningJob big = running(job(2, 8, 36000, "normal", "y", "py"), 0, 0, 0);
+  CHECK(suspension_score(s, big, 3600, 1, 1, c) < base);
+  Job waited = s;
+  waited.submit = -7200;  // pending 3 h instead of 1 h for a 1 h job: XF 4 instead of 2
+  CHECK(suspension_score(waited, v, 3600, 1, 1, c) == Approx(base + 2.0 * c.weights.wait));
+}
+
+TEST_CASE("a bypassed job climbs its queue and then must start", "[nci][window]") {
+  Snapshot s;
+  s.now = 0;
+  s.nodes = {node("n0", 4)};
+  s.running = {running(job(100, 4, 3600, "normal", "a", "pa"), 0, 0, 0)};
+  // Job 1 is behind three of the user's own jobs (score 4+1+1+1 = 7), job 2
+  // is another user's: score 0. Ageing lowers job 1's key by 2 cpus a cycle.
+  s.pending = {job(5, 1, 600, "normal", "a", "pa"), job(6, 1, 600, "normal", "a", "pa"),
+               job(7, 1, 600, "normal", "a", "pa"), job(1, 1, 600, "normal", "a", "pa"),
+               job(2, 1, 600, "normal", "b", "pb")};
+  s.running.clear();  // 4 idle cpus: the first 4 of the shuffled order start
+  NciConfig c = cfg_on();
+  std::vector<JobId> st = ids(run_stage(s, c), Action::Start);
+  CHECK(std::find(st.begin(), st.end(), 1) == st.end());  // bypassed
+  s.pending[3].cycles_pending = 3;  // key 3 - 6 = -3: now first
+  st = ids(run_stage(s, c), Action::Start);
+  REQUIRE_FALSE(st.empty());
+  CHECK(st[0] == 1);
+
+  // Window reached: it may suspend even a higher-queue job.
+  Snapshot t;
+  t.now = 10000;
+  t.nodes = {node("n0", 4)};
+  t.running = {running(job(50, 4, 3600, "express", "e", "pe"), 0, 0, 9000)};
+  t.pending = {job(3, 4, 600, "bonus", "f", "pf")};
+  t.pending[0].cycles_pending = c.window_cycles - 1;
+  CHECK(run_stage(t, c).decisions.empty());
+  t.pending[0].cycles_pending = c.window_cycles;
+  Plan p = run_stage(t, c);
+  CHECK(ids(p, Action::Suspend) == std::vector<JobId>{50});
+  REQUIRE(find(p, Action::Start, 3));
+  CHECK(find(p, Action::Start, 3)->reason == "start window");
+}
