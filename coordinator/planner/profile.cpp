@@ -10,6 +10,7 @@ void Profile::build(Time origin, std::int64_t capacity, std::int64_t free0,
   capacity_ = capacity;
   ++gen_;
   blocks_.clear();
+  firsts_.clear();
   std::vector<Point> pts;
   pts.reserve(events.size() + 1);
   pts.push_back({origin, free0});
@@ -27,6 +28,7 @@ void Profile::build(Time origin, std::int64_t capacity, std::int64_t free0,
     const std::size_t e = std::min(pts.size(), i + kBlock);
     b.p.assign(pts.begin() + static_cast<std::ptrdiff_t>(i), pts.begin() + static_cast<std::ptrdiff_t>(e));
     refresh(b);
+    firsts_.push_back(b.p.front().t);
     blocks_.push_back(std::move(b));
   }
 }
@@ -49,11 +51,8 @@ std::size_t Profile::points() const {
 
 std::pair<std::size_t, std::size_t> Profile::locate(Time t) const {
   // Last block whose first point is <= t, then the last point <= t in it.
-  std::size_t lo = 0, hi = blocks_.size();
-  while (hi - lo > 1) {
-    const std::size_t mid = (lo + hi) / 2;
-    if (blocks_[mid].p.front().t <= t) lo = mid; else hi = mid;
-  }
+  const auto bit = std::upper_bound(firsts_.begin(), firsts_.end(), t);
+  const std::size_t lo = bit == firsts_.begin() ? 0 : static_cast<std::size_t>(bit - firsts_.begin()) - 1;
   const auto& p = blocks_[lo].p;
   auto it = std::upper_bound(p.begin(), p.end(), t, [](Time x, const Point& q) { return x < q.t; });
   const std::size_t i = it == p.begin() ? 0 : static_cast<std::size_t>(it - p.begin()) - 1;
@@ -70,6 +69,7 @@ void Profile::maybe_split(std::size_t bi) {
   p.erase(mid, p.end());
   refresh(blocks_[bi]);
   refresh(nb);
+  firsts_.insert(firsts_.begin() + static_cast<std::ptrdiff_t>(bi) + 1, nb.p.front().t);
   blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(bi) + 1, std::move(nb));
 }
 
@@ -181,15 +181,48 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
   t0 = std::max(t0, origin_);
   if (need <= 0) return t0;
   if (need > capacity_) return kForever;
-  Time cand = first_at_least(t0, need);
-  // Each round jumps past the LAST shortage inside the window [cand, cand+dur),
-  // so short gaps are skipped together rather than one by one.
-  for (int guard = 0; cand < kForever && guard < 100000000; ++guard) {
-    const Time low = last_below(cand, sat_add(cand, dur), need);
-    if (low >= kForever) return cand;
-    cand = first_at_least(next_change(low), need);
+  // Positions (block, index) walk forward only; one binary search per round.
+  auto [b, i] = locate(t0);
+  auto val = [&](std::size_t bb, std::size_t ii) { return blocks_[bb].p[ii].f + blocks_[bb].lazy; };
+  // Advance (b, i) to the first point at/after it with free >= need.
+  auto seek_ok = [&]() -> bool {
+    for (; b < blocks_.size(); ++b, i = 0) {
+      const Block& bl = blocks_[b];
+      if (i == 0 && bl.mx < need) continue;
+      for (; i < bl.p.size(); ++i)
+        if (val(b, i) >= need) return true;
+    }
+    return false;
+  };
+  if (!seek_ok()) return kForever;
+  for (;;) {
+    const Time cand = std::max(blocks_[b].p[i].t, t0);
+    const Time end = sat_add(cand, dur);
+    // Each round jumps past the LAST shortage inside [cand, end), so short
+    // gaps are skipped together rather than one by one.
+    auto [eb, ei] = end >= kForever ? std::pair<std::size_t, std::size_t>{blocks_.size() - 1, blocks_.back().p.size() - 1}
+                                    : locate(end - 1);
+    bool found = false;
+    for (;;) {
+      const Block& bl = blocks_[eb];
+      const std::size_t lo = eb == b ? i : 0;
+      if (!(lo == 0 && bl.mn >= need)) {
+        for (std::size_t k = ei + 1; k-- > lo;)
+          if (val(eb, k) < need) {
+            ei = k;
+            found = true;
+            break;
+          }
+      }
+      if (found || eb == b) break;
+      --eb;
+      ei = blocks_[eb].p.size() - 1;
+    }
+    if (!found) return cand;
+    b = eb;
+    i = ei + 1;
+    if (!seek_ok()) return kForever;
   }
-  return kForever;
 }
 
 Time Profile::next_change(Time t) const {

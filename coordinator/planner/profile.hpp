@@ -80,6 +80,7 @@ class Profile {
   Time origin_ = 0;
   std::int64_t capacity_ = 0;
   std::vector<Block> blocks_;
+  std::vector<Time> firsts_;   // first time of each block, for locate()
   // run_end_now cache: value per need, valid when stamp == gen_.
   std::uint64_t gen_ = 1;
   std::vector<std::pair<std::uint64_t, Time>> cache_;
