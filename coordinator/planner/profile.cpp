@@ -59,6 +59,24 @@ std::pair<std::size_t, std::size_t> Profile::locate(Time t) const {
   return {lo, i};
 }
 
+std::pair<std::size_t, std::size_t> Profile::locate_from(std::size_t b, std::size_t i, Time t) const {
+  // Like locate(t) for t >= the time of point (b, i), but searching forward
+  // from there: windows of short jobs usually end a few points later.
+  if (b + 1 < firsts_.size() && firsts_[b + 1] <= t) {
+    const auto it = std::upper_bound(firsts_.begin() + static_cast<std::ptrdiff_t>(b) + 1, firsts_.end(), t);
+    b = static_cast<std::size_t>(it - firsts_.begin()) - 1;
+    i = 0;
+  }
+  const auto& p = blocks_[b].p;
+  for (int probe = 0; probe < 8; ++probe) {
+    if (i + 1 >= p.size() || p[i + 1].t > t) return {b, i};
+    ++i;
+  }
+  auto it = std::upper_bound(p.begin() + static_cast<std::ptrdiff_t>(i), p.end(), t,
+                             [](Time x, const Point& q) { return x < q.t; });
+  return {b, static_cast<std::size_t>(it - p.begin()) - 1};
+}
+
 void Profile::maybe_split(std::size_t bi) {
   if (blocks_[bi].p.size() <= 2 * kBlock) return;
   Block nb;
@@ -201,7 +219,7 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
     // Each round jumps past the LAST shortage inside [cand, end), so short
     // gaps are skipped together rather than one by one.
     auto [eb, ei] = end >= kForever ? std::pair<std::size_t, std::size_t>{blocks_.size() - 1, blocks_.back().p.size() - 1}
-                                    : locate(end - 1);
+                                    : locate_from(b, i, end - 1);
     bool found = false;
     for (;;) {
       const Block& bl = blocks_[eb];

@@ -72,6 +72,7 @@ class Profile {
 
   // Block and index of the point whose segment contains t (t >= origin).
   std::pair<std::size_t, std::size_t> locate(Time t) const;
+  std::pair<std::size_t, std::size_t> locate_from(std::size_t b, std::size_t i, Time t) const;
   // Makes sure a breakpoint exists exactly at t; returns its location.
   std::pair<std::size_t, std::size_t> split_at(Time t);
   void refresh(Block& b);
