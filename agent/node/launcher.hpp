@@ -47,6 +47,8 @@ struct LaunchSpec {
   std::string hosts;              // CORRAL_HOSTS; default this host
 };
 
+// LaunchFailed is never produced by the Launcher (start() returns the error instead); it is there
+// for the daemon's own records.
 enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
                        LaunchFailed };
 const char* to_string(EndReason r);
