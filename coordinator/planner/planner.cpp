@@ -761,6 +761,7 @@ struct Planner::Impl {
   void run(const PassState& st, Plan& plan) {
     pass_allocs.clear();
     const Backfill pol = cfg->backfill;
+    if (pol == Backfill::Conservative) plan.decisions.reserve(plan.decisions.size() + st.order.size());
     int reservations_left = pol == Backfill::Conservative ? -1
                             : pol == Backfill::Reserve    ? std::max(0, cfg->max_reservation)
                             : pol == Backfill::Fcfs       ? 0

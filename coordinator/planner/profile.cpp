@@ -63,7 +63,14 @@ std::pair<std::size_t, std::size_t> Profile::locate_from(std::size_t b, std::siz
   // Like locate(t) for t >= the time of point (b, i), but searching forward
   // from there: windows of short jobs usually end a few points later.
   if (b + 1 < firsts_.size() && firsts_[b + 1] <= t) {
-    const auto it = std::upper_bound(firsts_.begin() + static_cast<std::ptrdiff_t>(b) + 1, firsts_.end(), t);
+    // Gallop: the target block is usually near.
+    std::size_t lo = b + 1, step = 1;
+    while (lo + step < firsts_.size() && firsts_[lo + step] <= t) {
+      lo += step;
+      step *= 2;
+    }
+    const std::size_t hi = std::min(firsts_.size(), lo + step);
+    const auto it = std::upper_bound(firsts_.begin() + static_cast<std::ptrdiff_t>(lo), firsts_.begin() + static_cast<std::ptrdiff_t>(hi), t);
     b = static_cast<std::size_t>(it - firsts_.begin()) - 1;
     i = 0;
   }
