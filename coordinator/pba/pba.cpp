@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -67,6 +68,43 @@ double next_priority(const Job& job, bool allocated, const PbaConfig& cfg) {
   const bool tagged = p >= cfg.default_priority + cfg.allocation_increment;
   p += (allocated && !tagged) ? cfg.allocation_increment : cfg.cycle_increment;
   return p;
+}
+
+// ----------------------------------------------------------------- report --
+
+std::vector<ProjectStatus> project_status(const Snapshot& snap, const ProjectPlan& plan) {
+  std::vector<ProjectStatus> rows;
+  std::map<std::string, std::size_t> at;
+  auto row = [&](const std::string& name) -> ProjectStatus& {
+    auto it = at.find(name);
+    if (it != at.end()) return rows[it->second];
+    at[name] = rows.size();
+    rows.push_back(ProjectStatus{name, plan.allocated_slots(name, snap.now), 0, 0, 0});
+    return rows.back();
+  };
+  for (const auto& p : plan.projects) row(p.name);
+  for (const auto& r : snap.running) {
+    ProjectStatus& s = row(r.job.project);
+    if (r.suspended) ++s.suspended;
+    else s.running += r.slots > 0 ? r.slots : r.job.slots_min;
+  }
+  for (const auto& j : snap.pending) ++row(j.project).pending;
+  return rows;
+}
+
+std::string format_status(const std::vector<ProjectStatus>& rows, Time now) {
+  char buf[160];
+  std::string out = "PBA " + format_iso_week(iso_week(now)) + "\n";
+  std::snprintf(buf, sizeof buf, "%-20s %9s %8s %8s %9s %8s\n", "project", "allocated", "running", "pending",
+                "suspended", "over");
+  out += buf;
+  for (const auto& r : rows) {
+    std::snprintf(buf, sizeof buf, "%-20s %9d %8d %8d %9d %+8d\n",
+                  r.project.empty() ? "(no project)" : r.project.c_str(), r.allocated, r.running, r.pending,
+                  r.suspended, r.oversubscribed());
+    out += buf;
+  }
+  return out;
 }
 
 // ------------------------------------------------------ placeholder slots --

@@ -93,6 +93,24 @@ double next_priority(const Job& job, bool allocated, const PbaConfig& cfg);
 // normal > demoted (failed pre-qualification).
 enum class JobClass : std::uint8_t { Lowest = 0, Normal = 1, Requeued = 2, Allocated = 3 };
 
+// ----------------------------------------------------------------- report --
+// Where each project stands this week (patent: "automated reports ... to
+// users, project leads, resource managers"): its allocation, the slots its
+// running jobs hold, and how over- (> 0) or under- (< 0) subscribed it is.
+struct ProjectStatus {
+  std::string project;
+  int allocated = 0;     // slots for the current ISO week
+  int running = 0;       // slots held by its running (not suspended) jobs
+  int pending = 0;       // pending jobs
+  int suspended = 0;     // suspended jobs
+  int oversubscribed() const { return running - allocated; }
+};
+// Every project of the plan, then any other project seen in the snapshot
+// (no allocation: zero slots), in that order.
+std::vector<ProjectStatus> project_status(const Snapshot& snap, const ProjectPlan& plan);
+// A fixed-width text table of the above, one line per project, for people.
+std::string format_status(const std::vector<ProjectStatus>& rows, Time now);
+
 // --------------------------------------------------- placeholder slots --
 // A host's standard slot is one core with an equal share of its memory.
 std::int64_t standard_share_mb(const Node& node);  // 0: memory not tracked

@@ -539,3 +539,30 @@ TEST_CASE("preemption: a 2-slot allocated job frees 2 slots, or none when it can
     CHECK(w.pass().decisions.empty());
   }
 }
+
+TEST_CASE("report: allocation, use and over-subscription per project", "[report]") {
+  World w(4, kPlan);
+  run_at(w, 1, "chip", w.snap.now - 100, 0);
+  run_at(w, 2, "", w.snap.now - 100, 1);
+  run_at(w, 3, "", w.snap.now - 100, 2);
+  run_at(w, 4, "web", w.snap.now - 100, 3);
+  w.running(4)->suspended = true;
+  w.submit(10, "chip", "alice");
+  w.submit(11, "chip", "bob");
+  const auto rows = project_status(w.snap, w.cfg.plan);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].project == "chip");
+  CHECK(rows[0].allocated == 2);
+  CHECK(rows[0].running == 1);
+  CHECK(rows[0].pending == 2);
+  CHECK(rows[0].oversubscribed() == -1);  // under-subscribed by one
+  CHECK(rows[1].project.empty());
+  CHECK(rows[1].oversubscribed() == 2);   // no allocation: every job is over
+  CHECK(rows[2].project == "web");
+  CHECK(rows[2].suspended == 1);
+  CHECK(rows[2].running == 0);
+  const std::string t = format_status(rows, w.snap.now);
+  CHECK(t.find("PBA 2026-W48") == 0);
+  CHECK(t.find("(no project)") != std::string::npos);
+  CHECK(t.find("      -1") != std::string::npos);
+}
