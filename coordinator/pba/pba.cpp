@@ -17,7 +17,10 @@ bool covers(const Allocation& a, const Job& job) {
          (a.group.empty() || a.group == job.group) && (a.step.empty() || a.step == job.flow_step);
 }
 
-Verdict prequalify(const Job& job, const ProjectPlan& plan, Time now, bool require_tag) {
+namespace {
+// `slots_now`: the project's allocated slots this week, if the caller has them.
+Verdict qualify(const Job& job, const ProjectPlan& plan, Time now, bool require_tag,
+                const std::map<std::string, int>* slots_now) {
   // Patent: "verify if a pre-defined Project tag has been set ... 1) valid
   // project name 2) user a valid member 3) job slots allocated for the project".
   if (job.project.empty()) {
@@ -31,10 +34,22 @@ Verdict prequalify(const Job& job, const ProjectPlan& plan, Time now, bool requi
     return {Qualify::NotMember, "user '" + job.user + "'" +
                                     (job.group.empty() ? std::string() : " (group '" + job.group + "')") +
                                     " is not a member of project '" + job.project + "'"};
-  if (plan.allocated_slots(job.project, now) <= 0)
+  int slots = 0;
+  if (slots_now) {
+    const auto it = slots_now->find(job.project);
+    slots = it == slots_now->end() ? 0 : it->second;
+  } else {
+    slots = plan.allocated_slots(job.project, now);
+  }
+  if (slots <= 0)
     return {Qualify::NoAllocation, "project '" + job.project + "' has no job slots allocated for " +
                                        format_iso_week(iso_week(now))};
   return {};
+}
+}  // namespace
+
+Verdict prequalify(const Job& job, const ProjectPlan& plan, Time now, bool require_tag) {
+  return qualify(job, plan, now, require_tag, nullptr);
 }
 
 void apply_update(Job& job, const JobUpdate& u) {
@@ -282,6 +297,8 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     const int s = job_slots(r);
     busy += s;
     project_running[r.job.project] += s;
+    // Only qualified jobs (members of a valid project) hold allocated slots.
+    if (r.job.project.empty() || !pba::qualify(r.job, pplan, now, true, &project_alloc).ok()) continue;
     for (Bucket* b : matching(buckets, r.job)) {
       if (b->used + s <= b->a->slots) {
         b->used += s;
@@ -356,7 +373,7 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
   std::vector<char> allocated(np, 0);
   for (std::size_t i = 0; i < np; ++i) {
     const Job& j = snap.pending[i];
-    const pba::Verdict v = pba::prequalify(j, pplan, now, cfg.require_project_tag);
+    const pba::Verdict v = pba::qualify(j, pplan, now, cfg.require_project_tag, &project_alloc);
     bool match = false;
     if (v.ok())
       for (auto& b : buckets)

@@ -566,3 +566,13 @@ TEST_CASE("report: allocation, use and over-subscription per project", "[report]
   CHECK(t.find("(no project)") != std::string::npos);
   CHECK(t.find("      -1") != std::string::npos);
 }
+
+TEST_CASE("preemption: a non-member's job tagged with the project holds no allocated slot", "[preempt]") {
+  World w(1, kPlan);
+  run_at(w, 1, "chip", w.snap.now - 100, 0);
+  w.running(1)->job.user = "mallory";  // not a member of chip
+  w.submit(10, "chip", "alice", w.snap.now - 1000);
+  Plan p = w.pass();
+  REQUIRE(of(p, Action::Requeue).size() == 1);
+  CHECK(of(p, Action::Requeue)[0].job == 1);
+}
