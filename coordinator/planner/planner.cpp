@@ -104,6 +104,8 @@ struct Planner::Impl {
   std::unordered_set<std::string> host_cons_names;
   bool mem_tracked = false, jobfs_tracked = false;
   std::int64_t free_now = 0;                                // actual free cores now
+  bool prof0_ready = false;
+  std::int64_t prof0_total = 0, prof0_used = 0;
 
   // ---- node state now
   std::vector<int> node_free;
@@ -272,8 +274,12 @@ struct Planner::Impl {
         left -= take;
       }
     }
-    std::sort(events.begin(), events.end());
-    prof[0].build(now, total, total - used_now, events);
+    // The cores diagram is built lazily (ensure_prof0): passes where every
+    // job fits now, or nothing is pending, never sort the running jobs.
+    prof[0].reset(now, total);
+    prof0_ready = false;
+    prof0_total = total;
+    prof0_used = used_now;
     free_now = 0;
     for (std::size_t n = 0; n < nn; ++n) {
       node_free[n] = std::max(0, node_free[n]);
@@ -361,19 +367,23 @@ struct Planner::Impl {
   // Largest s in [smin, smax] the aggregate diagrams allow on [t, t+d); 0 if none.
   int agg_slots(const Req& r, Time t, Time d, int smin, int smax) {
     const Time e = sat_add(t, d);
+    if (t != now) ensure_prof0();
     for (const Use& u : r.uses) {
+      if (u.prof == 0 && !prof0_ready) continue;  // caller checked free_now
       Profile& p = prof[static_cast<std::size_t>(u.prof)];
       const Time re = t == now ? p.run_end_now(smin * u.per_slot) : p.run_end(t, smin * u.per_slot);
       if (re < e) return 0;
     }
     if (smax == smin) return smin;
     std::int64_t s = smax;
-    for (const Use& u : r.uses) s = std::min(s, prof[static_cast<std::size_t>(u.prof)].min_free(t, e) / u.per_slot);
+    for (const Use& u : r.uses)
+      if (u.prof != 0 || prof0_ready) s = std::min(s, prof[static_cast<std::size_t>(u.prof)].min_free(t, e) / u.per_slot);
     return static_cast<int>(std::max<std::int64_t>(s, smin));
   }
 
   // Earliest t >= t0 at which smin slots fit in every aggregate diagram.
   Time agg_earliest(const Req& r, Time d, int smin, Time t0) {
+    ensure_prof0();
     Time t = t0;
     for (int guard = 0; guard < 1000000 && t < kForever; ++guard) {
       bool moved = false;
@@ -390,7 +400,23 @@ struct Planner::Impl {
   }
 
   void agg_debit(const Req& r, int s, Time t0, Time t1, int sign) {
-    for (const Use& u : r.uses) prof[static_cast<std::size_t>(u.prof)].add(t0, t1, -sign * u.per_slot * s);
+    for (const Use& u : r.uses)
+      if (u.prof != 0 || prof0_ready) prof[static_cast<std::size_t>(u.prof)].add(t0, t1, -sign * u.per_slot * s);
+  }
+
+  // Builds the cores diagram from the running jobs plus this pass's starts.
+  // Before it exists no reservation does either, so free cores never drop
+  // below free_now after now and "fits now" is simply free_now >= slots.
+  void ensure_prof0() {
+    if (prof0_ready) return;
+    prof0_ready = true;
+    std::int64_t used = prof0_used;
+    for (const auto& [di, a] : pass_allocs) {
+      used += a.slots;
+      events.emplace_back(sat_add(a.start, a.dur), a.slots);
+    }
+    std::sort(events.begin(), events.end());
+    prof[0].build(now, prof0_total, prof0_total - used, events);
   }
 
   // ------------------------------------------------------------ host level
@@ -510,7 +536,7 @@ struct Planner::Impl {
 
   // Next time after t at which anything on the host level or aggregate changes.
   Time next_event(Time t) const {
-    Time nx = prof[0].next_change(t);
+    Time nx = prof0_ready ? prof[0].next_change(t) : kForever;
     if (nalloc_built)
       for (const auto& v : nalloc)
         for (const NodeAlloc& a : v) {
@@ -700,6 +726,7 @@ struct Planner::Impl {
   // Checkpoint policy, window end: stop overdue backfilled jobs (largest first)
   // until `head` fits now. Returns true if the head was started.
   bool checkpoint_for(Plan& plan, const Job& head, const Req& r, Time d) {
+    ensure_prof0();
     std::vector<std::size_t> overdue;
     std::int64_t freeable = 0;
     for (std::size_t ri = 0; ri < snap->running.size(); ++ri) {
@@ -879,6 +906,7 @@ void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassSta
   Impl& m = *impl_;
   plan.now = snap.now;
   const std::size_t first = plan.decisions.size();
+  if (st.order.empty() && !cfg.monitor) return;  // nothing to plan
   m.st_freed = st.freed;
   m.out = &plan;
   m.setup(snap, cfg, plan);
