@@ -179,7 +179,11 @@ struct NodeState {
 struct Run {
   const Job* job = nullptr;
   const RunningJob* rj = nullptr;  // null for jobs started this pass
-  std::vector<Placement> placement;
+  // Running jobs point at the snapshot's placement (no copy per pass); jobs
+  // started this pass own theirs.
+  const std::vector<Placement>* pl = nullptr;
+  std::vector<Placement> own;
+  const std::vector<Placement>& placement() const { return pl ? *pl : own; }
   int cpus = 0;
   int prio = 0;
   bool suspended = false;
@@ -211,7 +215,7 @@ struct Cycle {
 
   void occupy(std::uint32_t ri) {
     Run& r = runs[ri];
-    for (const Placement& p : r.placement) {
+    for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) continue;
       NodeState& n = nodes[p.node];
       n.idle -= static_cast<int>(p.slots);
@@ -232,7 +236,7 @@ struct Cycle {
 
   void release_cores(std::uint32_t ri) {
     Run& r = runs[ri];
-    for (const Placement& p : r.placement) {
+    for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) continue;
       NodeState& n = nodes[p.node];
       n.idle += static_cast<int>(p.slots);
@@ -245,7 +249,7 @@ struct Cycle {
   }
 
   void hold_memory(const Run& r, int sign) {
-    for (const Placement& p : r.placement) {
+    for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) continue;
       NodeState& n = nodes[p.node];
       n.mem_free -= sign * share(r.job->mem_mb, static_cast<int>(p.slots), r.cpus);
@@ -254,7 +258,7 @@ struct Cycle {
   }
 
   void mark_claimed(const Run& r) {
-    for (const Placement& p : r.placement) {
+    for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) continue;
       NodeState& n = nodes[p.node];
       for (int c : p.cores)
@@ -294,7 +298,7 @@ struct Cycle {
       Run r;
       r.job = &rj.job;
       r.rj = &rj;
-      r.placement = rj.placement;
+      r.pl = &rj.placement;
       r.cpus = rj.slots > 0 ? rj.slots : rj.job.slots_min;
       r.prio = prio_of(queue_name(rj.job, cfg));
       r.suspended = rj.suspended;
@@ -333,7 +337,7 @@ struct Cycle {
 
   bool try_resume(std::uint32_t ri) {
     Run& r = runs[ri];
-    for (const Placement& p : r.placement) {
+    for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) return false;
       const NodeState& n = nodes[p.node];
       if (!n.up || n.idle < static_cast<int>(p.slots)) return false;
@@ -349,7 +353,7 @@ struct Cycle {
     d.job = r.job->id;
     d.at = snap.now;
     d.slots = r.cpus;
-    d.placement = r.placement;
+    d.placement = r.placement();
     d.reason = "resources of its suspender are free again";
     plan.decisions.push_back(std::move(d));
     return true;
@@ -520,7 +524,7 @@ struct Cycle {
       total += cap[i];
     }
     auto apply = [&](std::uint32_t ri, int sign) {
-      for (const Placement& p : runs[ri].placement) {
+      for (const Placement& p : runs[ri].placement()) {
         if (p.node >= nodes.size()) continue;
         int& ex = extra[p.node];
         ex += sign * static_cast<int>(p.slots);
@@ -573,7 +577,7 @@ struct Cycle {
       d.job = v.job->id;
       d.at = snap.now;
       d.slots = v.cpus;
-      d.placement = v.placement;
+      d.placement = v.placement();
       char buf[160];
       std::snprintf(buf, sizeof buf, "suspended for job %llu (%s, XFactor %.2f, score %.2f)",
                     static_cast<unsigned long long>(j.id),
@@ -587,7 +591,7 @@ struct Cycle {
     }
     Run r;
     r.job = &j;
-    r.placement = pl;
+    r.own = pl;
     r.cpus = c;
     r.prio = 0;
     r.protect = true;
