@@ -354,10 +354,12 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
       } else {
         const double mean = work / n;
         const Time left = p->sla.deadline - now;
-        const double need = left <= 0 ? std::numeric_limits<double>::infinity()
-                                      : std::ceil(remaining * mean / static_cast<double>(left));
-        s.pressure = std::min(1.0, need / std::max(1, alloc));
-        s.waive_wait = need >= alloc;
+        // Slots needed in parallel from now on to finish in time.
+        const double exact = left <= 0 ? std::numeric_limits<double>::infinity()
+                                       : remaining * mean / static_cast<double>(left);
+        const double need = std::ceil(exact);
+        s.pressure = std::min(1.0, exact / std::max(1, alloc));
+        s.waive_wait = exact >= alloc;
         s.cap = need >= alloc ? alloc
                               : std::min(alloc, project_pba_used[name] + static_cast<int>(need));
       }

@@ -576,3 +576,24 @@ TEST_CASE("preemption: a non-member's job tagged with the project holds no alloc
   REQUIRE(of(p, Action::Requeue).size() == 1);
   CHECK(of(p, Action::Requeue)[0].job == 1);
 }
+
+TEST_CASE("service levels: a throughput project behind its deadline is ordered first", "[sla]") {
+  World w(1, "project t\nmember t alice\nalloc t 2026-W48 1\n"
+             "project p\nmember p alice\nalloc p 2026-W48 1\n");
+  w.submit(1, "p", "alice");
+  w.pending(1)->cycles_pending = 20;  // pending longer: 140 after this pass
+  w.pending(1)->priority = 139;
+  w.submit(2, "t", "alice");
+  w.pending(2)->estimate = 3600;
+  SECTION("deadline far: plain priority order") {
+    w.cfg.plan.projects[0].sla = Sla{SlaKind::Throughput, 1, w.snap.now + 100 * 3600};
+    w.pass();
+    CHECK(w.order() == std::vector<JobId>{1, 2});
+  }
+  SECTION("deadline near: the SLA job first") {
+    w.cfg.plan.projects[0].sla = Sla{SlaKind::Throughput, 1, w.snap.now + 1800};
+    w.pass();
+    CHECK(w.order() == std::vector<JobId>{2, 1});
+    CHECK(w.pending(2)->priority == 120);  // the boost orders; it is not stored
+  }
+}
