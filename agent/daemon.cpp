@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
@@ -38,6 +39,12 @@ double mono_now() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CORRAL_TRACE=1 in corrald's environment logs the time of each loop stage.
+bool trace_on() {
+  static const bool on = std::getenv("CORRAL_TRACE") != nullptr;
+  return on;
 }
 
 int g_sig_write = -1;
@@ -366,6 +373,7 @@ int Daemon::run() {
       short re = fds[i + 3].revents;
       if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c);
     }
+    if (!commit_and_reply()) return 1;
     mono = mono_now();
     if ((fds[2].revents & POLLIN) || (!active_.empty() && mono >= next_poll_)) {
       poll_launcher();
@@ -383,27 +391,35 @@ int Daemon::run() {
       heartbeat();
       next_heartbeat_ = mono + cfg_.heartbeat_interval;
     }
-    // Write-ahead: everything this iteration changed is on disk before any
-    // reply (a submit's id, a cancel's confirmation) leaves.
-    try {
-      store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
-      store_->flush();
-    } catch (const std::exception& e) {
-      log_line(std::string("fatal: cannot persist state: ") + e.what());
-      return 1;
-    }
-    for (auto it = clients_.begin(); it != clients_.end();) {
-      Client& c = *it->second;
-      if (!c.dead && !c.out.empty()) write_client(c);
-      if (c.dead || (c.close_after_write && c.out.empty())) {
-        ::close(it->first);
-        it = clients_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    if (!commit_and_reply()) return 1;
   }
   return 0;
+}
+
+// Write-ahead: everything changed so far is written (and synced when a client
+// is owed an acknowledgement: submit, cancel) before any reply leaves.
+bool Daemon::commit_and_reply() {
+  try {
+    store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
+    bool owed = false;
+    for (auto& [fd, c] : clients_) owed |= !c->out.empty();
+    store_->flush(owed || need_sync_);
+    if (owed) need_sync_ = false;
+  } catch (const std::exception& e) {
+    log_line(std::string("fatal: cannot persist state: ") + e.what());
+    return false;
+  }
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    Client& c = *it->second;
+    if (!c.dead && !c.out.empty()) write_client(c);
+    if (c.dead || (c.close_after_write && c.out.empty())) {
+      ::close(it->first);
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return true;
 }
 
 void Daemon::accept_clients() {
@@ -708,7 +724,9 @@ Snapshot Daemon::snapshot(Time t) const {
 void Daemon::cycle() {
   dirty_ = false;
   if (pending_.empty() && active_.empty()) return;
+  double t0 = mono_now();
   Plan plan = schedule(snapshot(static_cast<Time>(now())), sched_, ++passes_);
+  if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
   apply(plan);
 }
 
@@ -850,7 +868,9 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;
   ls.restart = rec.requeues > 0 && rec.work_done > 0;
+  double t_launch = mono_now();
   std::string err = launcher_->start(ls);
+  if (trace_on()) log_line("trace: launcher.start " + std::to_string((mono_now() - t_launch) * 1000) + " ms");
   if (!err.empty()) {
     finish(rec, "launch_failed", -1, err);
     return;
@@ -879,7 +899,9 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
 }
 
 void Daemon::poll_launcher() {
+  double t0 = mono_now();
   for (const auto& e : launcher_->poll()) on_end(e);
+  if (trace_on()) log_line("trace: poll " + std::to_string((mono_now() - t0) * 1000) + " ms");
 }
 
 void Daemon::on_end(const node::JobEnd& e) {
@@ -1018,6 +1040,7 @@ void Daemon::publish(proto::Event& e) {
 }
 
 void Daemon::heartbeat() {
+  need_sync_ = true;  // starts and ends reach the disk at least every heartbeat
   proto::Event e;
   e.kind = "heartbeat";
   e.pending = static_cast<int>(pending_.size());

@@ -85,6 +85,7 @@ class Daemon {
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
   void cycle();
+  bool commit_and_reply();
   void poll_launcher();
   void on_end(const node::JobEnd& e);
   void start_job(JobRecord& rec, const Decision& d);
@@ -117,6 +118,7 @@ class Daemon {
   double boot_mono_ = 0;
   std::string hostname_;
   bool dirty_ = true;                 // schedule at the next iteration
+  bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   bool stop_ = false;
   std::uint64_t passes_ = 0;
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic

@@ -173,11 +173,15 @@ void Store::trim_ended(std::size_t keep) {
   for (auto id : victims) erase(id);
 }
 
-void Store::flush() {
+void Store::flush(bool sync) {
+  if (sync && unsynced_ && batch_.empty()) {
+    if (fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
+    unsynced_ = false;
+  }
   if (batch_.empty()) return;
-  // Count entries cheaply: each put/del appended one.
   write_all(fd_, batch_, path_);
-  if (fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
+  if (sync && fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
+  unsynced_ = !sync;
   std::size_t n = 0;
   for (std::size_t pos = 0; pos + 8 <= batch_.size(); ++n) pos += 8 + get_u32(batch_.data() + pos);
   entries_ += n;

@@ -79,8 +79,10 @@ class Store {
   void put(const JobRecord& rec);
   // Forgets a job (old ended jobs beyond the retention limit).
   void erase(std::uint64_t id);
-  // Writes and syncs the pending batch. Throws on I/O error (disk full...).
-  void flush();
+  // Writes the pending batch; with sync (the default) also fdatasync()s it.
+  // Unsynced entries survive a crash of the process (page cache), not of the
+  // machine. Throws on I/O error (disk full...).
+  void flush(bool sync = true);
   bool dirty() const { return !batch_.empty(); }
 
   JobRecord* find(std::uint64_t id);
@@ -105,6 +107,7 @@ class Store {
   std::uint64_t next_id_ = 1;
   std::string batch_;
   std::size_t entries_ = 0;      // entries in the journal file
+  bool unsynced_ = false;        // written but not yet fdatasync'ed
   LoadReport report_;
 };
 

@@ -128,6 +128,7 @@ struct Agent {
     try {
       auto b = corral::node::make_cgroup_v1(cgparent);
       for (const auto& s : b->list()) b->destroy(s);
+      b->remove_parent();
     } catch (...) {
     }
     std::string cmd = "rm -rf '" + dir + "'";

@@ -1,0 +1,290 @@
+// Launch benchmark on one node: a real corrald --standalone (journal fsync on),
+// N jobs that exit at once (#!/bin/true), submitted over the local socket as
+// fast as possible. Prints JSON: launches per second, submit-to-start latency
+// (p50/p99) for the burst and for paced single submits, the agent's RSS and its
+// idle CPU over ~5 s (utime+stime from /proc/PID/stat). Needs root.
+//
+//   build-daemon/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--idle 5]
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/proto.hpp"
+
+using namespace corral;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct Conn {
+  int fd = -1;
+  proto::FrameReader rd;
+  explicit Conn(const std::string& path) {
+    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~Conn() {
+    if (fd >= 0) ::close(fd);
+  }
+  void send(const proto::Message& m) {
+    std::string f = proto::frame(proto::encode(m));
+    std::size_t off = 0;
+    while (off < f.size()) {
+      ssize_t n = ::write(fd, f.data() + off, f.size() - off);
+      if (n <= 0) throw std::runtime_error("write to corrald failed");
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  proto::Message recv() {
+    std::string frame;
+    char b[65536];
+    while (!rd.next(frame)) {
+      ssize_t n = ::read(fd, b, sizeof b);
+      if (n <= 0) throw std::runtime_error("corrald closed the connection");
+      rd.feed(b, static_cast<std::size_t>(n));
+    }
+    return proto::decode(frame);
+  }
+};
+
+std::string proc_field(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return line.substr(key.size() + 1);
+  return "";
+}
+double rss_mb(pid_t pid, const char* key = "VmRSS") {
+  return std::atof(proc_field(pid, key).c_str()) / 1024.0;
+}
+double cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t p = s.rfind(')');
+  std::istringstream ss(s.substr(p + 2));
+  std::string f;
+  std::vector<std::string> v;
+  while (ss >> f) v.push_back(f);
+  // after ")": state(0) ... utime is field 14 overall -> index 11 here, stime 12
+  return std::atof(v.at(11).c_str()) + std::atof(v.at(12).c_str());
+}
+
+double pct(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string corrald = "build/agent/corrald";
+  int jobs = 2000, paced = 100;
+  double idle = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--corrald") corrald = argv[i + 1];
+    else if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
+    else if (a == "--paced") paced = std::atoi(argv[i + 1]);
+    else if (a == "--idle") idle = std::atof(argv[i + 1]);
+  }
+  if (::geteuid() != 0) {
+    std::fprintf(stderr, "bench_launch: needs root (cgroups, job users)\n");
+    return 2;
+  }
+  char tmpl[] = "/tmp/corral-bench-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  ::chmod(dir.c_str(), 0755);
+  std::string sock = dir + "/sock", pub = "ipc://" + dir + "/events";
+  std::string cg = "corral-bench-" + std::to_string(::getpid());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string log = dir + "/corrald.log";
+    execl(corrald.c_str(), corrald.c_str(), "--standalone", "--foreground", "--state-dir",
+          (dir + "/state").c_str(), "--socket", sock.c_str(), "--pub", pub.c_str(),
+          "--cgroup-parent", cg.c_str(), "--node-state-dir", (dir + "/node").c_str(),
+          "--jobfs-root", (dir + "/jobfs").c_str(), "--ckpt-root", (dir + "/ckpt").c_str(),
+          "--log", log.c_str(), "--set", "fsync=yes", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 500; ++i) {
+    Conn c(sock);
+    if (c.fd >= 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double rss_start = rss_mb(pid);
+
+  // Subscriber thread: every started/ended event.
+  void* ctx = zmq_ctx_new();
+  void* sub = zmq_socket(ctx, ZMQ_SUB);
+  int hwm = 0, tmo = 100;
+  zmq_setsockopt(sub, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  zmq_setsockopt(sub, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+  zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "corral.", 7);
+  zmq_connect(sub, pub.c_str());
+  std::mutex mu;
+  std::map<std::uint64_t, double> started, submitted;
+  std::map<std::uint64_t, double> ended;
+  std::uint64_t last_seq = 0, gaps = 0;
+  std::atomic<bool> quit{false};
+  std::thread th([&] {
+    while (!quit) {
+      char topic[64];
+      if (zmq_recv(sub, topic, sizeof topic, 0) < 0) continue;
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      zmq_msg_recv(&m, sub, 0);
+      auto msg = proto::decode(std::string_view(static_cast<char*>(zmq_msg_data(&m)), zmq_msg_size(&m)));
+      zmq_msg_close(&m);
+      auto& e = std::get<proto::Event>(msg);
+      std::lock_guard<std::mutex> g(mu);
+      if (last_seq && e.seq != last_seq + 1) ++gaps;
+      last_seq = e.seq;
+      if (e.kind == "started") {
+        started[e.job] = e.time;
+        submitted[e.job] = e.submit_time;
+      } else if (e.kind == "ended") {
+        ended[e.job] = e.time;
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // subscription settles
+
+  proto::JobSpec spec;
+  spec.name = "bench";
+  spec.script = "#!/bin/true\n";
+  spec.cwd = dir;
+  spec.stdout_path = "/dev/null";
+  spec.stderr_path = "/dev/null";
+  spec.walltime = 60;
+  extern char** environ;
+  for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
+
+  auto wait_ended = [&](std::size_t n, double timeout) {
+    double t0 = now_s();
+    while (now_s() - t0 < timeout) {
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (ended.size() >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+
+  // Burst: every job submitted at once on one connection.
+  Conn c(sock);
+  double t_sub0 = now_s();
+  // Pipelined, up to 32 submits in flight (as many clients at once would be).
+  int sent = 0, acked = 0;
+  while (acked < jobs) {
+    while (sent < jobs && sent - acked < 32) {
+      c.send(proto::SubmitReq{spec});
+      ++sent;
+    }
+    auto r = c.recv();
+    if (!std::holds_alternative<proto::SubmitRep>(r)) {
+      std::fprintf(stderr, "submit refused\n");
+      return 1;
+    }
+    ++acked;
+  }
+  double t_sub1 = now_s();
+  bool ok = wait_ended(static_cast<std::size_t>(jobs), 600);
+  double t_end = now_s();
+  std::vector<double> lat;
+  double first_start = 1e300, last_start = 0;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    for (auto& [id, t] : started) {
+      lat.push_back((t - submitted[id]) * 1000);
+      first_start = std::min(first_start, t);
+      last_start = std::max(last_start, t);
+    }
+  }
+  std::size_t burst_started = lat.size();
+  double rss_after = rss_mb(pid), rss_peak = rss_mb(pid, "VmHWM");
+
+  // Paced: one job at a time on an idle node (latency without queueing).
+  std::vector<double> plat;
+  for (int i = 0; i < paced; ++i) {
+    c.send(proto::SubmitReq{spec});
+    auto r = c.recv();
+    auto id = std::get<proto::SubmitRep>(r).id;
+    for (int k = 0; k < 500; ++k) {
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (ended.count(id)) {
+          plat.push_back((started[id] - submitted[id]) * 1000);
+          break;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+  // Idle CPU.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  long tck = sysconf(_SC_CLK_TCK);
+  double c0 = cpu_ticks(pid), w0 = now_s();
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle));
+  double c1 = cpu_ticks(pid), w1 = now_s();
+  double idle_pct = (c1 - c0) / static_cast<double>(tck) / (w1 - w0) * 100.0;
+  double rss_idle = rss_mb(pid);
+
+  quit = true;
+  th.join();
+  zmq_close(sub);
+  zmq_ctx_term(ctx);
+  ::kill(pid, SIGTERM);
+  int st;
+  ::waitpid(pid, &st, 0);
+  if (std::getenv("CORRAL_BENCH_KEEP")) std::fprintf(stderr, "kept %s\n", dir.c_str());
+  std::string cleanup = (std::getenv("CORRAL_BENCH_KEEP") ? std::string() : "rm -rf '" + dir + "'; ") + "for d in /sys/fs/cgroup/*/" + cg +
+                        "; do rmdir \"$d\" 2>/dev/null; done";
+  (void)!std::system(cleanup.c_str());
+
+  double span = last_start - first_start;
+  std::printf(
+      "{\"bench\":\"launch\",\"jobs\":%d,\"all_ended\":%s,\"started_seen\":%zu,\"event_gaps\":%llu,"
+      "\"submit_rate_per_s\":%.1f,\"launches_per_s\":%.1f,\"end_to_end_per_s\":%.1f,"
+      "\"burst_latency_ms\":{\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f},"
+      "\"paced_latency_ms\":{\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f},"
+      "\"agent_rss_mb\":{\"start\":%.1f,\"after_burst\":%.1f,\"peak\":%.1f,\"idle\":%.1f},"
+      "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f}\n",
+      jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
+      jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
+      jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
+      pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0);
+  return ok ? 0 : 1;
+}
