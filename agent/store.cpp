@@ -69,6 +69,25 @@ Store::Store(std::string dir, bool fsync) : dir_(std::move(dir)), fsync_(fsync) 
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) fail("cannot create state directory", dir_);
   struct stat st{};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) fail("not a directory:", dir_);
+  // One agent per state directory: a second one would interleave journals.
+  std::string lock = dir_ + "/lock";
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) fail("cannot open", lock);
+  // A POSIX record lock, not flock(): job shepherds are forked from the agent
+  // and must not inherit (and keep) the lock after the agent dies.
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(lock_fd_, F_SETLK, &fl) != 0) {
+    char pid[32] = {};
+    (void)!::pread(lock_fd_, pid, sizeof pid - 1, 0);
+    ::close(lock_fd_);
+    throw std::runtime_error("state directory " + dir_ + " is in use by another corrald (pid " +
+                             std::string(pid) + ")");
+  }
+  std::string me = std::to_string(::getpid());
+  (void)!::ftruncate(lock_fd_, 0);
+  (void)!::pwrite(lock_fd_, me.data(), me.size(), 0);
   path_ = dir_ + "/journal";
   load();
 }
@@ -79,6 +98,7 @@ Store::~Store() {
   } catch (...) {
   }
   if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void Store::load() {

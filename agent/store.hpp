@@ -103,6 +103,7 @@ class Store {
   std::string dir_, path_;
   bool fsync_;
   int fd_ = -1;
+  int lock_fd_ = -1;             // fcntl lock: one agent per state directory
   std::map<std::uint64_t, JobRecord> jobs_;
   std::uint64_t next_id_ = 1;
   std::string batch_;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -114,8 +115,27 @@ TEST_CASE("journal: compaction keeps the live jobs and trims old ended ones", "[
   std::system(("rm -rf " + d).c_str());
 }
 
-TEST_CASE("journal: an unusable state dir is a clear error", "[agent]") {
+TEST_CASE("journal: an unusable or busy state dir is a clear error", "[agent]") {
   CHECK_THROWS_WITH(Store("/proc/no/such/dir"), Catch::Contains("/proc/no/such/dir"));
+  std::string d = tmpdir();
+  {
+    Store first(d + "/state");
+    pid_t pid = ::fork();  // the lock is per process: try from another one
+    if (pid == 0) {
+      try {
+        Store second(d + "/state");
+      } catch (const std::exception& e) {
+        _exit(std::string(e.what()).find("in use by another corrald") != std::string::npos ? 0 : 1);
+      }
+      _exit(2);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+  }
+  Store again(d + "/state");  // free once the first is gone
+  std::system(("rm -rf " + d).c_str());
 }
 
 TEST_CASE("config: file keys, flags override, bad keys are clear errors", "[agent]") {

@@ -81,8 +81,8 @@ T expect(const proto::Message& m) {
   throw std::runtime_error("unexpected reply '" + std::string(proto::type_name(m)) + "' from corrald");
 }
 
-std::string hms(std::int64_t s) {
-  if (s <= 0) return "-";
+std::string hms(std::int64_t s, bool zero_ok = false) {
+  if (s < 0 || (s == 0 && !zero_ok)) return "-";
   char b[32];
   std::snprintf(b, sizeof b, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
                 static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
@@ -222,7 +222,7 @@ int cmd_node(int argc, char** argv) {
       return 0;
     }
     std::printf("node      %s (%s, corrald pid %u, up %s)\n", n.node.c_str(), n.mode.c_str(),
-                n.agent_pid, hms(static_cast<std::int64_t>(n.agent_uptime)).c_str());
+                n.agent_pid, hms(static_cast<std::int64_t>(n.agent_uptime), true).c_str());
     std::printf("topology  %s\n", n.topology.c_str());
     std::printf("slots     %d of %d cores busy, %d jobs pending\n", n.slots_used, n.slots_total,
                 n.pending);
