@@ -130,7 +130,8 @@ const char* const kUsage =
     "  --state-dir DIR         journal of jobs (default /var/lib/corral)\n"
     "  --socket PATH           local command socket (default /run/corral/corrald.sock)\n"
     "  --pub ENDPOINT          ZeroMQ PUB endpoint for events, tcp:// or ipc://, or none\n"
-    "  --foreground            stay in the foreground (default: detach)\n"
+    "  --foreground            stay in the foreground (the default; for systemd)\n"
+    "  --daemon                detach once serving (log to <state-dir>/corrald.log)\n"
     "  --log FILE              append the log here instead of stderr\n"
     "  --cgroup-parent NAME    cgroup parent group (default corral)\n"
     "  --node-state-dir DIR    launcher records (default /run/corral/node)\n"
@@ -175,6 +176,7 @@ bool parse_args(int argc, char** argv, Config& cfg) {
     }
     if (a == "--standalone") { cfg.standalone = true; continue; }
     if (a == "--foreground") { cfg.foreground = true; continue; }
+    if (a == "--daemon") { cfg.foreground = false; continue; }
     if (a == "--config") { value(); continue; }
     if (a == "--set") {
       std::string kv = value();

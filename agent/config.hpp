@@ -16,7 +16,7 @@ struct QueueDef {
 
 struct Config {
   bool standalone = false;
-  bool foreground = false;
+  bool foreground = true;                     // --daemon detaches
   std::string state_dir = "/var/lib/corral";
   std::string socket = "/run/corral/corrald.sock";
   std::string pub = "tcp://127.0.0.1:7461";  // "none": no publishing

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
                  "corrald: only standalone mode exists in this build; run 'corrald --standalone'\n");
     return 2;
   }
-  // Detach unless --foreground: the parent exits once the child serves (so
+  // Detach with --daemon: the parent exits once the child serves (so
   // scripts can use the socket right after), or prints why it could not.
   int ready[2] = {-1, -1};
   if (!cfg.foreground) {

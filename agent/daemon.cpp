@@ -1,6 +1,7 @@
 #include "agent/daemon.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -962,6 +963,8 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   active_.erase(rec.id);
   remove_script(rec.id);
   dirty_ = true;
+  // Queue drained: hand the memory of a burst (scripts, environments) back.
+  if (pending_.empty() && active_.empty()) ::malloc_trim(0);
   log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
            std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
   proto::Event e;

@@ -1,5 +1,6 @@
 // `corral`: the one command for users and admins. Dispatches to subcommands.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -28,6 +29,13 @@ void usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `corral --socket PATH COMMAND ...`: a global --socket before the command
+  // (daemon part); the commands read it from CORRAL_SOCKET.
+  while (argc >= 3 && std::string_view(argv[1]) == "--socket") {
+    ::setenv("CORRAL_SOCKET", argv[2], 1);
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 2) {
     usage(stderr);
     return 2;
