@@ -68,7 +68,7 @@ class Profile {
     std::int64_t lazy = 0;
     std::int64_t mn = 0, mx = 0;  // of p[i].f + lazy
   };
-  static constexpr std::size_t kBlock = 256;
+  static constexpr std::size_t kBlock = 128;
 
   // Block and index of the point whose segment contains t (t >= origin).
   std::pair<std::size_t, std::size_t> locate(Time t) const;
