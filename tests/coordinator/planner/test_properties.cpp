@@ -234,3 +234,67 @@ TEST_CASE("conservative: reservations never slip when jobs end on time", "[plann
     }
   }
 }
+
+TEST_CASE("easy equals the textbook algorithm on single-core nodes", "[planner][property]") {
+  std::mt19937_64 rng(2024);
+  auto U = [&](int a, int b) { return a + static_cast<int>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
+  int blocked_cases = 0;
+  for (int round = 0; round < 300; ++round) {
+    const int N = U(8, 40);
+    Snapshot s = cluster(N, 1, 5000);
+    int used = 0;
+    JobId id = 1;
+    while (used < N && U(0, 5) > 0) {
+      const int k = U(1, N - used);
+      s.running.push_back(running(900 + id++, k, 4000, s.now + U(0, 500), static_cast<std::uint32_t>(used)));
+      used += k;
+    }
+    for (int i = 0; i < 15; ++i) s.pending.push_back(job(id++, U(1, std::max(1, N / U(1, 4))), U(1, 600), i));
+    Plan p = run(s, cfg_of(Backfill::Easy));
+
+    // Textbook EASY.
+    int free = N - used;
+    std::vector<std::pair<Time, int>> ends;
+    for (const RunningJob& r : s.running) ends.emplace_back(std::max(r.expected_end, s.now), r.slots);
+    std::vector<JobId> want;
+    std::size_t i = 0;
+    for (; i < s.pending.size() && s.pending[i].slots_min <= free; ++i) {
+      want.push_back(s.pending[i].id);
+      free -= s.pending[i].slots_min;
+      ends.emplace_back(s.now + s.pending[i].walltime, s.pending[i].slots_min);
+    }
+    Time shadow = -1;
+    if (i < s.pending.size()) {
+      ++blocked_cases;
+      const Job& head = s.pending[i];
+      std::sort(ends.begin(), ends.end());
+      int avail = free;
+      std::size_t e = 0;
+      while (avail < head.slots_min) {
+        shadow = ends[e].first;
+        while (e < ends.size() && ends[e].first == shadow) avail += ends[e++].second;
+      }
+      if (shadow < 0) shadow = s.now;
+      int extra = avail - head.slots_min;
+      for (std::size_t k = i + 1; k < s.pending.size(); ++k) {
+        const Job& j = s.pending[k];
+        if (j.slots_min > free) continue;
+        if (s.now + j.walltime <= shadow) {
+          want.push_back(j.id);
+          free -= j.slots_min;
+        } else if (j.slots_min <= extra) {
+          want.push_back(j.id);
+          free -= j.slots_min;
+          extra -= j.slots_min;
+        }
+      }
+      const Decision* r = find(p, head.id, Action::Reserve);
+      INFO("round " << round);
+      REQUIRE(r);
+      CHECK(r->at == shadow);
+    }
+    INFO("round " << round);
+    CHECK(started(p) == want);
+  }
+  CHECK(blocked_cases > 100);
+}
