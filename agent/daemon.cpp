@@ -575,6 +575,11 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
     if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;
   if (s.stdout_path.empty()) s.stdout_path = s.cwd + "/" + s.name + ".o" + std::to_string(rec.id);
   if (s.stderr_path.empty()) s.stderr_path = s.cwd + "/" + s.name + ".e" + std::to_string(rec.id);
+  for (const auto& e : s.env) {
+    rec.env_blob += e;
+    rec.env_blob.push_back('\0');
+  }
+  s.env.clear();
   rec.spec = std::move(s);
   rec.uid = p.uid;
   rec.gid = p.gid;
@@ -852,9 +857,14 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   }
   if (rec.spec.script.rfind("#!", 0) == 0) ls.argv = {script};
   else ls.argv = {"/bin/sh", script};
-  for (const auto& kv : rec.spec.env) {
+  for (std::size_t pos = 0; pos < rec.env_blob.size();) {
+    std::size_t end = rec.env_blob.find('\0', pos);
+    if (end == std::string::npos) end = rec.env_blob.size();
+    std::string_view kv(rec.env_blob.data() + pos, end - pos);
     std::size_t eq = kv.find('=');
-    ls.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (eq != std::string_view::npos && eq > 0)
+      ls.env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    pos = end + 1;
   }
   ls.env["CORRAL_JOBID"] = std::to_string(rec.id);
   ls.env["CORRAL_JOBNAME"] = rec.spec.name;
@@ -952,8 +962,8 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   // The script and environment are not needed any more: keep memory small.
   rec.spec.script.clear();
   rec.spec.script.shrink_to_fit();
-  rec.spec.env.clear();
-  rec.spec.env.shrink_to_fit();
+  rec.env_blob.clear();
+  rec.env_blob.shrink_to_fit();
   if (auto u = launcher_->has(rec.id) ? launcher_->usage(rec.id) : std::nullopt) {
     rec.cpu_seconds = u->cpu_s;
     rec.rss_mb = u->max_rss_mb;

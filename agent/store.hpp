@@ -22,7 +22,10 @@ namespace corral::agent {
 // One job as the daemon stores it.
 struct JobRecord {
   std::uint64_t id = 0;
-  proto::JobSpec spec;           // script/env dropped once the job has ended
+  proto::JobSpec spec;           // script dropped once the job has ended; spec.env
+                                 // stays empty: the environment is env_blob
+  std::string env_blob;          // KEY=VALUE entries joined by NUL: one allocation
+                                 // per job instead of one per variable (agent RSS)
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
   std::string user;
@@ -45,7 +48,7 @@ struct JobRecord {
   bool requeue_requested = false;
   double cpu_seconds = 0;
   std::int64_t rss_mb = 0;
-  MSGPACK_DEFINE_MAP(id, spec, uid, gid, user, group, state, exit_code, end_reason, comment,
+  MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb)
