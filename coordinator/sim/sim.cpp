@@ -65,6 +65,7 @@ class Simulator {
     // knows what a restart costs.
     cfg_.planner.duration_offset = 0;
     cfg_.planner.restart_cost = opt_.restart_cost;
+    cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.

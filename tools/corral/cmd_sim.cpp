@@ -42,6 +42,8 @@ const char* kHelp =
     "  --no-predict         use the requested times as estimates\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
+    "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
+    "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
     "  --nodes N            machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
     "  --cores C            cores per node (default 1)\n"
     "  --max-jobs N         replay only the first N usable jobs\n"
@@ -152,6 +154,15 @@ int cmd_sim(int argc, char** argv) {
         opt.checkpoint_cost = parse_time(a, value());
       } else if (a == "--restart-cost") {
         opt.restart_cost = parse_time(a, value());
+      } else if (a == "--split-factor") {
+        std::string v = value();
+        char* end = nullptr;
+        double p = std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size() || !(p > 0 && p <= 1))
+          throw UsageError("--split-factor: '" + v + "' is not a number in (0, 1]");
+        opt.sched.planner.checkpoint_split = p;
+      } else if (a == "--split-threshold") {
+        opt.sched.planner.checkpoint_threshold = parse_time(a, value());
       } else if (a == "--nodes") {
         opt.nodes = static_cast<int>(parse_int(a, value(), 1, 1 << 20));
       } else if (a == "--cores") {
