@@ -7,6 +7,7 @@
 //   build-daemon/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--idle 5]
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
   std::string cg = "corral-bench-" + std::to_string(::getpid());
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     std::string log = dir + "/corrald.log";
     execl(corrald.c_str(), corrald.c_str(), "--standalone", "--foreground", "--state-dir",
           (dir + "/state").c_str(), "--socket", sock.c_str(), "--pub", pub.c_str(),
