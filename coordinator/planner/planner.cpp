@@ -154,7 +154,8 @@ struct Planner::Impl {
   }
   void set_node_free(std::uint32_t n, int f) {
     bucket_remove(n);
-    node_free[n] = f;
+    // Clamped: a caller's over-committed node must never corrupt the buckets.
+    node_free[n] = std::clamp(f, 0, snap->nodes[n].up ? std::max(0, snap->nodes[n].cores) : 0);
     bucket_insert(n);
   }
 
@@ -774,6 +775,20 @@ struct Planner::Impl {
       for (std::size_t k = 0; k < used; ++k) release(overdue[k], -1);
       return false;
     }
+    if (cfg->checkpoint_cost > 0) {
+      // The checkpointed jobs keep their resources while the checkpoint is
+      // written: the head is reserved for when they come back, not started.
+      for (std::size_t k = 0; k < used; ++k) {
+        const std::size_t ri = overdue[k];
+        release(ri, -1);
+        Req rr;
+        resolve(snap->running[ri].job, rr);
+        const Time until = sat_add(now, cfg->checkpoint_cost);
+        for (const Use& u : rr.uses)
+          prof[static_cast<std::size_t>(u.prof)].add(u.prof == 0 ? now : now + 1, until,
+                                                     -u.per_slot * snap->running[ri].slots);
+      }
+    }
     for (std::size_t k = 0; k < used; ++k) {
       Decision dec;
       dec.action = Action::Checkpoint;
@@ -782,7 +797,7 @@ struct Planner::Impl {
       dec.reason = "checkpoint backfill window ended for job " + std::to_string(head.id);
       plan.decisions.push_back(std::move(dec));
     }
-    return try_start(plan, head, r, d, head.slots_max, false);
+    return cfg->checkpoint_cost > 0 ? false : try_start(plan, head, r, d, head.slots_max, false);
   }
 
   void run(const PassState& st, Plan& plan) {

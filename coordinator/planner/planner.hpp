@@ -59,6 +59,10 @@ struct PlannerConfig {
   double checkpoint_split = 0.5;
   Time checkpoint_threshold = 3600;
   Time restart_cost = 0;              // seconds added to a restarted job
+  // Seconds a checkpointed job keeps its resources while the checkpoint is
+  // written. 0: its cores are free at once and the head starts in the same
+  // pass; > 0: the head is reserved for now + checkpoint_cost.
+  Time checkpoint_cost = 0;
   // --- hook added by the pba part (PBA placeholder slots) ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so

@@ -306,6 +306,20 @@ TEST_CASE("checkpoint: split estimates backfill and are checkpointed at window e
   REQUIRE(find(p, 4, Action::Checkpoint));
   REQUIRE(find(p, 3, Action::Start));
   CHECK(find(p, 3, Action::Start)->slots == 9);
+  // A checkpoint that takes time keeps the cores: the head is reserved for then.
+  c.checkpoint_cost = 60;
+  p = run(w, c);
+  REQUIRE(find(p, 4, Action::Checkpoint));
+  CHECK_FALSE(find(p, 3, Action::Start));
+  REQUIRE(find(p, 3, Action::Reserve));
+  CHECK(find(p, 3, Action::Reserve)->at == 1060);
+  c.checkpoint_cost = 0;
+  // An over-committed snapshot (two jobs on one single-core node) is survived.
+  Snapshot o = w;
+  o.running.push_back(running(8, 1, 0, 5000, 0));
+  p = run(o, c);
+  CHECK_FALSE(find(p, 3, Action::Start));  // 6 free + 2 freeable < 9: no crash, no start
+  CHECK_FALSE(find(p, 4, Action::Checkpoint));
   // Before the window ends (500 < 800) nothing is checkpointed: the head waits
   // for the shortened end of job 4.
   w.now = 500;
