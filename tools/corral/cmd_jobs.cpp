@@ -105,13 +105,20 @@ std::string cores_text(const std::vector<int>& v) {
   return s.empty() ? "-" : s;
 }
 
+// "reason: comment", without repeating the reason when the comment starts with it.
+std::string why_text(const proto::JobInfo& j) {
+  if (j.end_reason.empty()) return j.comment;
+  if (j.comment.empty()) return j.end_reason;
+  if (j.comment.rfind(j.end_reason, 0) == 0) return j.comment;
+  return j.end_reason + ": " + j.comment;
+}
+
 void print_table(const std::vector<proto::JobInfo>& jobs) {
   std::printf("%-8s %-16s %-10s %-9s %-8s %5s %9s %5s %s\n", "ID", "NAME", "USER", "STATE",
               "QUEUE", "NCPUS", "WALLTIME", "EXIT", "REASON / COMMENT");
   for (const auto& j : jobs) {
     std::string exitc = j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
-    std::string why = j.end_reason.empty() ? j.comment
-                                           : j.end_reason + (j.comment.empty() ? "" : ": " + j.comment);
+    std::string why = why_text(j);
     std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %5s %s\n",
                 static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
                 j.state.c_str(), j.queue.c_str(), j.ncpus, hms(j.walltime).c_str(), exitc.c_str(),
@@ -241,10 +248,9 @@ int cmd_node(int argc, char** argv) {
                   "REASON");
     for (const auto& j : n.recent) {
       std::string exitc = j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
-      std::printf("  %-8llu %-16.16s %-10.10s %-9s %5s  %s%s%s\n",
+      std::printf("  %-8llu %-16.16s %-10.10s %-9s %5s  %s\n",
                   static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
-                  clock_time(j.end_time).c_str(), exitc.c_str(), j.end_reason.c_str(),
-                  j.comment.empty() ? "" : ": ", j.comment.c_str());
+                  clock_time(j.end_time).c_str(), exitc.c_str(), why_text(j).c_str());
     }
     return 0;
   });
