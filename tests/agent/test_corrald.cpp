@@ -283,3 +283,24 @@ TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
   zmq_close(sub);
   zmq_ctx_term(ctx);
 }
+
+TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("downend");
+  a.start();
+  auto s = a.submit({"--wrap", "sleep 1; exit 5"});
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  for (int i = 0; i < 200 && json_field(stat_json(a, id), "state") != "running"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(json_field(stat_json(a, id), "state") == "running");
+  a.stop(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // it ends meanwhile
+  a.start();
+  INFO(a.log());
+  auto w = a.cli({"wait", id});
+  CHECK(w.rc == 5);
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "state") == "ended");
+  CHECK(json_field(js, "exit_code") == "5");
+}
