@@ -153,6 +153,10 @@ struct Planner::Impl {
     b.push_back(n);
   }
   void set_node_free(std::uint32_t n, int f) {
+    if (!buckets_ready) {
+      node_free[n] = std::clamp(f, 0, snap->nodes[n].up ? std::max(0, snap->nodes[n].cores) : 0);
+      return;
+    }
     bucket_remove(n);
     // Clamped: a caller's over-committed node must never corrupt the buckets.
     node_free[n] = std::clamp(f, 0, snap->nodes[n].up ? std::max(0, snap->nodes[n].cores) : 0);
@@ -213,6 +217,7 @@ struct Planner::Impl {
     queue_hosts_built.assign(s.queues.size(), 0);
 
     // Running jobs.
+    const bool any_freed = !freed.empty();
     const std::size_t nr = s.running.size();
     run_end_of.resize(nr);
     holds_cores.assign(nr, 0);
@@ -222,7 +227,7 @@ struct Planner::Impl {
     std::vector<std::size_t> unplaced;
     for (std::size_t ri = 0; ri < nr; ++ri) {
       const RunningJob& rj = s.running[ri];
-      const bool fr = freed.count(rj.job.id) > 0;
+      const bool fr = any_freed && freed.count(rj.job.id) > 0;
       holds_cores[ri] = !rj.suspended && !fr;
       holds_other[ri] = !fr || suspend_freed.count(rj.job.id) > 0;
       Time end = rj.expected_end;
@@ -288,10 +293,17 @@ struct Planner::Impl {
     }
     free_now = std::min(free_now, total - used_now);
 
+    buckets_ready = false;  // built on the first start (ensure_buckets)
+  }
+
+  bool buckets_ready = false;
+  void ensure_buckets() {
+    if (buckets_ready) return;
+    buckets_ready = true;
     bucket.resize(static_cast<std::size_t>(max_cores) + 1);
     for (auto& b : bucket) b.clear();
-    bucket_pos.assign(nn, 0);
-    for (std::size_t n = 0; n < nn; ++n) bucket_insert(static_cast<std::uint32_t>(n));
+    bucket_pos.assign(snap->nodes.size(), 0);
+    for (std::size_t n = 0; n < snap->nodes.size(); ++n) bucket_insert(static_cast<std::uint32_t>(n));
   }
 
   std::vector<JobId> st_freed;
@@ -586,6 +598,7 @@ struct Planner::Impl {
 
   // Placement for a job starting now that needs cores only (bucket search).
   std::vector<Placement> place_cores_now(int s) {
+    ensure_buckets();
     std::vector<Placement> out;
     for (int c = s; c <= max_cores; ++c)
       if (!bucket[static_cast<std::size_t>(c)].empty()) {
