@@ -206,7 +206,8 @@ int cmd_sim(int argc, char** argv) {
 
   sim::SwfTrace trace;
   try {
-    trace = sim::read_swf(trace_path);
+    // With --nodes the machine is the one given: larger jobs are skipped.
+    trace = sim::read_swf(trace_path, opt.nodes > 0 ? opt.nodes * opt.cores : 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 2;
