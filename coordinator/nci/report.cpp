@@ -1,4 +1,5 @@
 #include "coordinator/nci/report.hpp"
+#include "coordinator/json.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,27 +15,7 @@ std::string fmt(double v) {
   return b;
 }
 
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += static_cast<char>(c);
-        }
-    }
-  }
-  return o + "\"";
-}
+std::string json_str(const std::string& s) { return corral::json_quote(s); }
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 #include "tools/corral/client.hpp"
+#include "coordinator/json.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,27 +30,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string esc(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += static_cast<char>(c);
-        }
-    }
-  }
-  return o + "\"";
-}
+std::string esc(const std::string& s) { return corral::json_quote(s); }
 
 std::string num(double d) {
   if (!std::isfinite(d)) return "0";
