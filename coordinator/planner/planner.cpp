@@ -125,6 +125,7 @@ struct Planner::Impl {
   std::vector<std::pair<Time, std::int64_t>> events;
   std::vector<std::pair<std::uint32_t, int>> avail;
   std::unordered_set<JobId> freed, suspend_freed;
+  std::unordered_set<JobId> resumed;                        // Resume decisions of this pass
   std::vector<Time> run_end_of;                             // per running job
   std::vector<std::uint8_t> holds_cores, holds_other;
   Req req;
@@ -176,6 +177,7 @@ struct Planner::Impl {
     nalloc_built = false;
     freed.clear();
     suspend_freed.clear();
+    resumed.clear();
 
     const std::size_t nn = s.nodes.size();
     mem_tracked = jobfs_tracked = false;
@@ -201,6 +203,7 @@ struct Planner::Impl {
 
     for (const Decision& d : plan.decisions)
       if (d.action == Action::Suspend) suspend_freed.insert(d.job);
+      else if (d.action == Action::Resume) resumed.insert(d.job);
     for (JobId id : st_freed) freed.insert(id);
 
     // Aggregate diagrams.
@@ -228,14 +231,20 @@ struct Planner::Impl {
     for (std::size_t ri = 0; ri < nr; ++ri) {
       const RunningJob& rj = s.running[ri];
       const bool fr = any_freed && freed.count(rj.job.id) > 0;
-      holds_cores[ri] = !rj.suspended && !fr;
+      // A suspended job resumed earlier in this pass (PBA / NCI Resume) takes
+      // its cores back: they are not free for this pass's starts.
+      const bool res = rj.suspended && !fr && !resumed.empty() && resumed.count(rj.job.id) > 0;
+      holds_cores[ri] = (!rj.suspended || res) && !fr;
       holds_other[ri] = !fr || suspend_freed.count(rj.job.id) > 0;
       Time end = rj.expected_end;
       if (cfg->backfill == Backfill::Checkpoint && rj.backfilled)
         end = sat_add(rj.start, backfill_duration(rj.job, *cfg));
+      // Its remaining run is unknown here (expected_end does not yet count the
+      // time it was suspended): its whole planned duration is an upper bound.
+      if (res) end = std::max(end, sat_add(now, planned_duration(rj.job, *cfg)));
       // Cores: an end in the past counts as "now" (textbook); other resources
       // are held at least until now + 1 (see planner.hpp).
-      run_end_of[ri] = rj.suspended || (fr && holds_other[ri]) ? kForever : std::max(end, now);
+      run_end_of[ri] = (rj.suspended && !res) || (fr && holds_other[ri]) ? kForever : std::max(end, now);
       if (holds_cores[ri]) {
         int on_up = 0;
         if (rj.placement.empty()) {
@@ -307,6 +316,23 @@ struct Planner::Impl {
   }
 
   std::vector<JobId> st_freed;
+  const PassState* st_cur = nullptr;
+
+  // PBA placement hook (PlannerConfig::may_place): keeps, per candidate
+  // host, the most slots the hook allows there; drops hosts it refuses.
+  std::int64_t filter_avail(const Job& j) {
+    std::int64_t tot = 0;
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < avail.size(); ++i) {
+      int s = avail[i].second;
+      while (s > 0 && !cfg->may_place(*snap, *st_cur, *out, j, avail[i].first, s)) --s;
+      if (s <= 0) continue;
+      avail[w++] = {avail[i].first, s};
+      tot += s;
+    }
+    avail.resize(w);
+    return tot;
+  }
 
   int queue_of(const Job& j) const {
     if (j.queue.empty()) return snap->queues.empty() ? -1 : 0;
@@ -660,14 +686,16 @@ struct Planner::Impl {
     std::vector<Placement> pl;
     if (r.node_bound) {
       ensure_nalloc();
-      const std::int64_t tot = node_scan(j, r, now, d);
+      std::int64_t tot = node_scan(j, r, now, d);
+      if (tot >= smin && cfg->may_place) tot = filter_avail(j);
       if (tot < smin) return false;
       s = static_cast<int>(std::min<std::int64_t>(s, tot));
       pl = pick_from_avail(s);
     } else if (nalloc_built) {
       // Host-level (pinned) reservations exist: only take cores that stay
       // free on their host for the whole run, so none of them slips.
-      const std::int64_t tot = node_scan(j, r, now, d);
+      std::int64_t tot = node_scan(j, r, now, d);
+      if (tot >= smin && cfg->may_place) tot = filter_avail(j);
       if (tot < smin) return false;
       s = static_cast<int>(std::min<std::int64_t>(s, tot));
       pl = pick_from_avail(s);
@@ -936,6 +964,7 @@ void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassSta
   const std::size_t first = plan.decisions.size();
   if (st.order.empty() && !cfg.monitor) return;  // nothing to plan
   m.st_freed = st.freed;
+  m.st_cur = &st;
   m.out = &plan;
   m.setup(snap, cfg, plan);
   m.run(st, plan);

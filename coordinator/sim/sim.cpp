@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <queue>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "coordinator/nci/ledger.hpp"
 
 namespace corral::sim {
 
@@ -67,6 +70,10 @@ class Simulator {
     cfg_.planner.restart_cost = opt_.restart_cost;
     cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
+    if (cfg_.pba.enabled && !cfg_.planner.may_place &&
+        std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
+      cfg_.planner.may_place = pba::may_place_now;  // placeholder slots need node memory
+    if (opt_.projects) setup_projects();
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
@@ -88,6 +95,7 @@ class Simulator {
       if (!heap_.empty()) t = std::min(t, heap_.top().t);
       if (!wake_.empty()) t = std::min(t, wake_.top());
       if (t == kForever) break;
+      integrate(t);
       now_ = t;
       while (!wake_.empty() && wake_.top() <= now_) wake_.pop();
       // 1. completions (and checkpoints that finished)
@@ -143,6 +151,108 @@ class Simulator {
   bool only_starts_ = false;       // the configured pass can only start jobs
   Planner planner_;  // scratch buffers reused across passes
   SimResult res_;
+  std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
+
+  // ---- project figures (SimOptions::projects)
+  struct ProjAcc {
+    std::int64_t used = 0;         // slots of its running (not suspended) jobs
+    double used_int = 0;           // integral of `used` over time
+    std::int64_t pend_within = 0;  // slots of its pending jobs submitted within the allocation
+    double su = 0;
+    std::size_t suffered = 0, caused = 0;
+  };
+  std::optional<Ledger> ledger_;
+  std::vector<ProjAcc> pacc_;         // plan projects in order, then "(none)"
+  std::vector<std::int32_t> proj_;    // per job: index into pacc_
+  std::vector<std::uint8_t> within_;  // per job: within its allocation when submitted
+  std::unordered_map<std::string, std::int32_t> proj_index_;
+  Time last_t_ = 0;
+
+  void setup_projects() {
+    const pba::ProjectPlan& plan = cfg_.pba.plan;
+    if (snap_.queues.empty()) snap_.queues = project_queues(plan, cfg_);
+    std::string defq = cfg_.nci.default_queue;
+    if (!nci_find_queue(snap_.queues, defq) && !snap_.queues.empty()) defq = snap_.queues.front().name;
+    const Time origin = n_ ? tr_.jobs[0].submit : 0;
+    LedgerConfig lc;
+    lc.period_origin = origin;
+    lc.week_origin = origin;
+    lc.default_queue = defq;
+    ledger_.emplace(snap_.queues, lc);
+    for (const pba::Grant& g : plan.grants) ledger_->set_grant_every(g.project, g.su, g.period);
+    for (std::size_t i = 0; i < plan.projects.size(); ++i)
+      proj_index_.emplace(plan.projects[i].name, static_cast<std::int32_t>(i));
+    pacc_.assign(plan.projects.size() + 1, {});
+    proj_.assign(n_, static_cast<std::int32_t>(plan.projects.size()));
+    within_.assign(n_, 0);
+    last_t_ = origin;
+  }
+
+  std::int32_t none_project() const { return static_cast<std::int32_t>(pacc_.size()) - 1; }
+
+  ProjAcc* acc(std::size_t idx) { return pacc_.empty() ? nullptr : &pacc_[static_cast<std::size_t>(proj_[idx])]; }
+
+  void integrate(Time t) {
+    if (pacc_.empty() || t <= last_t_) return;
+    for (ProjAcc& a : pacc_) a.used_int += static_cast<double>(a.used) * static_cast<double>(t - last_t_);
+    last_t_ = t;
+  }
+
+  // Service units for the running stretch that ends now (nci-pbs-policy.txt
+  // "Charging": walltime in the running state x cpus x queue charge factor).
+  void charge(std::size_t idx, const RunningJob& rj) {
+    ProjAcc* a = acc(idx);
+    if (!a || !ledger_) return;
+    a->used -= rj.slots;
+    const Time secs = now_ - recs_[idx].seg_start;
+    if (secs <= 0) return;
+    try {
+      a->su += ledger_->charge(rj.job, secs, now_, rj.slots);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("job " + std::to_string(tr_.jobs[idx].id) + ": " + e.what());
+    }
+  }
+
+  // A preemption (requeue, suspension, checkpoint) was applied to job idx;
+  // the decision's reason names the job it was made for ("... job N ...").
+  void count_preemption(std::size_t idx, const std::string& reason) {
+    ProjAcc* a = acc(idx);
+    if (!a) return;
+    ++a->suffered;
+    for (std::size_t p = reason.find("job "); p != std::string::npos; p = reason.find("job ", p + 1)) {
+      std::size_t q = p + 4;
+      if (q >= reason.size() || reason[q] < '0' || reason[q] > '9') continue;
+      unsigned long long id = std::strtoull(reason.c_str() + q, nullptr, 10);
+      if (id >= 1 && id <= n_) ++pacc_[static_cast<std::size_t>(proj_[id - 1])].caused;
+      break;
+    }
+  }
+
+  // Plan::updates (priority, cycles_pending) go into the jobs before any
+  // decision is applied (pba.hpp contract), so PBA priorities and NCI's start
+  // window advance from pass to pass.
+  void apply_updates(const std::vector<JobUpdate>& ups) {
+    if (upd_of_.size() != n_) upd_of_.assign(n_, UINT32_MAX);
+    bool any_pending = false;
+    for (std::size_t k = 0; k < ups.size(); ++k) {
+      const JobId id = ups[k].job;
+      if (id < 1 || id > n_) continue;
+      const std::size_t idx = static_cast<std::size_t>(id - 1);
+      if (run_pos_[idx] >= 0) {
+        pba::apply_update(snap_.running[static_cast<std::size_t>(run_pos_[idx])].job, ups[k]);
+      } else if (recs_[idx].st == St::Pending) {
+        upd_of_[idx] = static_cast<std::uint32_t>(k);
+        any_pending = true;
+      }
+    }
+    if (!any_pending) return;
+    for (Job& j : snap_.pending) {
+      std::uint32_t& k = upd_of_[j.id - 1];
+      if (k == UINT32_MAX) continue;
+      pba::apply_update(j, ups[k]);
+      k = UINT32_MAX;
+    }
+  }
 
   static JobId jid(std::size_t idx) { return static_cast<JobId>(idx + 1); }
 
@@ -191,17 +301,42 @@ class Simulator {
     j.slots_min = j.slots_max = s.procs;
     j.checkpointable = true;
     if (opt_.on_arrival) opt_.on_arrival(j, s);
+    if (opt_.projects) arrive_project(idx, j);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
     snap_.pending.push_back(std::move(j));  // arrivals come in submit, id order
   }
 
+  // The job's project (the plan's members: ProjectPlan::project_of) and
+  // whether it is within the project's allocation as it arrives.
+  void arrive_project(std::size_t idx, Job& j) {
+    const pba::ProjectPlan& plan = cfg_.pba.plan;
+    if (j.project.empty()) j.project = plan.project_of(j.user, j.group);
+    auto it = proj_index_.find(j.project);
+    if (it == proj_index_.end()) return;  // "(none)"
+    proj_[idx] = it->second;
+    ProjAcc& a = pacc_[static_cast<std::size_t>(it->second)];
+    bool covered = false;
+    for (const pba::Allocation* al : plan.allocations_at(now_))
+      if (pba::covers(*al, j)) covered = true;
+    if (!covered) return;
+    const std::int64_t alloc = plan.allocated_slots(j.project, now_);
+    if (a.used + a.pend_within + j.slots_min <= alloc) {
+      within_[idx] = 1;
+      a.pend_within += j.slots_min;
+    }
+  }
+
   void add_running(std::size_t idx, Job&& j, int slots, std::vector<Placement> place, bool backfilled) {
     Rec& r = recs_[idx];
     const SwfJob& s = tr_.jobs[idx];
+    if (ProjAcc* a = acc(idx)) {
+      if (r.first_start < 0 && within_[idx]) a->pend_within -= j.slots_min;
+      a->used += slots;
+    }
     if (r.first_start < 0) r.first_start = now_;
-    if (j.first_start < 0) j.first_start = now_;
+    pba::on_start(j, now_);  // last_start_priority, first_start (pba.hpp contract)
     r.seg_start = now_;
     r.seg_overhead = r.work_done > 0 ? opt_.restart_cost : 0;
     res_.restart_cost_total += r.seg_overhead * slots;
@@ -236,7 +371,10 @@ class Simulator {
     }
     snap_.running.pop_back();
     run_pos_[idx] = -1;
-    if (!rj.suspended) release(rj.slots, rj.placement);
+    if (!rj.suspended) {
+      release(rj.slots, rj.placement);
+      charge(idx, rj);
+    }
     return rj;
   }
 
@@ -268,6 +406,8 @@ class Simulator {
     r.end = now_;
     r.st = St::Done;
     ++r.gen;
+    // Throughput SLA progress (pba.hpp contract).
+    if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
     const SwfJob& s = tr_.jobs[idx];
     if (s.user >= 0) {  // EASY++ history: the user's last two run times
       auto& h = history_[s.user];
@@ -296,16 +436,16 @@ class Simulator {
     requeue(idx, std::move(rj.job));
   }
 
-  void do_checkpoint(std::size_t idx) {
+  bool do_checkpoint(std::size_t idx) {
     Rec& r = recs_[idx];
-    if (r.st != St::Running || r.checkpoints >= 1000) return;  // bound pathological loops
+    if (r.st != St::Running || r.checkpoints >= 1000) return false;  // bound pathological loops
     const SwfJob& s = tr_.jobs[idx];
     Time work = std::max<Time>(0, now_ - r.seg_start - r.seg_overhead);
     r.work_done = std::min(s.run - 1, r.work_done + work);  // a checkpoint never completes the job
     ++r.checkpoints;
     ++res_.checkpoints;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
-    ++rj.job.requeues;
+    pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     ++r.requeues;
     res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
     ++r.gen;
@@ -318,25 +458,28 @@ class Simulator {
     } else {
       end_checkpoint(idx);
     }
+    return true;
   }
 
-  void do_requeue(std::size_t idx) {
+  bool do_requeue(std::size_t idx) {
     Rec& r = recs_[idx];
-    if (r.st != St::Running && r.st != St::Suspended) return;
+    if (r.st != St::Running && r.st != St::Suspended) return false;
     if (r.st == St::Suspended) --suspended_;
     RunningJob rj = take_running(idx);
     if (r.st == St::Running) segment(idx, rj, now_, false);
     ++r.requeues;
-    ++rj.job.requeues;
+    pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     ++res_.preemptions;
     requeue(idx, std::move(rj.job));  // work since the last checkpoint is lost
+    return true;
   }
 
-  void do_suspend(std::size_t idx) {
+  bool do_suspend(std::size_t idx) {
     Rec& r = recs_[idx];
-    if (r.st != St::Running) return;
+    if (r.st != St::Running) return false;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     segment(idx, rj, now_, false);
+    charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
     r.suspended_at = now_;
     r.st = St::Suspended;
@@ -345,6 +488,7 @@ class Simulator {
     ++suspended_;
     release(rj.slots, rj.placement);
     ++res_.preemptions;
+    return true;
   }
 
   void do_resume(std::size_t idx) {
@@ -356,6 +500,7 @@ class Simulator {
       return;
     }
     take(rj.slots, rj.placement);
+    if (ProjAcc* a = acc(idx)) a->used += rj.slots;
     --suspended_;
     rj.suspended = false;
     rj.suspended_for += now_ - r.suspended_at;
@@ -385,6 +530,7 @@ class Simulator {
   void pass() {
     extend_predictions();
     snap_.now = now_;
+    if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
     Plan plan = opt_.scheduler ? opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes)
                                : schedule(snap_, cfg_, opt_.seed + res_.passes, planner_);
     ++res_.passes;
@@ -392,16 +538,19 @@ class Simulator {
     auto index_of = [&](JobId id) -> std::size_t {
       return (id >= 1 && id <= n_) ? static_cast<std::size_t>(id - 1) : n_;
     };
+    if (!plan.updates.empty()) apply_updates(plan.updates);
     // Stops first, so the cores they free are there for this pass's starts.
     for (const Decision& d : plan.decisions) {
       std::size_t idx = index_of(d.job);
       if (idx == n_) continue;
+      bool stopped = false;
       switch (d.action) {
-        case Action::Checkpoint: do_checkpoint(idx); break;
-        case Action::Requeue: do_requeue(idx); break;
-        case Action::Suspend: do_suspend(idx); break;
+        case Action::Checkpoint: stopped = do_checkpoint(idx); break;
+        case Action::Requeue: stopped = do_requeue(idx); break;
+        case Action::Suspend: stopped = do_suspend(idx); break;
         default: break;
       }
+      if (stopped && !pacc_.empty()) count_preemption(idx, d.reason);
     }
     for (const Decision& d : plan.decisions) {
       std::size_t idx = index_of(d.job);
@@ -454,6 +603,7 @@ class Simulator {
       } else if (r.st == St::Rejected) {
         fen_add(pend[i].slots_min, -1);
         ++res_.rejected;
+        if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= pend[i].slots_min;
       } else {
         if (w != i) pend[w] = std::move(pend[i]);
         ++w;
@@ -496,6 +646,58 @@ class Simulator {
     s.mean_bsld = s.finished ? bsum / static_cast<double>(s.finished) : 0;
     s.makespan = last_end - first_submit;
     s.utilization = s.makespan > 0 ? work / (static_cast<double>(total_) * static_cast<double>(s.makespan)) : 0;
+    if (opt_.projects) summarize_projects(first_submit);
+  }
+
+  void summarize_projects(Time first_submit) {
+    const pba::ProjectPlan& plan = cfg_.pba.plan;
+    const Time t0 = first_submit, t1 = std::max(now_, t0);
+    const double span = static_cast<double>(std::max<Time>(1, t1 - t0));
+    const Time threshold = cfg_.pba.preempt_after;
+    res_.has_projects = true;
+    res_.pending_threshold = threshold;
+    res_.projects.resize(pacc_.size());
+    std::vector<double> wsum(pacc_.size(), 0);
+    std::vector<std::size_t> waited(pacc_.size(), 0);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const std::size_t p = static_cast<std::size_t>(proj_[i]);
+      ProjectResult& o = res_.projects[p];
+      const Rec& r = recs_[i];
+      if (r.st == St::Rejected) continue;
+      ++o.jobs;
+      const Time w = (r.first_start >= 0 ? r.first_start : t1) - tr_.jobs[i].submit;
+      wsum[p] += static_cast<double>(w);
+      ++waited[p];
+      o.max_wait = std::max(o.max_wait, w);
+      if (within_[i]) {
+        ++o.allocated_jobs;
+        o.max_wait_past_threshold = std::max(o.max_wait_past_threshold, w - threshold);
+      }
+    }
+    for (std::size_t p = 0; p < pacc_.size(); ++p) {
+      ProjectResult& o = res_.projects[p];
+      o.name = p < plan.projects.size() ? plan.projects[p].name : "(none)";
+      o.mean_wait = waited[p] ? wsum[p] / static_cast<double>(waited[p]) : 0;
+      o.mean_slots_used = pacc_[p].used_int / span;
+      o.su_charged = pacc_[p].su;
+      o.preemptions_suffered = pacc_[p].suffered;
+      o.preemptions_caused = pacc_[p].caused;
+      if (p < plan.projects.size()) {
+        if (ledger_ && ledger_->has_grant(o.name, t1)) {
+          o.has_grant = true;
+          o.grant_left = ledger_->grant_left(o.name, t1);
+        }
+        // The weekly allocations over [t0, t1), weighted by their overlap.
+        double area = 0;
+        for (Time w = pba::week_start(pba::iso_week(t0)); w < t1; w += pba::kWeek) {
+          const Time a = std::max(w, t0), b = std::min(w + pba::kWeek, t1);
+          const int slots = plan.allocated_slots(o.name, w);
+          o.allocated_peak = std::max<Time>(o.allocated_peak, slots);
+          if (b > a) area += static_cast<double>(slots) * static_cast<double>(b - a);
+        }
+        o.allocated_slots = area / span;
+      }
+    }
   }
 };
 
@@ -506,6 +708,48 @@ std::string num(double v) {
 }
 
 }  // namespace
+
+std::vector<Queue> project_queues(const pba::ProjectPlan& plan, const SchedConfig& cfg) {
+  std::vector<Queue> qs = plan.queues;
+  if (qs.empty()) {
+    // nci-pbs-policy.txt "Queue structure": express 3, normal 1, bonus 0 SU;
+    // its bounds are site defaults, lifted for SWF jobs (any size/runtime).
+    qs = nci_default_queues();
+    for (Queue& q : qs) {
+      q.max_walltime = 0;
+      q.max_cpus = 0;
+      q.max_mem_mb = 0;
+      q.max_jobfs_mb = 0;
+    }
+  }
+  if (cfg.pba.enabled && !nci_find_queue(qs, cfg.pba.lowest_queue)) {
+    // PBA's pre-qualification demotes here: it runs on idle slots only, so
+    // it is charged like the bonus queue.
+    Queue low;
+    low.name = cfg.pba.lowest_queue;
+    int minp = 0;
+    for (const Queue& q : qs) minp = std::min(minp, q.priority);
+    low.priority = minp - 1;
+    low.charge_factor = 0;
+    qs.push_back(std::move(low));
+  }
+  return qs;
+}
+
+void use_projects(SimOptions& opt, const pba::ProjectPlan& plan, bool nci) {
+  opt.projects = true;
+  SchedConfig& c = opt.sched;
+  c.pba.enabled = true;
+  c.pba.plan = plan;
+  c.pba.require_project_tag = false;  // trace jobs of no project stay normal jobs
+  if (nci) {
+    c.nci.enabled = true;
+    c.nci.require_vmem = c.nci.require_jobfs = false;  // SWF carries no memory
+    c.pba.resume_suspended = false;                     // NCI resumes itself
+  }
+  c.nci.queues = project_queues(plan, c);
+  if (!nci_find_queue(c.nci.queues, c.nci.default_queue)) c.nci.default_queue = c.nci.queues.front().name;
+}
 
 SimResult simulate(const SwfTrace& trace, const SimOptions& opt) {
   Simulator s(trace, opt);
@@ -549,6 +793,28 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
   kv("skipped_passes", std::to_string(r.skipped_passes));
   kv("machine_procs", std::to_string(r.machine_procs));
   kv("sim_seconds", num(r.sim_seconds));
+  if (r.has_projects) {
+    std::string p = "{";
+    for (const ProjectResult& x : r.projects) {
+      if (p.size() > 1) p += ", ";
+      p += json_string(x.name) + ": {";
+      p += "\"allocated_slots\": " + num(x.allocated_slots);
+      p += ", \"allocated_peak\": " + std::to_string(x.allocated_peak);
+      p += ", \"mean_slots_used\": " + num(x.mean_slots_used);
+      p += ", \"jobs\": " + std::to_string(x.jobs);
+      p += ", \"allocated_jobs\": " + std::to_string(x.allocated_jobs);
+      p += ", \"mean_wait\": " + num(x.mean_wait);
+      p += ", \"max_wait\": " + std::to_string(x.max_wait);
+      p += ", \"max_wait_past_threshold\": " + std::to_string(std::max<Time>(0, x.max_wait_past_threshold));
+      p += ", \"su_charged\": " + num(x.su_charged);
+      p += ", \"grant_left\": " + (x.has_grant ? num(x.grant_left) : std::string("null"));
+      p += ", \"preemptions_suffered\": " + std::to_string(x.preemptions_suffered);
+      p += ", \"preemptions_caused\": " + std::to_string(x.preemptions_caused);
+      p += "}";
+    }
+    kv("pending_threshold", std::to_string(r.pending_threshold));
+    kv("projects", p + "}");
+  }
   o += "}";
   return o;
 }

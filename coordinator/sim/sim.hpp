@@ -38,6 +38,40 @@ struct SimOptions {
   std::function<void(Job&, const SwfJob&)> on_arrival;
   // The pass to run; empty: corral::schedule (tests script their own).
   std::function<Plan(const Snapshot&, const SchedConfig&, std::uint64_t)> scheduler;
+  // Project allocations (`corral sim --projects FILE`, set by use_projects):
+  // jobs get their project from sched.pba.plan (ProjectPlan::project_of),
+  // service units are charged with the NCI ledger (the plan's queues and
+  // grants) and SimResult::projects is filled.
+  bool projects = false;
+};
+
+// Configures `opt` for a project plan: PBA on (untagged trace jobs stay
+// normal jobs), the plan's queues (NCI's three by default, unbounded for SWF
+// jobs, plus PBA's lowest queue), and with `nci` the NCI stage too (PBA then
+// leaves resuming to NCI: pba.hpp resume_suspended).
+void use_projects(SimOptions& opt, const pba::ProjectPlan& plan, bool nci);
+// The queue table use_projects installs (what the ledger charges by).
+std::vector<Queue> project_queues(const pba::ProjectPlan& plan, const SchedConfig& cfg);
+
+// Per-project figures of a run with SimOptions::projects.
+struct ProjectResult {
+  std::string name;                 // "(none)": jobs of no project
+  double allocated_slots = 0;       // weekly allocation, time-weighted mean over the run
+  Time allocated_peak = 0;          // largest weekly allocation during the run
+  double mean_slots_used = 0;       // slots its running jobs held, time-weighted mean
+  std::size_t jobs = 0;
+  std::size_t allocated_jobs = 0;   // jobs within the allocation when submitted
+  double mean_wait = 0;             // first start - submit (unstarted: end of run)
+  Time max_wait = 0;
+  // Longest (wait - pending threshold) of a job submitted within the
+  // allocation (its slots + the project's running and allocated pending
+  // slots <= the allocation of that week); 0 if none waited longer.
+  Time max_wait_past_threshold = 0;
+  double su_charged = 0;
+  bool has_grant = false;
+  double grant_left = 0;            // at the end of the run, current period
+  std::size_t preemptions_suffered = 0;  // its jobs requeued, suspended or checkpointed
+  std::size_t preemptions_caused = 0;    // preemptions whose reason names one of its jobs
 };
 
 // One contiguous stretch of a job on the machine.
@@ -82,6 +116,9 @@ struct SimResult {
   double sim_seconds = 0;       // wall-clock time of the replay (not parsing)
   std::vector<JobResult> per_job;   // in trace order (submit, id)
   std::vector<Segment> segments;    // if record_segments
+  bool has_projects = false;        // SimOptions::projects: `projects` is in the JSON
+  Time pending_threshold = 0;       // PbaConfig::preempt_after used for the figures
+  std::vector<ProjectResult> projects;  // the plan's projects in file order, then "(none)"
 };
 
 // Replays `trace` (its jobs must be sorted by submit, id; read_swf does that).

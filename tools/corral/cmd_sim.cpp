@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -51,6 +52,12 @@ const char* kHelp =
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
     "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
     "  --from T, --to T     time range of the chart (default: the first day)\n"
+    "  --projects FILE      project plan (coordinator/pba/PLANFILE.md): PBA allocations,\n"
+    "                       service units charged; adds a `projects` object to the JSON\n"
+    "  --nci                with --projects: also the NCI stage (shuffling, suspension,\n"
+    "                       start window, grants)\n"
+    "  --pending-threshold T  with --projects: wait before an allocated job may\n"
+    "                       preempt (default 300s)\n"
     "  --help               this text\n"
     "Times accept a suffix s, m, h or d (e.g. --aging 24h).\n"
     "Default: --policy easy --order lxf --predict --aging 14d, the best setting\n"
@@ -117,6 +124,9 @@ int cmd_sim(int argc, char** argv) {
   opt.sched.order.aging = kDefaultAging;
   opt.predict = kDefaultPredict;
   Time from = -1, to = -1;
+  std::string projects_path;
+  bool nci = false;
+  Time pending_threshold = -1;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i], val;
@@ -180,9 +190,12 @@ int cmd_sim(int argc, char** argv) {
       } else if (a == "--to") {
         to = parse_time(a, value());
       } else if (a == "--projects") {
-        // Reserved for the allocation parts (PBA/NCI): they fill
-        // SimOptions::on_setup / on_arrival from the file.
-        throw UsageError("--projects: not available in this build yet");
+        projects_path = value();
+      } else if (a == "--nci") {
+        if (has_eq) throw UsageError("--nci takes no value");
+        nci = true;
+      } else if (a == "--pending-threshold") {
+        pending_threshold = parse_time(a, value());
       } else if (a.size() > 1 && a[0] == '-') {
         throw UsageError("unknown option '" + a + "' (see corral sim --help)");
       } else if (trace_path.empty()) {
@@ -194,6 +207,8 @@ int cmd_sim(int argc, char** argv) {
     if (trace_path.empty()) throw UsageError("missing TRACE (see corral sim --help)");
     if ((from >= 0 || to >= 0) && gantt_path.empty()) throw UsageError("--from/--to need --gantt FILE.svg");
     if (from >= 0 && to >= 0 && to <= from) throw UsageError("--to must be after --from");
+    if ((nci || pending_threshold >= 0) && projects_path.empty())
+      throw UsageError(std::string(nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 2;
@@ -220,6 +235,32 @@ int cmd_sim(int argc, char** argv) {
     return 2;
   }
 
+  if (!projects_path.empty()) {
+    std::ifstream f(projects_path, std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "corral sim: --projects: cannot read '%s': %s\n", projects_path.c_str(),
+                   std::strerror(errno));
+      return 2;
+    }
+    std::ostringstream text;
+    text << f.rdbuf();
+    // Relative weeks (+N) and deadlines count from the trace's first submit.
+    pba::PlanParseOptions po;
+    po.origin = trace.jobs.front().submit;
+    pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
+    if (!pr.ok()) {
+      for (const std::string& e : pr.errors)
+        std::fprintf(stderr, "corral sim: %s: %s\n", projects_path.c_str(), e.c_str());
+      return 2;
+    }
+    if (pr.plan.projects.empty()) {
+      std::fprintf(stderr, "corral sim: %s: no project declared\n", projects_path.c_str());
+      return 2;
+    }
+    sim::use_projects(opt, pr.plan, nci);
+    if (pending_threshold >= 0) opt.sched.pba.preempt_after = pending_threshold;
+  }
+
   try {
     sim::SimResult r = sim::simulate(trace, opt);
     sim::JsonFields labels = {
@@ -233,6 +274,10 @@ int cmd_sim(int argc, char** argv) {
         {"bad_lines", std::to_string(trace.bad_lines)},
         {"skipped", std::to_string(trace.skipped)},
     };
+    if (!projects_path.empty()) {
+      labels.emplace_back("projects_file", sim::json_string(projects_path));
+      labels.emplace_back("nci", nci ? "true" : "false");
+    }
     std::printf("%s\n", sim::to_json(r, labels).c_str());
     if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
     if (!gantt_path.empty()) {
