@@ -302,6 +302,12 @@ class Simulator {
     j.checkpointable = true;
     if (opt_.on_arrival) opt_.on_arrival(j, s);
     if (opt_.projects) arrive_project(idx, j);
+    // Time-based policy thresholds need a pass when they are crossed, even
+    // if no job arrives or ends then: PBA's pending threshold ("pending for
+    // more than a predetermined period") and NCI's start window.
+    if (cfg_.pba.enabled && cfg_.pba.preempt && !j.project.empty() && cfg_.pba.preempt_after > 0)
+      wake_.push(s.submit + cfg_.pba.preempt_after);
+    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) wake_.push(s.submit + cfg_.nci.window_wait);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
