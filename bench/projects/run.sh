@@ -1,0 +1,38 @@
+#!/bin/sh
+# Regenerates the figures of bench/projects/RESULTS.md: the KTH-SP2 trace
+# replayed without allocations, with the project plan (PBA), and with the plan
+# plus the NCI stage. Run from the repository root:
+#   CORRAL=build/tools/corral bench/projects/run.sh
+# Prints a Markdown table; the raw JSON goes to $OUT (default /tmp/corral-projects).
+set -eu
+CORRAL=${CORRAL:-build/tools/corral}
+TRACE=${TRACE:-../shared/traces/KTH-SP2-1996-2.1-cln.swf}
+PLAN=${PLAN:-bench/projects/kth.plan}
+OUT=${OUT:-/tmp/corral-projects}
+mkdir -p "$OUT"
+"$CORRAL" sim "$TRACE" > "$OUT/base.json"
+"$CORRAL" sim "$TRACE" --projects "$PLAN" > "$OUT/pba.json"
+"$CORRAL" sim "$TRACE" --projects "$PLAN" --nci > "$OUT/nci.json"
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+runs = [("no allocations", "base"), ("--projects (PBA)", "pba"), ("--projects --nci", "nci")]
+d = {k: json.load(open(f"{out}/{k}.json")) for _, k in runs}
+print("| run | utilization | mean wait (s) | max wait (s) | makespan (s) | preemptions |")
+print("|---|---|---|---|---|---|")
+for name, k in runs:
+    r = d[k]
+    print(f"| {name} | {r['utilization']:.4f} | {r['mean_wait']:.0f} | {r['max_wait']} | {r['makespan']} | {r['preemptions']} |")
+for name, k in runs[1:]:
+    r = d[k]
+    print()
+    print(f"{name}, pending threshold {r['pending_threshold']} s:")
+    print()
+    print("| project | allocated slots | mean slots used | jobs | jobs within allocation | mean wait (s) | max wait (s) | max wait past threshold (s) | SU charged | grant left | preemptions suffered | caused |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for p, v in r["projects"].items():
+        g = "-" if v["grant_left"] is None else f"{v['grant_left']:.0f}"
+        print(f"| {p} | {v['allocated_slots']:.1f} | {v['mean_slots_used']:.2f} | {v['jobs']} | {v['allocated_jobs']} | "
+              f"{v['mean_wait']:.0f} | {v['max_wait']} | {v['max_wait_past_threshold']} | {v['su_charged']:.0f} | {g} | "
+              f"{v['preemptions_suffered']} | {v['preemptions_caused']} |")
+PY
