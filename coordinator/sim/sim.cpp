@@ -728,6 +728,17 @@ std::vector<Queue> project_queues(const pba::ProjectPlan& plan, const SchedConfi
       q.max_jobfs_mb = 0;
     }
   }
+  if (cfg.nci.enabled && !nci_find_queue(qs, cfg.nci.bonus_queue)) {
+    // NCI demotes a project with no grant left here (nci-pbs-policy.txt:
+    // bonus jobs are free and run below every other queue).
+    Queue bonus;
+    bonus.name = cfg.nci.bonus_queue;
+    int minp = 0;
+    for (const Queue& q : qs) minp = std::min(minp, q.priority);
+    bonus.priority = minp - 1;
+    bonus.charge_factor = 0;
+    qs.push_back(std::move(bonus));
+  }
   if (cfg.pba.enabled && !nci_find_queue(qs, cfg.pba.lowest_queue)) {
     // PBA's pre-qualification demotes here: it runs on idle slots only, so
     // it is charged like the bonus queue.

@@ -161,6 +161,22 @@ TEST_CASE("sim --projects --nci: NCI stage and ledger run; grants enforced", "[s
   CHECK(r.rejected == 0);
   CHECK(r.projects[0].su_charged == Approx(2.0));
   CHECK(r.projects[0].grant_left == Approx(8.0));
+
+  // A grant of 1 SU is spent by the first job (2 SU); the project's next job
+  // is demoted to the bonus queue (added to a plan that lists none), still
+  // runs, and is charged nothing there.
+  std::string t = "; MaxProcs: 4\n";
+  t += swf(1, 0, 3600, 2, 3600, 2);
+  t += swf(2, 7200, 3600, 2, 3600, 2);
+  SimOptions o2;
+  use_projects(o2, plan_of("project chip\nmember chip u:2\nalloc chip +0 2\ngrant chip 1 period=week\n"
+                           "queue normal priority=2 charge=1\n"),
+               true);
+  SimResult r2 = simulate(parse_swf(t), o2);
+  CHECK(r2.finished == 2);
+  CHECK(r2.rejected == 0);
+  CHECK(r2.projects[0].su_charged == Approx(2.0));
+  CHECK(r2.projects[0].grant_left == Approx(-1.0));
 }
 
 #ifdef CORRAL_EXE
