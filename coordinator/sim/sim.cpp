@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -96,6 +97,7 @@ class Simulator {
       if (!wake_.empty()) t = std::min(t, wake_.top());
       if (t == kForever) break;
       integrate(t);
+      report_weeks_until(t);
       now_ = t;
       while (!wake_.empty() && wake_.top() <= now_) wake_.pop();
       // 1. completions (and checkpoints that finished)
@@ -122,6 +124,11 @@ class Simulator {
     if (opt_.progress) opt_.progress(1.0);
     res_.sim_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (opt_.weekly_reports && ledger_) {  // the last (partial) week
+      Snapshot s = snap_;
+      s.now = now_;
+      res_.weekly.push_back(build_report(*ledger_, s, report_week_, allocations_of(report_week_)));
+    }
     summarize();
     return std::move(res_);
   }
@@ -186,6 +193,25 @@ class Simulator {
     proj_.assign(n_, static_cast<std::int32_t>(plan.projects.size()));
     within_.assign(n_, 0);
     last_t_ = origin;
+  }
+
+  // Weekly reports: every week that ended by `t` (the snapshot as it stands at
+  // the week's end, since nothing changes between events).
+  std::int64_t report_week_ = 0;
+  std::map<std::string, double> allocations_of(std::int64_t week) const {
+    std::map<std::string, double> m;
+    for (const auto& p : cfg_.pba.plan.projects)
+      m[p.name] = cfg_.pba.plan.allocated_slots(p.name, ledger_->week_start(week));
+    return m;
+  }
+  void report_weeks_until(Time t) {
+    if (!opt_.weekly_reports || !ledger_) return;
+    while (ledger_->week_start(report_week_ + 1) <= t) {
+      Snapshot s = snap_;
+      s.now = ledger_->week_start(report_week_ + 1);
+      res_.weekly.push_back(build_report(*ledger_, s, report_week_, allocations_of(report_week_)));
+      ++report_week_;
+    }
   }
 
   std::int32_t none_project() const { return static_cast<std::int32_t>(pacc_.size()) - 1; }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/nci/report.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/swf.hpp"
 
@@ -43,6 +44,10 @@ struct SimOptions {
   // service units are charged with the NCI ledger (the plan's queues and
   // grants) and SimResult::projects is filled.
   bool projects = false;
+  // With `projects`: build the per-project and per-user report of every week
+  // (nci-pbs-policy.txt "Charging"; weeks counted from the trace start) into
+  // SimResult::weekly. Service units land in the week a running stretch ends.
+  bool weekly_reports = false;
 };
 
 // Configures `opt` for a project plan: PBA on (untagged trace jobs stay
@@ -119,6 +124,7 @@ struct SimResult {
   bool has_projects = false;        // SimOptions::projects: `projects` is in the JSON
   Time pending_threshold = 0;       // PbaConfig::preempt_after used for the figures
   std::vector<ProjectResult> projects;  // the plan's projects in file order, then "(none)"
+  std::vector<NciReport> weekly;        // SimOptions::weekly_reports: one per week
 };
 
 // Replays `trace` (its jobs must be sorted by submit, id; read_swf does that).

@@ -54,6 +54,10 @@ const char* kHelp =
     "  --from T, --to T     time range of the chart (default: the first day)\n"
     "  --projects FILE      project plan (coordinator/pba/PLANFILE.md): PBA allocations,\n"
     "                       service units charged; adds a `projects` object to the JSON\n"
+    "  --report FILE        with --projects: the weekly per-project and per-user\n"
+    "                       report (allocation, slots used, over/under-subscription,\n"
+    "                       pending jobs, SUs charged, grant left) as tables\n"
+    "  --report-json FILE   the same weekly reports as a JSON array\n"
     "  --nci                with --projects: also the NCI stage (shuffling, suspension,\n"
     "                       start window, grants)\n"
     "  --pending-threshold T  with --projects: wait before an allocated job may\n"
@@ -120,6 +124,7 @@ void progress_bar(double frac) {
 
 int cmd_sim(int argc, char** argv) {
   std::string trace_path, policy = kDefaultPolicy, order = kDefaultOrder, starts_path, gantt_path;
+  std::string report_path, report_json_path;
   sim::SimOptions opt;
   opt.sched.order.aging = kDefaultAging;
   opt.predict = kDefaultPredict;
@@ -183,6 +188,10 @@ int cmd_sim(int argc, char** argv) {
         opt.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, (1LL << 62)));
       } else if (a == "--starts") {
         starts_path = value();
+      } else if (a == "--report") {
+        report_path = value();
+      } else if (a == "--report-json") {
+        report_json_path = value();
       } else if (a == "--gantt") {
         gantt_path = value();
       } else if (a == "--from") {
@@ -207,6 +216,8 @@ int cmd_sim(int argc, char** argv) {
     if (trace_path.empty()) throw UsageError("missing TRACE (see corral sim --help)");
     if ((from >= 0 || to >= 0) && gantt_path.empty()) throw UsageError("--from/--to need --gantt FILE.svg");
     if (from >= 0 && to >= 0 && to <= from) throw UsageError("--to must be after --from");
+    if ((!report_path.empty() || !report_json_path.empty()) && projects_path.empty())
+      throw UsageError("--report/--report-json need --projects FILE");
     if ((nci || pending_threshold >= 0) && projects_path.empty())
       throw UsageError(std::string(nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
   } catch (const UsageError& e) {
@@ -258,6 +269,7 @@ int cmd_sim(int argc, char** argv) {
       return 2;
     }
     sim::use_projects(opt, pr.plan, nci);
+    opt.weekly_reports = !report_path.empty() || !report_json_path.empty();
     if (pending_threshold >= 0) opt.sched.pba.preempt_after = pending_threshold;
   }
 
@@ -280,6 +292,17 @@ int cmd_sim(int argc, char** argv) {
     }
     std::printf("%s\n", sim::to_json(r, labels).c_str());
     if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
+    if (!report_path.empty()) {
+      std::string text;
+      for (const NciReport& w : r.weekly) text += render_report_table(w) + "\n";
+      write_file(report_path, text);
+    }
+    if (!report_json_path.empty()) {
+      std::string text = "[";
+      for (std::size_t i = 0; i < r.weekly.size(); ++i)
+        text += (i ? ",\n" : "\n") + render_report_json(r.weekly[i]);
+      write_file(report_json_path, text + "\n]\n");
+    }
     if (!gantt_path.empty()) {
       Time f = from >= 0 ? from : trace.jobs.front().submit;
       Time t = to >= 0 ? to : f + 86400;

@@ -217,3 +217,39 @@ TEST_CASE("corral sim --projects: a bad plan file is refused with its line numbe
   rmdir(dir);
 }
 #endif
+
+TEST_CASE("sim --projects --report: one weekly report per week, SUs in the week they are charged",
+          "[sim][projects][report]") {
+  std::string t = "; MaxProcs: 4\n";
+  t += swf(1, 0, 10000, 4, 10000, 1);
+  t += swf(2, 10, 3600, 2, 3600, 2);
+  t += swf(3, 8 * 86400, 360, 1, 360, 2);  // chip again, in the second week
+  SwfTrace tr = parse_swf(t);
+  SimOptions opt;
+  use_projects(opt, plan_of(kPlan), false);
+  opt.sched.pba.preempt_after = 300;
+  opt.weekly_reports = true;
+  SimResult r = simulate(tr, opt);
+  REQUIRE(r.weekly.size() == 2);
+  auto row = [](const NciReport& w, const std::string& p) {
+    for (const ReportRow& x : w.projects)
+      if (x.project == p) return x;
+    FAIL("no row for project " << p);
+    return ReportRow{};
+  };
+  CHECK(r.weekly[0].week == 0);
+  CHECK(r.weekly[1].week == 1);
+  // Week 0: allocated 2 slots ("alloc chip +0 2"), job 2 charged 2 SU there.
+  CHECK(row(r.weekly[0], "chip").allocation == Approx(2.0));
+  CHECK(row(r.weekly[0], "chip").su_charged == Approx(2.0));
+  CHECK(row(r.weekly[0], "chip").grant_left == Approx(8.0));
+  // Week 1: no allocation, so pre-qualification demotes job 3 to the lowest
+  // queue (charge 0): it runs (slots used) but costs nothing of the fresh grant.
+  CHECK(r.per_job[2].first_start == 8 * 86400);
+  CHECK(row(r.weekly[1], "chip").allocation == Approx(0.0));
+  CHECK(row(r.weekly[1], "chip").slots_used > 0);
+  CHECK(row(r.weekly[1], "chip").su_charged == Approx(0.0));
+  CHECK(row(r.weekly[1], "chip").grant_left == Approx(10.0));
+  CHECK(render_report_table(r.weekly[1]).find("chip") != std::string::npos);
+  CHECK(render_report_json(r.weekly[0]).find("\"week\":0") != std::string::npos);
+}
