@@ -64,6 +64,8 @@ class CgroupBackend {
   virtual FreezeState freezer_state(const std::string& slot) const = 0;
   virtual std::vector<pid_t> pids(const std::string& slot) const = 0;  // every process in the slot
   virtual SlotUsage usage(const std::string& slot) const = 0;
+  // OOM kills so far: the one figure poll() needs every time (one file, not all of usage()).
+  virtual std::int64_t oom_kills(const std::string& slot) const { return usage(slot).oom_kills; }
   // Freeze, SIGKILL every process, thaw, wait (up to timeout_ms) until the slot is empty.
   // Returns true if empty. Nothing can fork its way out while frozen. spare: one pid left alive
   // (the launcher's shepherd, which then reaps the killed ones and exits by itself).

@@ -76,6 +76,10 @@ struct LauncherConfig {
   std::string hostname;                          // default: the topology's hostname
   std::int64_t jobfs_check_ms = 1000;            // how often jobfs size is measured
   bool keep_ckpt_on_end = false;  // else the ckpt dir is removed when a job ends for good
+  // corral-shepherd binary, posix_spawn()ed per job (cheap: the agent is not copied). Empty: next
+  // to the running program (or its node/ subdir), the build path, the install path; "fork" or
+  // none found: the shepherd is forked from the agent (slower: copy-on-write of the agent).
+  std::string shepherd;
 };
 
 enum class RecoverMode { Adopt, Cleanup };
