@@ -365,6 +365,11 @@ class V1Backend : public CgroupBackend {
       for (auto& n : c->children()) s.insert(n);
     return {s.begin(), s.end()};
   }
+  bool has_slot(const std::string& slot) const override {
+    for (auto* c : all_)
+      if (c->exists(slot)) return true;
+    return false;
+  }
   std::string cpuset_path(const std::string& slot) const override { return cpuset_->dir(slot); }
   void remove_parent() override {
     for (auto* c : all_) {

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -72,6 +73,11 @@ class CgroupBackend {
   virtual bool kill_all(const std::string& slot, int timeout_ms = 5000, pid_t spare = 0) = 0;
   virtual void destroy(const std::string& slot) = 0;          // kill_all + remove every group
   virtual std::vector<std::string> list() const = 0;          // slots under the parent, any controller
+  // Does this slot exist in any controller? (a few stats instead of listing every slot)
+  virtual bool has_slot(const std::string& slot) const {
+    auto l = list();
+    return std::find(l.begin(), l.end(), slot) != l.end();
+  }
   virtual std::string cpuset_path(const std::string& slot) const = 0;  // for diagnostics/tests
   // Remove the parent group itself (uninstall, tests). Fails if slots remain.
   virtual void remove_parent() = 0;

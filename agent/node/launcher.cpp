@@ -586,7 +586,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
 
   // Leftover slot of the same id from an earlier life: it is not a running job of ours.
   try {
-    if (auto l = I.cg->list(); std::find(l.begin(), l.end(), I.slot(id)) != l.end()) I.cg->destroy(I.slot(id));
+    if (I.cg->has_slot(I.slot(id))) I.cg->destroy(I.slot(id));
     I.cg->create(I.slot(id), SlotLimits{cpus, mems, spec.mem_mb});
   } catch (const std::exception& e) {
     fs::remove_all(j.jobfs_dir, ec);
