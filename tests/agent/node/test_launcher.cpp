@@ -515,3 +515,32 @@ TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") 
   for (pid_t p : read_pids(pidfile)) CHECK(!process_alive(p));
   CHECK(l->cgroups().list().empty());
 }
+
+TEST_CASE("the shepherd is posix_spawned (corral-shepherd); the fork fallback still works", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  // The job's parent is its shepherd: its command line says which kind it is.
+  const std::vector<std::string> argv = {"/bin/sh", "-c", "tr '\\0' ' ' < /proc/$PPID/cmdline; exit 4"};
+  REQUIRE(n.L->start(n.spec(31, argv)) == "");
+  auto e = n.wait_end(31, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 4);
+  CHECK(n.out(31).find("corral-shepherd") != std::string::npos);
+  CHECK(n.leftovers().empty());
+
+  n.L.reset();
+  n.cfg.shepherd = "fork";
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  REQUIRE(n.L->start(n.spec(32, argv)) == "");
+  e = n.wait_end(32, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 4);
+  CHECK(n.out(32).find("corral-shepherd") == std::string::npos);
+  CHECK(n.leftovers().empty());
+
+  LauncherConfig bad = n.cfg;
+  bad.shepherd = n.dir.path + "/no-such-shepherd";
+  CHECK_THROWS_WITH(Launcher(discover(bad.jobfs_root), bad), Catch::Contains("not an executable file"));
+}
