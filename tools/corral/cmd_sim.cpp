@@ -21,10 +21,12 @@ namespace corral::cli {
 namespace {
 
 // The default is the best setting measured on all seven traces
-// (bench/sim/RESULTS.md): EASY backfilling, queue ordered by largest expansion
-// factor on EASY++ predicted run times, and a 14-day aging bound (jobs waiting
-// longer go first in FIFO order, so nothing starves however short the others).
-constexpr const char* kDefaultPolicy = "easy";
+// (bench/sim/RESULTS.md): checkpoint-based aggressive backfilling (EASY's
+// reservation for the head, long backfill candidates planned at p x estimate,
+// checkpointed and requeued at the window's end), queue ordered by largest
+// expansion factor on EASY++ predicted run times, and a 14-day aging bound
+// (jobs waiting longer go first in FIFO order).
+constexpr const char* kDefaultPolicy = "checkpoint";
 constexpr const char* kDefaultOrder = "lxf";
 constexpr Time kDefaultAging = 14 * 86400;
 constexpr bool kDefaultPredict = true;
@@ -64,7 +66,7 @@ const char* kHelp =
     "                       preempt (default 300s)\n"
     "  --help               this text\n"
     "Times accept a suffix s, m, h or d (e.g. --aging 24h).\n"
-    "Default: --policy easy --order lxf --predict --aging 14d, the best setting\n"
+    "Default: --policy checkpoint --order lxf --predict --aging 14d, the best setting\n"
     "measured on every trace (bench/sim/RESULTS.md).\n";
 
 struct UsageError : std::runtime_error {
