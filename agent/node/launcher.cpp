@@ -1,4 +1,5 @@
 #include "launcher.hpp"
+#include "child_fail.hpp"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -167,21 +168,6 @@ void reset_signals() {  // async-signal-safe: the agent may block or ignore sign
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-// Child-side failure report: "<stage>:<errno>" on the error pipe. Only async-signal-safe calls.
-[[noreturn]] void child_fail(int fd, const char* stage) {
-  int e = errno;
-  char buf[128];
-  std::size_t n = 0;
-  for (const char* p = stage; *p && n < 100; ++p) buf[n++] = *p;
-  buf[n++] = ':';
-  char digits[16];
-  int d = 0;
-  do { digits[d++] = static_cast<char>('0' + e % 10); e /= 10; } while (e && d < 15);
-  while (d) buf[n++] = digits[--d];
-  [[maybe_unused]] auto w = ::write(fd, buf, n);
-  ::_exit(127);
 }
 
 std::string describe_status(int st) {

@@ -9,6 +9,8 @@
 // Arguments: exit_file uid gid groups(comma list) drop(0/1) cwd stdout stderr out_flags binary argv...
 // Environment: the job's. Fds: 0-2 /dev/null, 3 go (read), 4 error report (write), 5 wake (write).
 // Only async-signal-safe calls after the fork, as in the in-process path of launcher.cpp.
+#include "child_fail.hpp"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/prctl.h>
@@ -25,19 +27,7 @@ namespace {
 
 constexpr int kGo = 3, kErr = 4, kWake = 5;
 
-[[noreturn]] void fail(const char* stage) {
-  int e = errno;
-  char buf[128];
-  std::size_t n = 0;
-  for (const char* p = stage; *p && n < 100; ++p) buf[n++] = *p;
-  buf[n++] = ':';
-  char digits[16];
-  int d = 0;
-  do { digits[d++] = static_cast<char>('0' + e % 10); e /= 10; } while (e && d < 15);
-  while (d) buf[n++] = digits[--d];
-  [[maybe_unused]] auto w = ::write(kErr, buf, n);
-  ::_exit(127);
-}
+[[noreturn]] void fail(const char* stage) { corral::node::child_fail(kErr, stage); }
 
 long num(const char* s) { return std::strtol(s, nullptr, 10); }
 
