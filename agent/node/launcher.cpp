@@ -699,20 +699,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
       if (r == jp) { jst = st; break; }
       if (r < 0 && errno != EINTR) break;
     }
-    int f = ::open(exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (f >= 0) {
-      char buf[16];
-      int n = 0;
-      unsigned v = static_cast<unsigned>(jst);
-      char digits[12];
-      int d = 0;
-      do { digits[d++] = static_cast<char>('0' + v % 10); v /= 10; } while (v && d < 11);
-      while (d) buf[n++] = digits[--d];
-      buf[n++] = '\n';
-      [[maybe_unused]] auto w = ::write(f, buf, static_cast<std::size_t>(n));
-      ::close(f);
-      ::rename(exit_tmp.c_str(), exit_file.c_str());
-    }
+    write_exit_status(exit_tmp.c_str(), exit_file.c_str(), jst);
     [[maybe_unused]] auto w = ::write(wake_w, "x", 1);
     // Reap whatever the job left until the agent has killed it all (we are its subreaper).
     while (true) {

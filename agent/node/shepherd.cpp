@@ -103,20 +103,7 @@ int main(int argc, char** argv, char** envp) {
   if (len + 5 < sizeof tmp) {
     std::memcpy(tmp, exit_file, len);
     std::memcpy(tmp + len, ".tmp", 5);
-    int f = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (f >= 0) {
-      char buf[16];
-      int n = 0;
-      unsigned v = static_cast<unsigned>(jst);
-      char digits[12];
-      int d = 0;
-      do { digits[d++] = static_cast<char>('0' + v % 10); v /= 10; } while (v && d < 11);
-      while (d) buf[n++] = digits[--d];
-      buf[n++] = '\n';
-      [[maybe_unused]] auto w = ::write(f, buf, static_cast<std::size_t>(n));
-      ::close(f);
-      ::rename(tmp, exit_file);
-    }
+    corral::node::write_exit_status(tmp, exit_file, jst);
   }
   [[maybe_unused]] auto w = ::write(kWake, "x", 1);
   while (true) {
