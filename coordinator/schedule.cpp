@@ -10,6 +10,13 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
   order_pending(snap, cfg.order, st);
   if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
   if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
+  if (cfg.preempt.enabled) {  // selective preemption (planner/preempt.hpp)
+    Snapshot after;
+    if (preempt_stage(snap, cfg.preempt, cfg.planner, st, plan, after)) {
+      planner.plan(after, cfg.planner, st, plan);
+      return plan;
+    }
+  }
   planner.plan(snap, cfg.planner, st, plan);
   return plan;
 }

@@ -17,6 +17,7 @@
 #include "coordinator/pba/pba.hpp"
 #include "coordinator/planner/order.hpp"
 #include "coordinator/planner/planner.hpp"
+#include "coordinator/planner/preempt.hpp"
 
 namespace corral {
 
@@ -25,6 +26,7 @@ struct SchedConfig {
   PlannerConfig planner;
   PbaConfig pba;      // pba.enabled = false: no project allocations
   NciConfig nci;      // nci.enabled = false: no NCI shuffling / suspension
+  PreemptConfig preempt;  // preempt.enabled = false: no selective preemption (preempt.hpp)
 };
 
 // Runs one pass. Never touches anything outside its arguments.

@@ -78,6 +78,7 @@ class Simulator {
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
+                   !cfg_.preempt.enabled &&
                    !cfg_.planner.monitor && !opt_.scheduler;
     fen_.assign(static_cast<std::size_t>(total_) + 2, 0);
     recs_.resize(n_);
@@ -151,6 +152,7 @@ class Simulator {
   std::priority_queue<Time, std::vector<Time>, std::greater<Time>> wake_;
   std::unordered_map<long, std::pair<Time, Time>> history_;  // user -> last two runs
   std::unordered_map<long, int> history_n_;
+  std::unordered_map<long, int> pend_of_user_;  // queued jobs per user (repredict)
   std::unordered_map<long, std::string> user_names_;
   Time now_ = 0;
   std::size_t suspended_ = 0;
@@ -337,6 +339,7 @@ class Simulator {
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
+    count_pending(idx, +1);
     snap_.pending.push_back(std::move(j));  // arrivals come in submit, id order
   }
 
@@ -446,7 +449,24 @@ class Simulator {
       h.first = h.second;
       h.second = s.run;
       ++history_n_[s.user];
+      if (opt_.repredict) repredict(s.user);
     }
+  }
+
+  // The user's queued jobs take the prediction of the new history (a burst
+  // of identical jobs is judged by the first of them that ends).
+  void repredict(long user) {
+    auto it = pend_of_user_.find(user);
+    if (it == pend_of_user_.end() || it->second <= 0) return;
+    for (Job& j : snap_.pending) {
+      const std::size_t k = static_cast<std::size_t>(j.id - 1);
+      if (tr_.jobs[k].user != user) continue;
+      j.estimate = predict(tr_.jobs[k]);
+      recs_[k].plan_est = j.estimate > 0 ? j.estimate : j.walltime;
+    }
+  }
+  void count_pending(std::size_t idx, int d) {
+    if (opt_.repredict && tr_.jobs[idx].user >= 0) pend_of_user_[tr_.jobs[idx].user] += d;
   }
 
   // Puts a stopped job back in the pending queue at its submit-order place.
@@ -456,6 +476,7 @@ class Simulator {
     ++r.gen;
     j.work_done = r.work_done;
     fen_add(j.slots_min, +1);
+    count_pending(idx, +1);
     auto pos = std::lower_bound(snap_.pending.begin(), snap_.pending.end(), j, [](const Job& a, const Job& b) {
       return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
     });
@@ -629,11 +650,13 @@ class Simulator {
       if (r.starting) {
         r.starting = false;
         fen_add(pend[i].slots_min, -1);
+        count_pending(idx, -1);
         // Its cores were already taken when the decision was checked.
         add_running(idx, std::move(pend[i]), r.start_slots, std::move(r.start_place), r.start_backfilled);
         r.start_place.clear();
       } else if (r.st == St::Rejected) {
         fen_add(pend[i].slots_min, -1);
+        count_pending(idx, -1);
         ++res_.rejected;
         if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= pend[i].slots_min;
       } else {

@@ -25,6 +25,9 @@ struct SimOptions {
   int nodes = 0;               // 0: the trace's machine size, as single-core nodes
   int cores = 1;               // cores per node
   bool predict = false;        // EASY++ user run-time prediction (Tsafrir et al. 2007)
+  // With `predict`: when a user's job ends, that user's queued jobs are
+  // predicted again from the new history (EASY++ predicts only at submit).
+  bool repredict = false;
   Time checkpoint_cost = 60;   // s a checkpointed job holds its resources longer
   Time restart_cost = 60;      // s more a restarted job needs
   std::uint64_t seed = 1;

@@ -30,6 +30,7 @@ constexpr const char* kDefaultPolicy = "checkpoint";
 constexpr const char* kDefaultOrder = "lxf";
 constexpr Time kDefaultAging = 14 * 86400;
 constexpr bool kDefaultPredict = true;
+constexpr bool kDefaultPreempt = false;
 
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
@@ -43,10 +44,20 @@ const char* kHelp =
     "  --aging T            starvation bound: jobs waiting >= T go first, FIFO (0: off)\n"
     "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
     "  --no-predict         use the requested times as estimates\n"
+    "  --repredict          with --predict: queued jobs are predicted again when their\n"
+    "                       user's job ends (--no-repredict: at submit only)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
+    "  --preempt            selective preemption by checkpoint (planner/preempt.hpp)\n"
+    "  --no-preempt         no selective preemption\n"
+    "  --preempt-factor F   a blocked job preempts jobs whose expansion factor x F is\n"
+    "                       below its own (default 2)\n"
+    "  --preempt-max N      blocked jobs that may preempt per pass, head first (default 4)\n"
+    "  --preempt-min-wait T a job waits T before it may preempt (default 0)\n"
+    "  --preempt-min-left T a victim has at least T of planned run left (default 10m)\n"
+    "  --preempt-max-requeues N  a job requeued N times is no longer a victim (default 2)\n"
     "  --nodes N            machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
     "  --cores C            cores per node (default 1)\n"
     "  --max-jobs N         replay only the first N usable jobs\n"
@@ -130,6 +141,7 @@ int cmd_sim(int argc, char** argv) {
   sim::SimOptions opt;
   opt.sched.order.aging = kDefaultAging;
   opt.predict = kDefaultPredict;
+  opt.sched.preempt.enabled = kDefaultPreempt;
   Time from = -1, to = -1;
   std::string projects_path;
   bool nci = false;
@@ -165,6 +177,10 @@ int cmd_sim(int argc, char** argv) {
       } else if (a == "--predict") {
         if (has_eq) throw UsageError("--predict takes no value");
         opt.predict = true;
+      } else if (a == "--repredict") {
+        opt.repredict = true;
+      } else if (a == "--no-repredict") {
+        opt.repredict = false;
       } else if (a == "--no-predict") {
         opt.predict = false;
       } else if (a == "--checkpoint-cost") {
@@ -180,6 +196,26 @@ int cmd_sim(int argc, char** argv) {
         opt.sched.planner.checkpoint_split = p;
       } else if (a == "--split-threshold") {
         opt.sched.planner.checkpoint_threshold = parse_time(a, value());
+      } else if (a == "--preempt") {
+        if (has_eq) throw UsageError("--preempt takes no value");
+        opt.sched.preempt.enabled = true;
+      } else if (a == "--no-preempt") {
+        opt.sched.preempt.enabled = false;
+      } else if (a == "--preempt-factor") {
+        std::string v = value();
+        char* end = nullptr;
+        double f = std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size() || !(f >= 1 && f <= 1e6))
+          throw UsageError("--preempt-factor: '" + v + "' is not a number in [1, 1e6]");
+        opt.sched.preempt.factor = f;
+      } else if (a == "--preempt-max") {
+        opt.sched.preempt.max_preemptors = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
+      } else if (a == "--preempt-min-wait") {
+        opt.sched.preempt.min_wait = parse_time(a, value());
+      } else if (a == "--preempt-max-requeues") {
+        opt.sched.preempt.max_requeues = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
+      } else if (a == "--preempt-min-left") {
+        opt.sched.preempt.min_left = parse_time(a, value());
       } else if (a == "--nodes") {
         opt.nodes = static_cast<int>(parse_int(a, value(), 1, 1 << 20));
       } else if (a == "--cores") {
@@ -228,6 +264,8 @@ int cmd_sim(int argc, char** argv) {
   }
 
   opt.sched.order.policy = order;
+  // Aged jobs (the wait bound) are never preempted and may preempt others.
+  opt.sched.preempt.aging = opt.sched.order.aging;
   opt.sched.planner.backfill = parse_policy(policy);
   opt.record_segments = !gantt_path.empty();
   if (isatty(STDERR_FILENO)) opt.progress = progress_bar;
@@ -283,6 +321,8 @@ int cmd_sim(int argc, char** argv) {
         {"order", sim::json_string(order)},
         {"aging", std::to_string(opt.sched.order.aging)},
         {"predict", opt.predict ? "true" : "false"},
+        {"preempt", opt.sched.preempt.enabled ? "true" : "false"},
+        {"repredict", opt.repredict ? "true" : "false"},
         {"checkpoint_cost", std::to_string(opt.checkpoint_cost)},
         {"restart_cost", std::to_string(opt.restart_cost)},
         {"bad_lines", std::to_string(trace.bad_lines)},

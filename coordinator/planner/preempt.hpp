@@ -1,0 +1,59 @@
+// Selective preemption by checkpoint (owned by the sim/quality part): an
+// optional, pure stage between the ordering stages and the planner.
+//
+// Policy (Kettimuthu, Subramani, Srinivasan, Gopalsamy, Panda, Sadayappan,
+// "Selective preemption strategies for parallel job scheduling", 2005; the same
+// idea as the expansion-factor suspension score of nci-pbs-policy.txt
+// "Scoring factors"): a blocked job whose expansion factor
+// (wait + estimate) / estimate exceeds `factor` times a running job's may take
+// that job's cores; the running job is checkpointed (its work is kept) and
+// requeued. Safeguards, so that a preemption never makes any plan worse:
+//  * only the first blocked jobs of the order (the head first) may preempt, at
+//    most `max_preemptors` per pass;
+//  * a victim must be planned to run at least until the preemptor's planned
+//    end (checkpoint cost + its duration): the cores come back no later than
+//    they would have, so no reservation computed from planned ends slips;
+//  * a running job that started after waiting `aging` seconds (the wait
+//    bound's jobs) is never a victim;
+//  * an aged blocked job (waited >= aging) may preempt any other running job
+//    that started before it aged, whatever the factors and ends: this is what
+//    turns the aging bound into a wait bound (see bench/sim/RESULTS.md).
+// The victims get Action::Checkpoint decisions; the planner then sees them
+// holding their cores until now + checkpoint_cost (the checkpoint is being
+// written), so the preemptor, as the head, is reserved for that moment.
+#pragma once
+
+#include <cstdint>
+
+#include "coordinator/model.hpp"
+#include "coordinator/planner/planner.hpp"
+
+namespace corral {
+
+struct PreemptConfig {
+  bool enabled = false;        // off by default (the live coordinator)
+  double factor = 2.0;         // suspension factor SF
+  int max_preemptors = 4;      // blocked jobs examined per pass (head first)
+  Time min_wait = 0;           // a job waits at least this long before preempting
+  Time min_left = 600;         // a victim must have at least this much planned run left
+  int max_requeues = 2;        // a job already requeued this often is never a victim
+  Time aging = 0;              // the wait bound's aging (OrderConfig::aging); 0: none
+};
+
+// Appends Checkpoint decisions for the chosen victims to `plan`. If any, fills
+// `out` with a copy of `snap` in which every victim ends at now +
+// pcfg.checkpoint_cost and is no longer marked backfilled (what the planner
+// must see), and returns true; else returns false and leaves `out` alone.
+// With no checkpoint cost the victims go to st.freed instead (free at once).
+// `st.order` is the order the planner will walk (unchanged).
+bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const PlannerConfig& pcfg, PassState& st,
+                   Plan& plan, Snapshot& out);
+
+// Expansion factor of a pending job now: (wait + estimate) / estimate, with
+// the estimate of what is left (Job::estimate, else walltime, minus work done).
+double expansion_pending(const Job& j, Time now);
+// Expansion factor a running job has from its current start:
+// (its waits so far + estimate) / estimate.
+double expansion_running(const RunningJob& rj);
+
+}  // namespace corral
