@@ -8,7 +8,7 @@ namespace corral {
 
 namespace {
 
-enum class Pol { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Unknown };
+enum class Pol { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Lxbf, Unknown };
 
 Pol parse(const std::string& p) {
   if (p == "fifo" || p.empty()) return Pol::Fifo;
@@ -17,6 +17,7 @@ Pol parse(const std::string& p) {
   if (p == "wfp3") return Pol::Wfp3;
   if (p == "lxf") return Pol::Lxf;
   if (p == "sjbf") return Pol::Sjbf;
+  if (p == "lxbf") return Pol::Lxbf;
   return Pol::Unknown;
 }
 
@@ -28,6 +29,20 @@ Time est_of(const Job& j) {
 bool fifo_less(const Job& x, const Job& y) { return x.submit != y.submit ? x.submit < y.submit : x.id < y.id; }
 
 }  // namespace
+
+Time aging_of(const Job& job, const OrderConfig& cfg, std::int64_t cores) {
+  if (cfg.aging <= 0) return 0;  // no aging at all
+  if (cfg.aging_wide > 0 && static_cast<double>(job.slots_min) >= cfg.wide_fraction * static_cast<double>(cores))
+    return std::min(cfg.aging, cfg.aging_wide);
+  return cfg.aging;
+}
+
+std::int64_t up_cores(const Snapshot& snap) {
+  std::int64_t c = 0;
+  for (const Node& nd : snap.nodes)
+    if (nd.up) c += nd.cores;
+  return c;
+}
 
 bool order_policy_known(const std::string& policy) { return parse(policy) != Pol::Unknown; }
 
@@ -48,12 +63,16 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
 
   // Aged jobs (waited >= aging) keep FIFO order at the front.
   auto rest = st.order.begin();
-  if (cfg.aging > 0)
-    rest = std::stable_partition(st.order.begin(), st.order.end(),
-                                 [&](std::uint32_t i) { return snap.now - pend[i].submit >= cfg.aging; });
+  if (cfg.aging > 0) {
+    const std::int64_t cores = up_cores(snap);
+    rest = std::stable_partition(st.order.begin(), st.order.end(), [&](std::uint32_t i) {
+      const Time a = aging_of(pend[i], cfg, cores);
+      return a > 0 && snap.now - pend[i].submit >= a;
+    });
+  }
   if (pol == Pol::Fifo || rest == st.order.end()) return;
 
-  if (pol == Pol::Sjbf) {
+  if (pol == Pol::Sjbf || pol == Pol::Lxbf) {
     // The FIFO prefix that fits in the free cores now, then the head (first
     // that does not fit); only the remaining candidates are reordered.
     std::int64_t free = 0;
@@ -85,6 +104,7 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
         break;
       }
       case Pol::Lxf:  // largest expansion factor (wait + estimate) / estimate
+      case Pol::Lxbf:
         key = -(static_cast<double>(std::max<Time>(0, snap.now - j.submit)) + e) / e;
         break;
       default: break;

@@ -47,12 +47,13 @@ double expansion_running(const RunningJob& rj) {
   return (static_cast<double>(wait) + bounded(left)) / bounded(total);
 }
 
-bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const PlannerConfig& pcfg, PassState& st,
-                   Plan& plan, Snapshot& out) {
+bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const OrderConfig& ocfg, const PlannerConfig& pcfg,
+                   PassState& st, Plan& plan, Snapshot& out) {
   if (!cfg.enabled || snap.pending.empty() || snap.running.empty() || cfg.max_preemptors <= 0) return false;
   const Time now = snap.now;
   const Time cost = std::max<Time>(0, pcfg.checkpoint_cost);
   std::unordered_set<JobId> freed(st.freed.begin(), st.freed.end());
+  const std::int64_t cores = up_cores(snap);
 
   // Cores free now, or by the time a checkpoint would be written: a job that
   // can start that soon anyway is not worth a preemption.
@@ -83,7 +84,9 @@ bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const Planner
     ++preemptors;  // the head and the next blocked jobs are examined
     const Time waited = now - p.submit - p.work_done;
     if (waited < cfg.min_wait) continue;
-    const bool aged = cfg.aging > 0 && waited >= cfg.aging;
+    const Time aging = aging_of(p, ocfg, cores);
+    const bool aged = aging > 0 && now - p.submit >= aging;
+    if (aged && !cfg.aged_preempt) continue;
     const double xp = expansion_pending(p, now);
     const Time p_end = now + cost + planned_duration(p, pcfg);
     cands.clear();
@@ -93,8 +96,10 @@ bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const Planner
       if (taken[ri] || rj.suspended || !rj.job.checkpointable || freed.count(rj.job.id)) continue;
       if (rj.job.requeues >= cfg.max_requeues) continue;  // no endless thrashing
       if (end_of[ri] <= now + cost) continue;  // already counted as coming free
-      // A job that started as an aged job is the wait bound's: never a victim.
-      if (cfg.aging > 0 && rj.start - rj.job.submit - rj.job.work_done >= cfg.aging) continue;
+      // A job that started as an aged job is the wait bound's: only an older
+      // aged job may take its cores (aged jobs are served FIFO).
+      const Time va = aging_of(rj.job, ocfg, cores);
+      if (va > 0 && rj.start - rj.job.submit >= va) continue;
       const double xv = expansion_running(rj);
       if (!aged) {
         if (end_of[ri] - now < cfg.min_left || end_of[ri] < p_end) continue;

@@ -13,11 +13,12 @@
 //  * a victim must be planned to run at least until the preemptor's planned
 //    end (checkpoint cost + its duration): the cores come back no later than
 //    they would have, so no reservation computed from planned ends slips;
-//  * a running job that started after waiting `aging` seconds (the wait
-//    bound's jobs) is never a victim;
-//  * an aged blocked job (waited >= aging) may preempt any other running job
-//    that started before it aged, whatever the factors and ends: this is what
-//    turns the aging bound into a wait bound (see bench/sim/RESULTS.md).
+//  * a running job that started as an aged job (waited >= its aging bound,
+//    OrderConfig) is never the victim of a younger job;
+//  * an aged blocked job may preempt every running job except older aged
+//    ones, whatever the factors, ends and requeue counts: aged jobs are
+//    served first-come first-served with priority over all others, which is
+//    what turns the aging bound into a wait bound (bench/sim/RESULTS.md).
 // The victims get Action::Checkpoint decisions; the planner then sees them
 // holding their cores until now + checkpoint_cost (the checkpoint is being
 // written), so the preemptor, as the head, is reserved for that moment.
@@ -26,6 +27,7 @@
 #include <cstdint>
 
 #include "coordinator/model.hpp"
+#include "coordinator/planner/order.hpp"
 #include "coordinator/planner/planner.hpp"
 
 namespace corral {
@@ -37,7 +39,7 @@ struct PreemptConfig {
   Time min_wait = 0;           // a job waits at least this long before preempting
   Time min_left = 600;         // a victim must have at least this much planned run left
   int max_requeues = 2;        // a job already requeued this often is never a victim
-  Time aging = 0;              // the wait bound's aging (OrderConfig::aging); 0: none
+  bool aged_preempt = true;    // aged blocked jobs may preempt (the wait bound)
 };
 
 // Appends Checkpoint decisions for the chosen victims to `plan`. If any, fills
@@ -46,8 +48,9 @@ struct PreemptConfig {
 // must see), and returns true; else returns false and leaves `out` alone.
 // With no checkpoint cost the victims go to st.freed instead (free at once).
 // `st.order` is the order the planner will walk (unchanged).
-bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const PlannerConfig& pcfg, PassState& st,
-                   Plan& plan, Snapshot& out);
+// Aging (which jobs are aged) is OrderConfig's (aging_of).
+bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const OrderConfig& ocfg, const PlannerConfig& pcfg,
+                   PassState& st, Plan& plan, Snapshot& out);
 
 // Expansion factor of a pending job now: (wait + estimate) / estimate, with
 // the estimate of what is left (Job::estimate, else walltime, minus work done).

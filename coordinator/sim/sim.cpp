@@ -71,6 +71,7 @@ class Simulator {
     cfg_.planner.restart_cost = opt_.restart_cost;
     cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
+    snap_.nodes_version = 1;  // the nodes never change during a replay (a kept Planner reuses them)
     if (cfg_.pba.enabled && !cfg_.planner.may_place &&
         std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
       cfg_.planner.may_place = pba::may_place_now;  // placeholder slots need node memory
@@ -99,6 +100,9 @@ class Simulator {
       if (t == kForever) break;
       integrate(t);
       report_weeks_until(t);
+      // Cores left idle while jobs waited (what packing loses).
+      if (!snap_.pending.empty() && t > now_)
+        res_.idle_while_waiting += static_cast<double>(total_ - used_) * static_cast<double>(t - now_);
       now_ = t;
       while (!wake_.empty() && wake_.top() <= now_) wake_.pop();
       // 1. completions (and checkpoints that finished)
@@ -336,6 +340,9 @@ class Simulator {
     if (cfg_.pba.enabled && cfg_.pba.preempt && !j.project.empty() && cfg_.pba.preempt_after > 0)
       wake_.push(s.submit + cfg_.pba.preempt_after);
     if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) wake_.push(s.submit + cfg_.nci.window_wait);
+    // An aged job may preempt (planner/preempt.hpp): a pass when it ages.
+    if (cfg_.preempt.enabled && cfg_.preempt.aged_preempt)
+      if (Time a = aging_of(j, cfg_.order, total_); a > 0) wake_.push(s.submit + a);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
@@ -853,6 +860,7 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
   kv("preemptions", std::to_string(r.preemptions));
   kv("checkpoints", std::to_string(r.checkpoints));
   kv("checkpoint_cost_total", std::to_string(r.checkpoint_cost_total));
+  kv("idle_while_waiting", num(r.idle_while_waiting));
   kv("restart_cost_total", std::to_string(r.restart_cost_total));
   kv("deferred_starts", std::to_string(r.deferred_starts));
   kv("passes", std::to_string(r.passes));

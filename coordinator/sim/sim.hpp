@@ -117,6 +117,7 @@ struct SimResult {
   std::size_t checkpoints = 0;
   Time checkpoint_cost_total = 0;   // s x slots held by checkpoints
   Time restart_cost_total = 0;      // s x slots spent restarting
+  double idle_while_waiting = 0;    // idle core-seconds while some job was queued
   std::size_t deferred_starts = 0;  // starts the machine could not honour at once
   std::size_t passes = 0;
   std::size_t skipped_passes = 0;   // passes known to be no-ops (no pending job fits)

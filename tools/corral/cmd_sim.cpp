@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <algorithm>
+#include <vector>
 
 #include "coordinator/sim/sim.hpp"
 #include "tools/corral/commands.hpp"
@@ -22,15 +24,21 @@ namespace {
 
 // The default is the best setting measured on all seven traces
 // (bench/sim/RESULTS.md): checkpoint-based aggressive backfilling (EASY's
-// reservation for the head, long backfill candidates planned at p x estimate,
-// checkpointed and requeued at the window's end), queue ordered by largest
-// expansion factor on EASY++ predicted run times, and a 14-day aging bound
-// (jobs waiting longer go first in FIFO order).
+// reservation for the head, backfill candidates longer than 1 h planned at
+// p = 0.1 x estimate, checkpointed and requeued at the window's end), queue
+// ordered by largest expansion factor on EASY++ predicted run times (queued
+// jobs re-predicted as their user's jobs end), selective preemption by
+// checkpoint (planner/preempt.hpp), and aging bounds (jobs waiting longer go
+// first in FIFO order): 14 days, 7 days for jobs of >= 10 % of the machine.
 constexpr const char* kDefaultPolicy = "checkpoint";
 constexpr const char* kDefaultOrder = "lxf";
 constexpr Time kDefaultAging = 14 * 86400;
+constexpr Time kDefaultAgingWide = 7 * 86400;
+constexpr double kDefaultWideFraction = 0.1;
+constexpr double kDefaultSplit = 0.1;
 constexpr bool kDefaultPredict = true;
-constexpr bool kDefaultPreempt = false;
+constexpr bool kDefaultRepredict = true;
+constexpr bool kDefaultPreempt = true;
 
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
@@ -40,8 +48,12 @@ const char* kHelp =
     "\n"
     "options:\n"
     "  --policy P           fcfs | easy | conservative | reserve | checkpoint\n"
-    "  --order O            queue order: fifo | sjf | saf | wfp3 | lxf | sjbf\n"
-    "  --aging T            starvation bound: jobs waiting >= T go first, FIFO (0: off)\n"
+    "  --order O            queue order: fifo | sjf | saf | wfp3 | lxf | sjbf | lxbf\n"
+    "  --aging T            starvation bound: jobs waiting >= T go first, FIFO (0: no\n"
+    "                       aging at all)\n"
+    "  --aging-wide T       jobs of >= --wide-fraction of the machine age after T\n"
+    "                       (if shorter than --aging; 0: same as --aging)\n"
+    "  --wide-fraction F    what a wide job is, as a fraction of the cores (default 0.1)\n"
     "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
     "  --no-predict         use the requested times as estimates\n"
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
@@ -49,6 +61,7 @@ const char* kHelp =
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
+    "                       (default 0.1)\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp)\n"
     "  --no-preempt         no selective preemption\n"
@@ -77,8 +90,9 @@ const char* kHelp =
     "                       preempt (default 300s)\n"
     "  --help               this text\n"
     "Times accept a suffix s, m, h or d (e.g. --aging 24h).\n"
-    "Default: --policy checkpoint --order lxf --predict --aging 14d, the best setting\n"
-    "measured on every trace (bench/sim/RESULTS.md).\n";
+    "Default: --policy checkpoint --order lxf --predict --repredict --preempt\n"
+    "--split-factor 0.1 --aging 14d --aging-wide 7d --wide-fraction 0.1, the best\n"
+    "setting measured on every trace (bench/sim/RESULTS.md).\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -125,6 +139,12 @@ void write_file(const std::string& path, const std::string& text) {
   if (!f) throw std::runtime_error("cannot write '" + path + "'");
 }
 
+std::string json_num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
 void progress_bar(double frac) {
   int w = 40, k = static_cast<int>(std::lround(frac * w));
   std::fprintf(stderr, "\r[%-*.*s] %3d%%", w, k, "########################################",
@@ -140,7 +160,11 @@ int cmd_sim(int argc, char** argv) {
   std::string report_path, report_json_path;
   sim::SimOptions opt;
   opt.sched.order.aging = kDefaultAging;
+  opt.sched.order.aging_wide = kDefaultAgingWide;
+  opt.sched.order.wide_fraction = kDefaultWideFraction;
+  opt.sched.planner.checkpoint_split = kDefaultSplit;
   opt.predict = kDefaultPredict;
+  opt.repredict = kDefaultRepredict;
   opt.sched.preempt.enabled = kDefaultPreempt;
   Time from = -1, to = -1;
   std::string projects_path;
@@ -171,9 +195,18 @@ int cmd_sim(int argc, char** argv) {
       } else if (a == "--order") {
         order = value();
         if (!order_policy_known(order))
-          throw UsageError("--order: unknown order '" + order + "' (fifo, sjf, saf, wfp3, lxf, sjbf)");
+          throw UsageError("--order: unknown order '" + order + "' (fifo, sjf, saf, wfp3, lxf, sjbf, lxbf)");
       } else if (a == "--aging") {
         opt.sched.order.aging = parse_time(a, value());
+      } else if (a == "--aging-wide") {
+        opt.sched.order.aging_wide = parse_time(a, value());
+      } else if (a == "--wide-fraction") {
+        std::string v = value();
+        char* end = nullptr;
+        double f = std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size() || !(f > 0 && f <= 1))
+          throw UsageError("--wide-fraction: '" + v + "' is not a number in (0, 1]");
+        opt.sched.order.wide_fraction = f;
       } else if (a == "--predict") {
         if (has_eq) throw UsageError("--predict takes no value");
         opt.predict = true;
@@ -214,6 +247,8 @@ int cmd_sim(int argc, char** argv) {
         opt.sched.preempt.min_wait = parse_time(a, value());
       } else if (a == "--preempt-max-requeues") {
         opt.sched.preempt.max_requeues = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
+      } else if (a == "--no-preempt-aged") {
+        opt.sched.preempt.aged_preempt = false;
       } else if (a == "--preempt-min-left") {
         opt.sched.preempt.min_left = parse_time(a, value());
       } else if (a == "--nodes") {
@@ -264,8 +299,6 @@ int cmd_sim(int argc, char** argv) {
   }
 
   opt.sched.order.policy = order;
-  // Aged jobs (the wait bound) are never preempted and may preempt others.
-  opt.sched.preempt.aging = opt.sched.order.aging;
   opt.sched.planner.backfill = parse_policy(policy);
   opt.record_segments = !gantt_path.empty();
   if (isatty(STDERR_FILENO)) opt.progress = progress_bar;
@@ -320,6 +353,9 @@ int cmd_sim(int argc, char** argv) {
         {"policy", sim::json_string(policy)},
         {"order", sim::json_string(order)},
         {"aging", std::to_string(opt.sched.order.aging)},
+        {"aging_wide", std::to_string(opt.sched.order.aging_wide)},
+        {"wide_fraction", json_num(opt.sched.order.wide_fraction)},
+        {"split_factor", json_num(opt.sched.planner.checkpoint_split)},
         {"predict", opt.predict ? "true" : "false"},
         {"preempt", opt.sched.preempt.enabled ? "true" : "false"},
         {"repredict", opt.repredict ? "true" : "false"},
@@ -333,6 +369,14 @@ int cmd_sim(int argc, char** argv) {
       labels.emplace_back("nci", nci ? "true" : "false");
     }
     std::printf("%s\n", sim::to_json(r, labels).c_str());
+    if (std::getenv("CORRAL_SIM_DEBUG")) {  // DEBUG-TMP
+      std::vector<sim::JobResult> v = r.per_job;
+      std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.end > b.end; });
+      for (std::size_t i = 0; i < 8 && i < v.size(); ++i)
+        std::fprintf(stderr, "job %llu ckpt %d procs %d run %lld est %lld submit %lld start %lld end %lld\n",
+                     (unsigned long long)v[i].id, v[i].checkpoints, v[i].procs, (long long)v[i].run,
+                     (long long)v[i].estimate, (long long)v[i].submit, (long long)v[i].first_start, (long long)v[i].end);
+    }
     if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
     if (!report_path.empty()) {
       std::string text;
