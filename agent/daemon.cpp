@@ -178,6 +178,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   lc.ckpt_root = cfg_.ckpt_root;
   lc.state_dir = cfg_.node_state_dir;
   lc.hostname = hostname_;
+  // The loop never waits for a launch: a failure as the user (chdir, open stdout, execve) comes
+  // back from poll() as a launch_failed end, with the same message start() would have returned.
+  lc.async_start = true;
   launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
 
   for (const auto& [id, rec] : store_->jobs()) {

@@ -371,6 +371,12 @@ class V1Backend : public CgroupBackend {
     return false;
   }
   std::string cpuset_path(const std::string& slot) const override { return cpuset_->dir(slot); }
+  std::vector<std::string> procs_files(const std::string& slot) const override {
+    check_slot(slot);
+    std::vector<std::string> v;
+    for (auto* c : all_) v.push_back(c->dir(slot) + "/cgroup.procs");
+    return v;
+  }
   void remove_parent() override {
     for (auto* c : all_) {
       if (!c->children().empty()) throw CgroupError(c->dir("") + " still has slots; not removed");
@@ -538,6 +544,7 @@ class V2Backend : public CgroupBackend {
     return out;
   }
   std::string cpuset_path(const std::string& slot) const override { return dir(slot); }
+  std::vector<std::string> procs_files(const std::string& slot) const override { return {dir(slot) + "/cgroup.procs"}; }
   void remove_parent() override {
     if (!list().empty()) throw CgroupError(dir("") + " still has slots; not removed");
     if (::rmdir(dir("").c_str()) != 0 && errno != ENOENT)

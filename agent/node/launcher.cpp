@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -182,6 +183,21 @@ int exit_code_of(int st) {
   return -1;
 }
 
+// "cannot start job N: <stage> <what>: <reason> (as user U)" from a child's "<stage>:<errno>".
+std::string launch_fail_message(std::uint64_t id, const std::string& report, const std::string& binary,
+                                const std::string& cwd, const std::string& out_path, const std::string& err_path,
+                                const std::string& user) {
+  auto colon = report.rfind(':');
+  int e = colon == std::string::npos ? 0 : std::atoi(report.c_str() + colon + 1);
+  std::string stage = report.substr(0, colon);
+  std::string why = "cannot start job " + std::to_string(id) + ": " + stage;
+  if (stage == "execve") why += " " + binary;
+  else if (stage == "chdir") why += " " + cwd;
+  else if (stage == "open stdout") why += " " + out_path;
+  else if (stage == "open stderr") why += " " + err_path;
+  return why + ": " + errstr(e) + " (as user " + user + ")";
+}
+
 }  // namespace
 
 // ---- state ------------------------------------------------------------------------------------
@@ -202,6 +218,11 @@ struct Launcher::Impl {
     std::string jobfs_dir, ckpt_dir;
     bool own_ckpt_dir = false;           // under ckpt_root: removed when the job ends for good
     std::int64_t jobfs_checked_ms = -1, jobfs_mb_now = 0;
+    // Started through the shepherd server: its pid is known once it reports (running/failed).
+    bool pid_known = true;
+    bool launch_failed = false;
+    std::int64_t requested_ms = 0;
+    std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
 
   Topology topo;
@@ -210,10 +231,132 @@ struct Launcher::Impl {
   std::map<std::uint64_t, Job> jobs;
   int wake_r = -1, wake_w = -1;
   std::vector<int> real_cpus;
-  std::string shepherd;  // exec'd shepherd binary, "" = fork in-process
+  std::string shepherd;  // shepherd server binary, "" = fork in-process
+  int srv_fd = -1;       // request socket to the shepherd server
+  pid_t srv_pid = -1;
+  bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
 
   std::string record_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".rec"; }
   std::string exit_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".exit"; }
+  std::string fail_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".fail"; }
+
+  // The shepherd server, (re)started when needed: posix_spawn once, then one fork per job in it.
+  std::string ensure_server() {
+    if (srv_pid > 0) {
+      int st;
+      if (::waitpid(srv_pid, &st, WNOHANG) == 0) return {};
+      srv_pid = -1;
+    }
+    if (srv_fd >= 0) ::close(srv_fd);
+    srv_fd = -1;
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return "socketpair: " + errstr(errno);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    // Moved up first (to 10+) so that the dup2s below never overwrite one another.
+    int fds[2] = {::fcntl(sv[1], F_DUPFD_CLOEXEC, 10), ::fcntl(wake_w, F_DUPFD_CLOEXEC, 10)};
+    int dn = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int f = 0; f < 3; ++f) posix_spawn_file_actions_adddup2(&fa, dn, f);
+    for (int f = 0; f < 2; ++f) posix_spawn_file_actions_adddup2(&fa, fds[f], 3 + f);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    std::string arg0 = shepherd, arg1 = "--server";
+    char* argv[] = {arg0.data(), arg1.data(), nullptr};
+    char* envp[] = {nullptr};
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, shepherd.c_str(), &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    for (int f : fds)
+      if (f >= 0) ::close(f);
+    if (dn >= 0) ::close(dn);
+    ::close(sv[1]);
+    if (rc != 0) {
+      ::close(sv[0]);
+      return "cannot start the shepherd server " + shepherd + ": " + errstr(rc);
+    }
+    srv_fd = sv[0];
+    srv_pid = pid;
+    return {};
+  }
+
+  void stop_server() {
+    if (srv_fd >= 0) ::close(srv_fd);  // EOF: the server exits (its shepherds keep running)
+    srv_fd = -1;
+    if (srv_pid > 0) {
+      int pfd = static_cast<int>(::syscall(SYS_pidfd_open, srv_pid, 0));
+      if (pfd >= 0) {
+        struct pollfd p {pfd, POLLIN, 0};
+        if (::poll(&p, 1, 2000) == 0) ::kill(srv_pid, SIGKILL);
+        ::close(pfd);
+      }
+      while (::waitpid(srv_pid, nullptr, 0) < 0 && errno == EINTR) {}
+    }
+    srv_pid = -1;
+  }
+
+  // One wake record: a shepherd's pid once it runs, or its failure.
+  void take(const WakeRecord& r) {
+    auto it = jobs.find(r.id);
+    if (it == jobs.end()) return;
+    Job& j = it->second;
+    if (j.pid_known || (r.kind != kWakeRunning && r.kind != kWakeFailed)) return;
+    j.shepherd = r.pid;
+    j.pid_known = true;
+    j.our_child = false;  // the server's child
+    if (r.kind == kWakeFailed) j.launch_failed = true;
+    else save_record(r.id, j);  // from now on the job can be adopted after a restart
+  }
+
+  // Reads wake records; with want != 0 blocks (up to timeout_ms) until that job has reported.
+  // Returns true if `want` is known (or no job was wanted).
+  bool drain(std::uint64_t want = 0, int timeout_ms = 0) {
+    auto deadline = now_ms() + timeout_ms;
+    WakeRecord buf[64];
+    bool news = false;  // an end (or a failure of another job) that poll() must see
+    while (true) {
+      ssize_t n = ::read(wake_r, buf, sizeof buf);
+      if (n > 0) {
+        for (ssize_t i = 0; i + static_cast<ssize_t>(sizeof(WakeRecord)) <= n; i += sizeof(WakeRecord)) {
+          const WakeRecord& r = buf[i / static_cast<ssize_t>(sizeof(WakeRecord))];
+          news |= r.kind != kWakeRunning && !(r.kind == kWakeFailed && r.id == want);
+          take(r);
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (want == 0) break;
+      auto it = jobs.find(want);
+      if (it == jobs.end() || it->second.pid_known) break;
+      std::int64_t left = deadline - now_ms();
+      if (left <= 0) break;
+      struct pollfd p {wake_r, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left, 100)));
+    }
+    if (want != 0 && news) nudge_owed = true;
+    auto it = want ? jobs.find(want) : jobs.end();
+    return want == 0 || it == jobs.end() || it->second.pid_known;
+  }
+
+  // Records consumed outside poll() may have carried ends: make the wake fd readable again.
+  void nudge() {
+    if (!nudge_owed) return;
+    nudge_owed = false;
+    struct pollfd p {wake_w, POLLOUT, 0};
+    if (::poll(&p, 1, 0) == 1) send_wake(wake_w, 0, 0, kWakeNudge);  // full: it is readable anyway
+  }
+
+  // Before acting on a job's processes: its shepherd must be in its cgroups (it has reported).
+  void settle(std::uint64_t id, Job& j) {
+    if (!j.pid_known) drain(id, 5000);
+    nudge();
+  }
   std::string slot(std::uint64_t id) const { return slot_name(id); }
 
   std::int64_t used_ms(const Job& j, std::int64_t now) const {
@@ -282,6 +425,7 @@ struct Launcher::Impl {
     if (terminal && j.own_ckpt_dir && !cfg.keep_ckpt_on_end && !j.ckpt_dir.empty()) fs::remove_all(j.ckpt_dir, ec);
     fs::remove(record_path(id), ec);
     fs::remove(exit_path(id), ec);
+    if (j.launch_failed) fs::remove(fail_path(id), ec);
     return err;
   }
 
@@ -294,6 +438,7 @@ struct Launcher::Impl {
   }
 
   void kill_job(std::uint64_t id, Job& j, EndReason why, std::string msg) {
+    settle(id, j);
     if (!j.kill_reason) {
       j.kill_reason = why;
       j.kill_message = std::move(msg);
@@ -314,8 +459,17 @@ struct Launcher::Impl {
     } catch (const std::exception&) {
     }
     // Wait for the shepherd to exit (it does so as soon as its job's processes are gone): a
-    // pidfd wakes us at that moment instead of a 5 ms sleep per try.
-    if (j.our_child && !j.reaped) {
+    // pidfd wakes us at that moment instead of a 5 ms sleep per try. Not our child (the server's):
+    // only while it is still in the slot (its pid cannot have been reused then).
+    bool in_slot = false;
+    if (!j.our_child && j.shepherd > 0 && !j.reaped) {
+      try {
+        auto p = cg->pids(slot(id));
+        in_slot = std::find(p.begin(), p.end(), j.shepherd) != p.end();
+      } catch (const std::exception&) {
+      }
+    }
+    if ((j.our_child || in_slot) && !j.reaped) {
       int pfd = static_cast<int>(::syscall(SYS_pidfd_open, j.shepherd, 0));
       if (pfd >= 0) {
         struct pollfd p {pfd, POLLIN, 0};
@@ -337,6 +491,8 @@ struct Launcher::Impl {
 
   // Has the shepherd ended? Reaps it if it is our child.
   bool ended(std::uint64_t id, Job& j) {
+    if (!j.pid_known) return false;  // not started yet (poll() times such a launch out)
+    if (j.launch_failed) return true;
     if (j.reaped) return true;
     if (read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
     if (j.our_child) {
@@ -357,9 +513,22 @@ struct Launcher::Impl {
   }
 
   JobEnd finish(std::uint64_t id, Job& j) {
-    wind_down(id, j);
     JobEnd e;
     e.id = id;
+    if (j.launch_failed) {
+      std::ifstream in(fail_path(id));
+      std::string report;
+      std::getline(in, report);
+      e.reason = EndReason::LaunchFailed;
+      e.exit_code = -1;
+      e.message = report.empty() ? "cannot start job " + std::to_string(id) + ": no report from its shepherd"
+                                 : launch_fail_message(id, report, j.binary, j.cwd, j.out_path, j.err_path,
+                                                       j.spec.user);
+      std::string err = cleanup(id, j, !j.spec.restart);
+      if (!err.empty()) e.message += "; cleanup: " + err;
+      return e;
+    }
+    wind_down(id, j);
     SlotUsage u;
     try {
       u = cg->usage(slot(id));
@@ -439,6 +608,9 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe: " + errstr(errno));
   impl_->wake_r = p[0];
   impl_->wake_w = p[1];
+  // Shepherds block rather than lose a record when the pipe is full; room for many records.
+  ::fcntl(p[1], F_SETFL, 0);
+  ::fcntl(p[0], F_SETPIPE_SZ, 1 << 20);
   if (impl_->cfg.shepherd != "fork") {
     std::vector<std::string> cand;
     if (!impl_->cfg.shepherd.empty()) {
@@ -476,6 +648,7 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
 }
 
 Launcher::~Launcher() {
+  impl_->stop_server();
   if (impl_->wake_r >= 0) ::close(impl_->wake_r);
   if (impl_->wake_w >= 0) ::close(impl_->wake_w);
 }
@@ -598,6 +771,76 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   const int out_flags = O_WRONLY | O_CREAT | (spec.restart ? O_APPEND : O_TRUNC);
   const bool drop = u.uid != 0 || u.gid != 0;
 
+  j.binary = binary;
+  j.cwd = cwd;
+  j.out_path = out_path;
+  j.err_path = err_path;
+
+  std::vector<std::string> procs;
+  if (!I.shepherd.empty()) procs = I.cg->procs_files(I.slot(id));
+  if (!procs.empty()) {
+    // Through the shepherd server: one request, no fork or exec in the agent, no wait for them.
+    std::string fail_file = I.fail_path(id);
+    fs::remove(fail_file, ec);
+    std::string groups;
+    for (gid_t g : u.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    std::string req(4, '\0');
+    auto put = [&req](const std::string& x) {
+      auto l = static_cast<std::uint32_t>(x.size());
+      req.append(reinterpret_cast<const char*>(&l), 4);
+      req += x;
+    };
+    for (const std::string& f : {std::to_string(id), exit_file, fail_file, std::to_string(u.uid), std::to_string(u.gid),
+                                 groups, std::string(drop ? "1" : "0"), cwd, out_path, err_path,
+                                 std::to_string(out_flags), binary})
+      put(f);
+    put(std::to_string(procs.size()));
+    for (auto& p : procs) put(p);
+    put(std::to_string(spec.argv.size()));
+    for (auto& a : spec.argv) put(a);
+    put(std::to_string(envs.size()));
+    for (auto& e : envs) put(e);
+    auto total = static_cast<std::uint32_t>(req.size() - 4);
+    std::memcpy(req.data(), &total, 4);
+    std::string send_err;
+    for (int attempt = 0; attempt < 2; ++attempt) {  // a dead server is restarted once
+      send_err = I.ensure_server();
+      if (!send_err.empty()) break;
+      std::size_t off = 0;
+      while (off < req.size()) {
+        ssize_t n = ::send(I.srv_fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        off += static_cast<std::size_t>(n);
+      }
+      if (off == req.size()) break;
+      send_err = "shepherd server: " + errstr(errno);
+      if (off > 0) break;  // half a request went out: not safe to resend on the same server
+      I.stop_server();
+    }
+    if (!send_err.empty()) {
+      I.cleanup(id, j, !spec.restart);
+      return "cannot start job " + std::to_string(id) + ": " + send_err;
+    }
+    j.pid_known = false;
+    j.our_child = false;
+    j.requested_ms = j.run_started_ms = now_ms();
+    I.jobs.emplace(id, std::move(j));
+    if (I.cfg.async_start) return {};
+    I.drain(id, 30000);
+    Impl::Job& jj = I.jobs.at(id);
+    if (!jj.pid_known) {
+      jj.pid_known = jj.launch_failed = true;  // finish(): "no report from its shepherd"
+    }
+    std::string why;
+    if (jj.launch_failed) {
+      why = I.finish(id, jj).message;
+      I.jobs.erase(id);
+    }
+    I.nudge();
+    return why;
+  }
+
   int go[2], errp[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return "pipe: " + errstr(errno);
   if (::pipe2(errp, O_CLOEXEC) != 0) {
@@ -608,46 +851,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const int wake_w = I.wake_w;
 
-  pid_t sp = -1;
-  if (!I.shepherd.empty()) {
-    // posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc): nothing of the agent is copied.
-    std::string groups;
-    for (gid_t g : u.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
-    std::vector<std::string> sargs = {I.shepherd, exit_file, std::to_string(u.uid), std::to_string(u.gid), groups,
-                                      drop ? "1" : "0", cwd, out_path, err_path, std::to_string(out_flags), binary};
-    std::vector<char*> sargv;
-    for (auto& a : sargs) sargv.push_back(a.data());
-    for (auto& a : spec.argv) sargv.push_back(const_cast<char*>(a.c_str()));
-    sargv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    // Moved up first (to 10+) so that the dup2s below never overwrite one another.
-    int fds[3] = {::fcntl(go[0], F_DUPFD_CLOEXEC, 10), ::fcntl(errp[1], F_DUPFD_CLOEXEC, 10),
-                  ::fcntl(wake_w, F_DUPFD_CLOEXEC, 10)};
-    int dn = devnull >= 0 ? devnull : ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int f = 0; f < 3; ++f) posix_spawn_file_actions_adddup2(&fa, dn, f);
-    for (int f = 0; f < 3; ++f) posix_spawn_file_actions_adddup2(&fa, fds[f], 3 + f);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    int rc = ::posix_spawn(&sp, I.shepherd.c_str(), &fa, &at, sargv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    for (int f : fds)
-      if (f >= 0) ::close(f);
-    if (dn != devnull && dn >= 0) ::close(dn);
-    if (rc != 0) {
-      sp = -1;
-      errno = rc;
-    }
-  } else {
-    sp = ::fork();
-  }
+  pid_t sp = ::fork();
   if (sp < 0) {
     int e = errno;
     for (int f : {go[0], go[1], errp[0], errp[1], devnull}) ::close(f);
@@ -700,7 +904,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
       if (r < 0 && errno != EINTR) break;
     }
     write_exit_status(exit_tmp.c_str(), exit_file.c_str(), jst);
-    [[maybe_unused]] auto w = ::write(wake_w, "x", 1);
+    send_wake(wake_w, id, static_cast<std::int32_t>(::getpid()), kWakeEnded);
     // Reap whatever the job left until the agent has killed it all (we are its subreaper).
     while (true) {
       pid_t r = ::waitpid(-1, &st, 0);
@@ -737,21 +941,9 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     int st;
     while (::waitpid(sp, &st, 0) < 0 && errno == EINTR) {}
     std::string why = attach_err;
-    if (!child_err.empty()) {
-      auto colon = child_err.rfind(':');
-      int e = colon == std::string::npos ? 0 : std::atoi(child_err.c_str() + colon + 1);
-      std::string stage = child_err.substr(0, colon);
-      why = "cannot start job " + std::to_string(id) + ": " + stage;
-      if (stage == "execve") why += " " + binary;
-      else if (stage == "chdir") why += " " + cwd;
-      else if (stage == "open stdout") why += " " + out_path;
-      else if (stage == "open stderr") why += " " + err_path;
-      why += ": " + errstr(e) + " (as user " + u.name + ")";
-    }
+    if (!child_err.empty()) why = launch_fail_message(id, child_err, binary, cwd, out_path, err_path, u.name);
     I.cleanup(id, j, !spec.restart);
-    char drain[64];
-    while (::read(I.wake_r, drain, sizeof drain) > 0) {}
-    return why;
+    return why;  // its shepherd's wake record names no job of ours: poll() ignores it
   }
   I.jobs.emplace(id, std::move(j));
   return {};
@@ -762,6 +954,7 @@ std::string Launcher::suspend(std::uint64_t id) {
   if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
   auto& j = it->second;
   if (j.suspended) return "job " + std::to_string(id) + " is already suspended";
+  impl_->settle(id, j);
   try {
     impl_->cg->freeze(impl_->slot(id));
   } catch (const std::exception& e) {
@@ -808,6 +1001,7 @@ std::string Launcher::checkpoint(std::uint64_t id) {
   if (it == impl_->jobs.end()) return "no job " + std::to_string(id) + " here";
   auto& j = it->second;
   if (j.ckpt_deadline_ms >= 0) return "job " + std::to_string(id) + " is already checkpointing";
+  impl_->settle(id, j);
   if (j.suspended) {
     if (auto err = resume(id); !err.empty()) return err;
   }
@@ -822,12 +1016,20 @@ std::string Launcher::checkpoint(std::uint64_t id) {
 std::vector<JobEnd> Launcher::poll(std::int64_t now) {
   Impl& I = *impl_;
   if (now < 0) now = now_ms();
-  char drain[64];
-  while (::read(I.wake_r, drain, sizeof drain) > 0) {}
+  I.drain();
+  I.nudge_owed = false;  // this poll looks at every job
   std::vector<JobEnd> out;
   for (auto it = I.jobs.begin(); it != I.jobs.end();) {
     const std::uint64_t id = it->first;
     auto& j = it->second;
+    if (!j.pid_known) {
+      // Asked of the shepherd server, no report yet: normally a few ms; a lost one fails the job.
+      if (now - j.requested_ms < 30000) {
+        ++it;
+        continue;
+      }
+      j.pid_known = j.launch_failed = true;
+    }
     if (!j.reaped && !j.kill_reason) {
       // Enforce the limits (NCI policy: walltime, memory, jobfs; cpus are the cpuset's job).
       // Only the OOM count is needed here (one file); the full usage is read once, at the end.

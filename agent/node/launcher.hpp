@@ -2,9 +2,9 @@
 // Each job runs as its submitting user (setgroups from the user's group list, setgid, setuid in
 // the child; root only if root submitted), in a new session (so its whole process tree can be
 // signalled), inside its slot cgroups (cpuset of whole cores, memory limit, freezer).
-// A small "shepherd" process (fork of the agent, no exec) sits between the agent and the job:
-// it waits for the job and writes its exit status to the state dir, so a restarted agent can
-// adopt still-running jobs and still learn how they ended.
+// A small "shepherd" process (forked by the corral-shepherd server, or from the agent as a
+// fallback) sits between the agent and the job: it waits for the job and writes its exit status to
+// the state dir, so a restarted agent can adopt still-running jobs and still learn how they ended.
 // Limits enforced (NCI policy, seeds/nci-pbs-policy.txt): walltime (suspended time excluded),
 // memory (cgroup limit; OOM kill detected and reported), jobfs (size polled, killed above it),
 // cpus (cpuset). Every end says why (EndReason + message).
@@ -47,8 +47,8 @@ struct LaunchSpec {
   std::string hosts;              // CORRAL_HOSTS; default this host
 };
 
-// LaunchFailed is never produced by the Launcher (start() returns the error instead); it is there
-// for the daemon's own records.
+// LaunchFailed: only with LauncherConfig::async_start, a failure in the job's own process (as its
+// user) seen after start() returned; otherwise start() returns the error and this is the daemon's.
 enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
                        LaunchFailed };
 const char* to_string(EndReason r);
@@ -76,10 +76,17 @@ struct LauncherConfig {
   std::string hostname;                          // default: the topology's hostname
   std::int64_t jobfs_check_ms = 1000;            // how often jobfs size is measured
   bool keep_ckpt_on_end = false;  // else the ckpt dir is removed when a job ends for good
-  // corral-shepherd binary, posix_spawn()ed per job (cheap: the agent is not copied). Empty: next
-  // to the running program (or its node/ subdir), the build path, the install path; "fork" or
-  // none found: the shepherd is forked from the agent (slower: copy-on-write of the agent).
+  // corral-shepherd binary, posix_spawn()ed once as a server that forks a shepherd per job (cheap:
+  // neither the agent nor an exec is paid per job). Empty: next to the running program (or its
+  // node/ subdir), the build path, the install path; "fork" or none found: the shepherd is forked
+  // from the agent (slower: copy-on-write of the agent; start() then always waits for the exec).
   std::string shepherd;
+  // false: start() waits until the job has exec'd and returns any failure (setuid, chdir, open
+  // stdout, execve as the user). true: start() returns once the request is on its way; such a
+  // failure comes out of poll() as an end with reason LaunchFailed and the same message (the
+  // daemon uses this: its loop never blocks on a launch). Checks done in the agent (user, cwd
+  // exists, binary found, cores, cgroups) are returned by start() either way.
+  bool async_start = false;
 };
 
 enum class RecoverMode { Adopt, Cleanup };

@@ -1,114 +1,236 @@
-// corral-shepherd: the small process between the agent and one job (see launcher.hpp).
-// The Launcher starts it with posix_spawn (vfork-like: the agent's memory is never copied,
-// so no copy-on-write faults in the agent after each launch; fork() of the agent was the
-// largest cost of a launch). It waits for the agent's go (after it has been put into the
-// job's slot cgroups), forks the job (new session, the user's groups/gid/uid, cwd, stdout/err
-// opened as the user, execve), waits for it, writes its status to the exit file and wakes the
-// agent; then reaps what is left (it is the job's subreaper) until the agent has killed it all.
+// corral-shepherd --server: the one process the Launcher posix_spawns (once, not per job) and
+// asks, over a socket, to start jobs. For each request it forks a shepherd: a fork of this small
+// static process is cheap, where a posix_spawn + exec of a shepherd per job cost several ms of
+// page faults on this machine (bench/launch/RESULTS.md), and the agent never waits for it.
 //
-// Arguments: exit_file uid gid groups(comma list) drop(0/1) cwd stdout stderr out_flags binary argv...
-// Environment: the job's. Fds: 0-2 /dev/null, 3 go (read), 4 error report (write), 5 wake (write).
-// Only async-signal-safe calls after the fork, as in the in-process path of launcher.cpp.
+// A shepherd joins its slot cgroups itself (writes "0" to each cgroup.procs), starts its own
+// session, becomes the job's subreaper and forks the job (new session, the user's groups/gid/uid,
+// cwd, stdout/err opened as the user, execve). It tells the agent on the wake pipe (WakeRecord):
+// running (the exec worked: its pid), failed (stage:errno in <exit_file minus .exit>.fail), then
+// ended (the job's wait status in exit_file). Then it reaps whatever the job left until the agent
+// has killed it all. The server itself ignores SIGCHLD (its shepherds are reaped by the kernel)
+// and exits when the agent closes the socket; shepherds and jobs keep running (adoption).
+//
+// Fds of the server: 0-2 /dev/null, 3 request socket (read), 4 wake pipe (write).
+// Request: u32 length, then strings (u32 length + bytes each):
+//   id exit_file fail_file uid gid groups(comma list) drop(0/1) cwd stdout stderr out_flags binary
+//   nprocs procs_file... nargv argv... nenv env...
 #include "child_fail.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace {
 
-constexpr int kGo = 3, kErr = 4, kWake = 5;
+constexpr int kReq = 3, kWake = 4;
 
-[[noreturn]] void fail(const char* stage) { corral::node::child_fail(kErr, stage); }
-
-long num(const char* s) { return std::strtol(s, nullptr, 10); }
-
-}  // namespace
-
-int main(int argc, char** argv, char** envp) {
-  if (argc < 12) {
-    errno = EINVAL;
-    fail("shepherd arguments");
+bool read_full(int fd, void* buf, std::size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
   }
-  const char* exit_file = argv[1];
-  uid_t uid = static_cast<uid_t>(num(argv[2]));
-  gid_t gid = static_cast<gid_t>(num(argv[3]));
-  gid_t groups[1024];
-  std::size_t ng = 0;
-  for (const char* p = argv[4]; *p && ng < 1024;) {
+  return true;
+}
+
+struct Request {
+  std::vector<std::string> s;  // every field, in order
+  std::uint64_t id = 0;
+  std::string exit_file, fail_file, cwd, out_path, err_path, binary;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  bool drop = false;
+  int out_flags = 0;
+  std::vector<std::string> procs, argv, env;
+};
+
+bool parse(const std::string& payload, Request& r) {
+  std::size_t off = 0;
+  while (off < payload.size()) {
+    if (payload.size() - off < 4) return false;
+    std::uint32_t len;
+    std::memcpy(&len, payload.data() + off, 4);
+    off += 4;
+    if (payload.size() - off < len) return false;
+    r.s.emplace_back(payload.data() + off, len);
+    off += len;
+  }
+  std::size_t i = 0;
+  auto next = [&](std::string& out) {
+    if (i >= r.s.size()) return false;
+    out = r.s[i++];
+    return true;
+  };
+  auto list = [&](std::vector<std::string>& out) {
+    std::string n;
+    if (!next(n)) return false;
+    long k = std::strtol(n.c_str(), nullptr, 10);
+    if (k < 0 || static_cast<std::size_t>(k) > r.s.size() - i) return false;
+    for (long j = 0; j < k; ++j) out.push_back(r.s[i++]);
+    return true;
+  };
+  std::string id, uid, gid, groups, drop, flags;
+  if (!next(id) || !next(r.exit_file) || !next(r.fail_file) || !next(uid) || !next(gid) || !next(groups) ||
+      !next(drop) || !next(r.cwd) || !next(r.out_path) || !next(r.err_path) || !next(flags) || !next(r.binary) ||
+      !list(r.procs) || !list(r.argv) || !list(r.env))
+    return false;
+  r.id = std::strtoull(id.c_str(), nullptr, 10);
+  r.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
+  r.gid = static_cast<gid_t>(std::strtoul(gid.c_str(), nullptr, 10));
+  for (const char* p = groups.c_str(); *p;) {
     char* end = nullptr;
-    groups[ng++] = static_cast<gid_t>(std::strtoul(p, &end, 10));
+    r.groups.push_back(static_cast<gid_t>(std::strtoul(p, &end, 10)));
+    if (end == p) break;
     p = (*end == ',') ? end + 1 : end;
-    if (end == p && *p) break;
   }
-  const bool drop = argv[5][0] == '1';
-  const char* cwd = argv[6];
-  const char* out_path = argv[7];
-  const char* err_path = argv[8];
-  const int out_flags = static_cast<int>(num(argv[9]));
-  const char* binary = argv[10];
-  char** job_argv = argv + 11;
-  const bool same_out = std::strcmp(out_path, err_path) == 0;
-  ::close_range(kWake + 1, ~0U, 0);
-  ::fcntl(kErr, F_SETFD, FD_CLOEXEC);
-  ::fcntl(kWake, F_SETFD, FD_CLOEXEC);
+  r.drop = drop == "1";
+  r.out_flags = static_cast<int>(std::strtol(flags.c_str(), nullptr, 10));
+  return r.id != 0 && !r.argv.empty();
+}
 
-  char b;
-  if (::read(kGo, &b, 1) != 1) ::_exit(126);  // the agent died before attaching us
-  ::close(kGo);
+// The failure of a launch: the reason into the .fail file, then the agent is told.
+[[noreturn]] void launch_failed(const Request& r, const char* stage, int err) {
+  std::string tmp = r.fail_file + ".tmp";
+  corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), stage, err);
+  corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(::getpid()), corral::node::kWakeFailed);
+  ::_exit(0);
+}
+
+// One shepherd (a forked child of the server; single-threaded, so it may allocate).
+[[noreturn]] void shepherd(const Request& r) {
+  ::signal(SIGCHLD, SIG_DFL);  // the server ignores it; we wait for our job
+  ::close(kReq);
+  for (const auto& p : r.procs) {
+    int f = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
+    if (f < 0 || ::write(f, "0", 1) != 1) launch_failed(r, "cgroup attach", errno);
+    ::close(f);
+  }
+  ::setsid();  // off the agent's session; the job gets its own below
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of the job are reaped here, not left as zombies
+  std::vector<char*> argv, envp;
+  for (const auto& a : r.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const bool same_out = r.out_path == r.err_path;
+  int errp[2];
+  if (::pipe2(errp, O_CLOEXEC) != 0) launch_failed(r, "pipe", errno);
   pid_t jp = ::fork();
-  if (jp < 0) fail("fork");
+  if (jp < 0) launch_failed(r, "fork", errno);
   if (jp == 0) {
+    using corral::node::child_fail;
+    ::close(errp[0]);
+    ::close(kWake);
     ::setsid();  // its own session and process group: every descendant can be found and signalled
     ::umask(022);
-    if (drop) {
-      if (::setgroups(ng, groups) != 0) fail("setgroups");
-      if (::setgid(gid) != 0) fail("setgid");
-      if (::setuid(uid) != 0) fail("setuid");
+    if (r.drop) {
+      if (::setgroups(r.groups.size(), r.groups.data()) != 0) child_fail(errp[1], "setgroups");
+      if (::setgid(r.gid) != 0) child_fail(errp[1], "setgid");
+      if (::setuid(r.uid) != 0) child_fail(errp[1], "setuid");
     }
-    if (::chdir(cwd) != 0) fail("chdir");
+    if (::chdir(r.cwd.c_str()) != 0) child_fail(errp[1], "chdir");
     // Opened as the user: the files are theirs. O_NONBLOCK: a FIFO without a reader fails.
-    int o = ::open(out_path, out_flags | O_NONBLOCK, 0644);
-    if (o < 0) fail("open stdout");
-    int e = same_out ? o : ::open(err_path, out_flags | O_NONBLOCK, 0644);
-    if (e < 0) fail("open stderr");
+    int o = ::open(r.out_path.c_str(), r.out_flags | O_NONBLOCK, 0644);
+    if (o < 0) child_fail(errp[1], "open stdout");
+    int e = same_out ? o : ::open(r.err_path.c_str(), r.out_flags | O_NONBLOCK, 0644);
+    if (e < 0) child_fail(errp[1], "open stderr");
     ::fcntl(o, F_SETFL, ::fcntl(o, F_GETFL) & ~O_NONBLOCK);
     ::fcntl(e, F_SETFL, ::fcntl(e, F_GETFL) & ~O_NONBLOCK);
     ::dup2(o, 1);
     ::dup2(e, 2);
     if (o > 2) ::close(o);
     if (e > 2 && e != o) ::close(e);
-    ::execve(binary, job_argv, envp);
-    fail("execve");
+    ::execve(r.binary.c_str(), argv.data(), envp.data());
+    child_fail(errp[1], "execve");
   }
-  ::close(kErr);
+  ::close(errp[1]);
+  // EOF: the exec worked (the pipe is close-on-exec); else "<stage>:<errno>" from the child.
+  std::string err;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(errp[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) err.append(buf, static_cast<std::size_t>(n));
+  ::close(errp[0]);
   int st = 0, jst = 0;
+  auto wait_job = [&] {
+    while (true) {
+      pid_t w = ::waitpid(-1, &st, 0);
+      if (w == jp) { jst = st; break; }
+      if (w < 0 && errno != EINTR) break;
+    }
+  };
+  if (!err.empty()) {
+    wait_job();
+    auto colon = err.rfind(':');
+    std::string stage = err.substr(0, colon);
+    int e = colon == std::string::npos ? 0 : std::atoi(err.c_str() + colon + 1);
+    launch_failed(r, stage.c_str(), e);
+  }
+  const std::int32_t me = static_cast<std::int32_t>(::getpid());
+  corral::node::send_wake(kWake, r.id, me, corral::node::kWakeRunning);
+  ::signal(SIGPIPE, SIG_IGN);  // an agent gone: the status is in the exit file anyway
+  wait_job();
+  std::string tmp = r.exit_file + ".tmp";
+  corral::node::write_exit_status(tmp.c_str(), r.exit_file.c_str(), jst);
+  corral::node::send_wake(kWake, r.id, me, corral::node::kWakeEnded);
   while (true) {
-    pid_t r = ::waitpid(-1, &st, 0);
-    if (r == jp) { jst = st; break; }
-    if (r < 0 && errno != EINTR) break;
+    pid_t w = ::waitpid(-1, &st, 0);
+    if (w < 0 && errno != EINTR) break;
   }
-  // exit_file.tmp then rename: the agent never reads half a status.
-  char tmp[4096];
-  std::size_t len = std::strlen(exit_file);
-  if (len + 5 < sizeof tmp) {
-    std::memcpy(tmp, exit_file, len);
-    std::memcpy(tmp + len, ".tmp", 5);
-    corral::node::write_exit_status(tmp, exit_file, jst);
+  ::_exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--server") != 0) {
+    std::fprintf(stderr,
+                 "corral-shepherd: started by corrald's launcher only (corral-shepherd --server, fd 3 requests, "
+                 "fd 4 wake pipe)\n");
+    return 2;
   }
-  [[maybe_unused]] auto w = ::write(kWake, "x", 1);
+  ::signal(SIGCHLD, SIG_IGN);  // shepherds are reaped by the kernel
+  ::close_range(kWake + 1, ~0U, 0);
+  ::fcntl(kReq, F_SETFD, FD_CLOEXEC);
+  ::fcntl(kWake, F_SETFD, FD_CLOEXEC);
   while (true) {
-    pid_t r = ::waitpid(-1, &st, 0);
-    if (r < 0 && errno != EINTR) break;
+    std::uint32_t len = 0;
+    if (!read_full(kReq, &len, sizeof len)) return 0;  // the agent closed the socket
+    if (len > (64u << 20)) return 3;                    // not our protocol
+    std::string payload(len, '\0');
+    if (!read_full(kReq, payload.data(), len)) return 0;
+    Request r;
+    if (!parse(payload, r)) {
+      if (r.id != 0 && !r.fail_file.empty()) {
+        std::string tmp = r.fail_file + ".tmp";
+        corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), "shepherd request", EINVAL);
+        corral::node::send_wake(kWake, r.id, -1, corral::node::kWakeFailed);
+      }
+      continue;
+    }
+    pid_t p = ::fork();
+    if (p == 0) shepherd(r);
+    if (p < 0) {
+      std::string tmp = r.fail_file + ".tmp";
+      corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), "fork", errno);
+      corral::node::send_wake(kWake, r.id, -1, corral::node::kWakeFailed);
+    }
   }
-  return 0;
 }
