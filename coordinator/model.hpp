@@ -119,6 +119,11 @@ struct Snapshot {
   Amounts global;                // cluster-wide consumables (licences)
   std::vector<RunningJob> running;   // running and suspended
   std::vector<Job> pending;          // in submit order
+  // Optional, for callers that keep one Snapshot across passes (the
+  // simulator): a nonzero value promises that `nodes` are unchanged since the
+  // last pass given the same value, so a kept Planner reuses what it derived
+  // from them. 0 (default): the planner re-reads the nodes every pass.
+  std::uint64_t nodes_version = 0;
 };
 
 // ----------------------------------------------------------------- output --

@@ -85,6 +85,103 @@ struct Req {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 
+// Nodes grouped by their free core count, one bitset per count. A cores-only
+// start takes the best-fitting node (fewest free cores that hold the job),
+// ties to the highest node index; a job no single node holds is spread over
+// the nodes with the most free cores first, again highest index first. Being
+// a set, the answer never depends on the order of earlier updates, so sets
+// rebuilt in a pass and sets kept up to date across passes pick the same node.
+struct NodeSets {
+  std::size_t nw = 0;                    // words per bitset
+  int maxc = 0;
+  std::vector<std::uint64_t> bits;       // (maxc + 1) x nw
+  std::vector<std::uint32_t> count;      // nodes per free count
+
+  void init(std::size_t nodes, int max_free) {
+    nw = (nodes + 63) / 64;
+    maxc = std::max(0, max_free);
+    bits.assign((static_cast<std::size_t>(maxc) + 1) * nw, 0);
+    count.assign(static_cast<std::size_t>(maxc) + 1, 0);
+  }
+  void insert(std::uint32_t n, int c) {
+    if (c <= 0 || c > maxc) return;
+    bits[static_cast<std::size_t>(c) * nw + n / 64] |= std::uint64_t{1} << (n % 64);
+    ++count[static_cast<std::size_t>(c)];
+  }
+  void erase(std::uint32_t n, int c) {
+    if (c <= 0 || c > maxc) return;
+    bits[static_cast<std::size_t>(c) * nw + n / 64] &= ~(std::uint64_t{1} << (n % 64));
+    --count[static_cast<std::size_t>(c)];
+  }
+  // Highest node index below `below` with exactly c free; -1 if none.
+  std::int64_t highest(int c, std::int64_t below) const {
+    if (below <= 0) return -1;
+    const std::uint64_t* w = bits.data() + static_cast<std::size_t>(c) * nw;
+    std::size_t wi = static_cast<std::size_t>((below - 1) / 64);
+    std::uint64_t m = w[wi];
+    const unsigned top = static_cast<unsigned>((below - 1) % 64);
+    if (top < 63) m &= (std::uint64_t{1} << (top + 1)) - 1;
+    for (;;) {
+      if (m) return static_cast<std::int64_t>(wi * 64 + 63 - static_cast<std::size_t>(__builtin_clzll(m)));
+      if (wi == 0) return -1;
+      m = w[--wi];
+    }
+  }
+  // Placement of s slots now (see above); the nodes' free counts are not changed.
+  std::vector<Placement> place(int s, std::size_t nodes) const {
+    std::vector<Placement> out;
+    const auto nn = static_cast<std::int64_t>(nodes);
+    for (int c = std::max(1, s); c <= maxc; ++c)
+      if (count[static_cast<std::size_t>(c)] > 0) {
+        out.push_back({static_cast<std::uint32_t>(highest(c, nn)), static_cast<std::uint32_t>(s), {}});
+        return out;
+      }
+    int left = s;
+    for (int c = std::min(maxc, s); c >= 1 && left > 0; --c)
+      for (std::int64_t n = highest(c, nn); n >= 0 && left > 0; n = highest(c, n)) {
+        const int take = std::min(c, left);
+        out.push_back({static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(take), {}});
+        left -= take;
+      }
+    return out;
+  }
+};
+
+// Cores for s slots on a node (first free ones; with core_numa, preferably
+// on the fullest NUMA node that holds them all). `used` counts holders per core.
+std::vector<int> pick_cores(const Node& nd, std::uint16_t* used, int s) {
+  std::vector<int> out;
+  const int C = nd.cores;
+  auto take_from = [&](int numa) {
+    for (int c = 0; c < C && static_cast<int>(out.size()) < s; ++c)
+      if (!used[c] && (numa < 0 || nd.core_numa[static_cast<std::size_t>(c)] == numa)) {
+        ++used[c];
+        out.push_back(c);
+      }
+  };
+  if (static_cast<int>(nd.core_numa.size()) == C && C > 0) {
+    std::map<int, int> freec;
+    for (int c = 0; c < C; ++c)
+      if (!used[c]) ++freec[nd.core_numa[static_cast<std::size_t>(c)]];
+    int best = -1, bestf = 0;
+    for (const auto& [d, f] : freec)
+      if (f >= s && (best < 0 || f < bestf)) {
+        best = d;
+        bestf = f;
+      }
+    if (best >= 0) {
+      take_from(best);
+    } else {
+      std::vector<std::pair<int, int>> order;
+      for (const auto& [d, f] : freec) order.emplace_back(-f, d);
+      std::sort(order.begin(), order.end());
+      for (const auto& [f, d] : order) take_from(d);
+    }
+  }
+  take_from(-1);
+  return out;
+}
+
 }  // namespace
 
 struct Planner::Impl {
@@ -110,9 +207,8 @@ struct Planner::Impl {
   // ---- node state now
   std::vector<int> node_free;
   std::vector<std::uint32_t> core_off;
-  std::vector<std::uint8_t> core_used;
-  std::vector<std::vector<std::uint32_t>> bucket;           // by free cores
-  std::vector<std::uint32_t> bucket_pos;
+  std::vector<std::uint16_t> core_used;
+  NodeSets sets;                                            // by free cores (lazy)
   int max_cores = 0;
 
   // ---- host-level plan (built lazily for node-bound jobs and MONITOR)
@@ -137,31 +233,15 @@ struct Planner::Impl {
     return static_cast<int>(nprof++);
   }
 
-  void bucket_remove(std::uint32_t n) {
-    const int c = node_free[n];
-    if (c <= 0) return;
-    auto& b = bucket[static_cast<std::size_t>(c)];
-    const std::uint32_t p = bucket_pos[n];
-    b[p] = b.back();
-    bucket_pos[b[p]] = p;
-    b.pop_back();
-  }
-  void bucket_insert(std::uint32_t n) {
-    const int c = node_free[n];
-    if (c <= 0) return;
-    auto& b = bucket[static_cast<std::size_t>(c)];
-    bucket_pos[n] = static_cast<std::uint32_t>(b.size());
-    b.push_back(n);
-  }
   void set_node_free(std::uint32_t n, int f) {
     if (!buckets_ready) {
       node_free[n] = std::clamp(f, 0, snap->nodes[n].up ? std::max(0, snap->nodes[n].cores) : 0);
       return;
     }
-    bucket_remove(n);
-    // Clamped: a caller's over-committed node must never corrupt the buckets.
+    sets.erase(n, node_free[n]);
+    // Clamped: a caller's over-committed node must never corrupt the sets.
     node_free[n] = std::clamp(f, 0, snap->nodes[n].up ? std::max(0, snap->nodes[n].cores) : 0);
-    bucket_insert(n);
+    sets.insert(n, node_free[n]);
   }
 
   Time release_time(std::size_t ri) const { return run_end_of[ri]; }
@@ -309,10 +389,8 @@ struct Planner::Impl {
   void ensure_buckets() {
     if (buckets_ready) return;
     buckets_ready = true;
-    bucket.resize(static_cast<std::size_t>(max_cores) + 1);
-    for (auto& b : bucket) b.clear();
-    bucket_pos.assign(snap->nodes.size(), 0);
-    for (std::size_t n = 0; n < snap->nodes.size(); ++n) bucket_insert(static_cast<std::uint32_t>(n));
+    sets.init(snap->nodes.size(), max_cores);
+    for (std::size_t n = 0; n < snap->nodes.size(); ++n) sets.insert(static_cast<std::uint32_t>(n), node_free[n]);
   }
 
   std::vector<JobId> st_freed;
@@ -587,60 +665,13 @@ struct Planner::Impl {
 
   // ------------------------------------------------------- core placement
   std::vector<int> pick_cores(std::uint32_t n, int s) {
-    const Node& nd = snap->nodes[n];
-    std::vector<int> out;
-    std::uint8_t* used = core_used.data() + core_off[n];
-    const int C = nd.cores;
-    auto take_from = [&](int numa) {
-      for (int c = 0; c < C && static_cast<int>(out.size()) < s; ++c)
-        if (!used[c] && (numa < 0 || nd.core_numa[static_cast<std::size_t>(c)] == numa)) {
-          used[c] = 1;
-          out.push_back(c);
-        }
-    };
-    if (static_cast<int>(nd.core_numa.size()) == C && C > 0) {
-      // Prefer one NUMA node: the fullest one that still holds all s cores.
-      std::map<int, int> freec;
-      for (int c = 0; c < C; ++c)
-        if (!used[c]) ++freec[nd.core_numa[static_cast<std::size_t>(c)]];
-      int best = -1, bestf = 0;
-      for (const auto& [d, f] : freec)
-        if (f >= s && (best < 0 || f < bestf)) {
-          best = d;
-          bestf = f;
-        }
-      if (best >= 0) {
-        take_from(best);
-      } else {
-        std::vector<std::pair<int, int>> order;
-        for (const auto& [d, f] : freec) order.emplace_back(-f, d);
-        std::sort(order.begin(), order.end());
-        for (const auto& [f, d] : order) take_from(d);
-      }
-    }
-    take_from(-1);
-    return out;
+    return corral::pick_cores(snap->nodes[n], core_used.data() + core_off[n], s);
   }
 
-  // Placement for a job starting now that needs cores only (bucket search).
+  // Placement for a job starting now that needs cores only (NodeSets).
   std::vector<Placement> place_cores_now(int s) {
     ensure_buckets();
-    std::vector<Placement> out;
-    for (int c = s; c <= max_cores; ++c)
-      if (!bucket[static_cast<std::size_t>(c)].empty()) {
-        out.push_back({bucket[static_cast<std::size_t>(c)].back(), static_cast<std::uint32_t>(s), {}});
-        return out;
-      }
-    int left = s;
-    for (int c = std::min(max_cores, s); c >= 1 && left > 0; --c) {
-      auto& b = bucket[static_cast<std::size_t>(c)];
-      for (std::size_t i = b.size(); i-- > 0 && left > 0;) {
-        const int take = std::min(c, left);
-        out.push_back({b[i], static_cast<std::uint32_t>(take), {}});
-        left -= take;
-      }
-    }
-    return out;
+    return sets.place(s, snap->nodes.size());
   }
 
   void take_now(std::vector<Placement>& pl) {
@@ -900,6 +931,559 @@ struct Planner::Impl {
     }
   }
 
+  // ============================================================ fast path
+  // Cores-only passes (no queues, no global or host consumables, no memory or
+  // jobfs tracking, no MONITOR, nothing freed, suspended or resumed by an
+  // earlier stage) under fcfs, easy and conservative. The Planner keeps the
+  // node state of snap.running from pass to pass and updates it by the
+  // difference (compared position by position, so a caller that passes an
+  // unrelated snapshot only costs a full update): a pass then costs a few
+  // steps per running and pending job instead of a walk over every node.
+  // The decisions are exactly those of the general path (tests compare them).
+  bool fast_enabled = true;
+
+  // Node layout, rebuilt when Snapshot::nodes_version is 0 or changes.
+  std::uint64_t fl_version = 0;
+  bool fl_built = false;
+  bool fl_plain = false;          // no node tracks memory, jobfs or consumables
+  std::size_t fl_nn = 0;
+  std::int64_t fl_total = 0;      // cores of up nodes
+  int fl_maxc = 0;
+  std::vector<int> fl_cap;        // schedulable cores (0 if down)
+  std::vector<int> fl_cores;      // Node::cores (core index bound)
+  std::vector<std::uint8_t> fl_up;
+  std::vector<std::uint32_t> fl_coff;
+
+  // Mirror of snap.running as of the last fast pass.
+  struct RunRec {
+    JobId id = 0;
+    Time start = 0, end = 0;      // expected_end
+    int slots = 0, on_up = 0;     // on_up: slots on up nodes (cores held)
+    bool suspended = false, backfilled = false, holds = false;
+    std::vector<Placement> pl;
+  };
+  std::vector<RunRec> fr;
+  std::size_t fr_bad = 0;         // holding jobs without a placement (general path)
+  std::vector<int> f_used;        // per node: slots held (may exceed cores)
+  std::vector<int> f_free;        // per node: clamped free cores
+  std::int64_t f_sum_free = 0, f_used_now = 0;
+  std::vector<std::uint16_t> f_core;             // per core: holders
+  NodeSets f_sets;
+  std::vector<std::pair<Time, int>> f_ends;      // sorted (expected_end, on_up) of holders
+  struct Change {
+    JobId id;
+    Time end;
+    int on_up;
+    bool holds;
+  };
+  std::vector<Change> f_removed, f_added;        // net changes of the last diff
+
+  // Pass-local undo log (starts of this pass) and release events.
+  std::vector<std::pair<std::uint32_t, int>> fu_nodes;    // node, slots taken
+  std::vector<std::uint32_t> fu_cores;                    // global core index taken
+  std::vector<std::pair<Time, std::int64_t>> fu_ends;     // (now + d, slots) of starts
+  Profile fprof;                                          // conservative/easy profile
+
+  // Conservative: the previous fast pass, reused when only arrivals and
+  // on-time events happened since (see fast_conservative_reuse).
+  enum : std::uint8_t { kNone, kStart, kReserve, kReject };
+  struct CEntry {
+    JobId id;
+    int smin, smax;
+    Time d;
+    std::uint8_t kind;
+    Time t;
+    int s;
+  };
+  std::vector<CEntry> cc, cc_next;
+  bool cc_valid = false;
+  Time cc_now = 0;
+
+  void fl_build(const Snapshot& s) {
+    const std::size_t nn = s.nodes.size();
+    fl_built = true;
+    fl_version = s.nodes_version;
+    fl_nn = nn;
+    fl_plain = true;
+    fl_total = 0;
+    fl_maxc = 0;
+    fl_cap.assign(nn, 0);
+    fl_cores.assign(nn, 0);
+    fl_up.assign(nn, 0);
+    fl_coff.assign(nn + 1, 0);
+    std::uint32_t off = 0;
+    for (std::size_t n = 0; n < nn; ++n) {
+      const Node& nd = s.nodes[n];
+      fl_coff[n] = off;
+      fl_cores[n] = std::max(0, nd.cores);
+      off += static_cast<std::uint32_t>(fl_cores[n]);
+      if (!nd.up) continue;
+      fl_up[n] = 1;
+      fl_cap[n] = fl_cores[n];
+      fl_total += fl_cap[n];
+      fl_maxc = std::max(fl_maxc, nd.cores);
+      if (nd.mem_mb > 0 || nd.jobfs_mb > 0 || !nd.consumables.empty()) fl_plain = false;
+    }
+    fl_coff[nn] = off;
+    // Running state starts empty; the diff adds every running job.
+    fr.clear();
+    fr_bad = 0;
+    f_used.assign(nn, 0);
+    f_free = fl_cap;
+    f_sum_free = fl_total;
+    f_used_now = 0;
+    f_core.assign(off, 0);
+    f_sets.init(nn, fl_maxc);
+    for (std::size_t n = 0; n < nn; ++n) f_sets.insert(static_cast<std::uint32_t>(n), f_free[n]);
+    f_ends.clear();
+    cc_valid = false;
+  }
+
+  void f_node_add(std::uint32_t n, int delta) {
+    const int old = f_free[n];
+    f_used[n] += delta;
+    const int nf = std::clamp(fl_cap[n] - f_used[n], 0, fl_cap[n]);
+    if (nf == old) return;
+    f_sets.erase(n, old);
+    f_sets.insert(n, nf);
+    f_free[n] = nf;
+    f_sum_free += nf - old;
+  }
+
+  void f_apply(const RunRec& r, int sign) {
+    if (!r.holds) return;
+    for (const Placement& p : r.pl) {
+      if (p.node >= fl_nn || !fl_up[p.node]) continue;
+      f_node_add(p.node, sign * static_cast<int>(p.slots));
+      for (int c : p.cores)
+        if (c >= 0 && c < fl_cores[p.node]) f_core[fl_coff[p.node] + static_cast<std::uint32_t>(c)] += static_cast<std::uint16_t>(sign);
+    }
+    f_used_now += sign * r.on_up;
+    const std::pair<Time, int> e{r.end, r.on_up};
+    if (sign > 0) {
+      f_ends.insert(std::upper_bound(f_ends.begin(), f_ends.end(), e), e);
+    } else {
+      auto it = std::lower_bound(f_ends.begin(), f_ends.end(), e);
+      if (it != f_ends.end() && *it == e) f_ends.erase(it);
+    }
+  }
+
+  static bool same_placement(const std::vector<Placement>& a, const std::vector<Placement>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i].node != b[i].node || a[i].slots != b[i].slots) return false;
+      const std::vector<int>& x = a[i].cores;
+      const std::vector<int>& y = b[i].cores;
+      if (x.size() != y.size()) return false;
+      for (std::size_t k = 0; k < x.size(); ++k)  // short lists: no memcmp call
+        if (x[k] != y[k]) return false;
+    }
+    return true;
+  }
+
+  // Brings the mirror up to snap.running; records the net changes.
+  void f_diff(const Snapshot& s) {
+    f_removed.clear();
+    f_added.clear();
+    const std::size_t nr = s.running.size(), no = fr.size();
+    if (fr.size() < nr) fr.resize(nr);
+    for (std::size_t k = 0; k < std::max(nr, no); ++k) {
+      RunRec& r = fr[k];
+      if (k < nr && k < no) {
+        const RunningJob& rj = s.running[k];
+        if (rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
+            rj.suspended == r.suspended && rj.backfilled == r.backfilled && same_placement(rj.placement, r.pl))
+          continue;
+      }
+      if (k < no) {
+        f_apply(r, -1);
+        if (r.holds && r.pl.empty()) --fr_bad;
+        f_removed.push_back({r.id, r.end, r.on_up, r.holds});
+      }
+      if (k < nr) {
+        const RunningJob& rj = s.running[k];
+        r.id = rj.job.id;
+        r.start = rj.start;
+        r.end = rj.expected_end;
+        r.slots = rj.slots;
+        r.suspended = rj.suspended;
+        r.backfilled = rj.backfilled;
+        r.holds = !rj.suspended;
+        r.pl = rj.placement;
+        r.on_up = 0;
+        for (const Placement& p : r.pl)
+          if (p.node < fl_nn && fl_up[p.node]) r.on_up += static_cast<int>(p.slots);
+        if (r.holds && r.pl.empty()) ++fr_bad;
+        f_apply(r, +1);
+        f_added.push_back({r.id, r.end, r.on_up, r.holds});
+      }
+    }
+    fr.resize(nr);
+    // A job moved by a swap-remove shows up as removed and added unchanged.
+    for (std::size_t a = 0; a < f_added.size(); ++a)
+      for (std::size_t b = 0; b < f_removed.size(); ++b) {
+        const Change& x = f_added[a];
+        const Change& y = f_removed[b];
+        if (x.id == y.id && x.end == y.end && x.on_up == y.on_up && x.holds == y.holds) {
+          f_added[a] = f_added.back();
+          f_added.pop_back();
+          f_removed[b] = f_removed.back();
+          f_removed.pop_back();
+          --a;
+          break;
+        }
+      }
+  }
+
+  // Starts j now on s slots: node state, undo log, decision.
+  void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
+    std::vector<Placement> pl = f_sets.place(sl, fl_nn);
+    for (Placement& p : pl) {
+      std::uint16_t* used = f_core.data() + fl_coff[p.node];
+      p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
+      for (int c : p.cores) fu_cores.push_back(fl_coff[p.node] + static_cast<std::uint32_t>(c));
+      f_node_add(p.node, static_cast<int>(p.slots));
+      fu_nodes.emplace_back(p.node, static_cast<int>(p.slots));
+    }
+    fu_ends.emplace_back(sat_add(s.now, d), sl);
+    Decision dec;
+    dec.action = Action::Start;
+    dec.job = j.id;
+    dec.at = s.now;
+    dec.slots = sl;
+    dec.placement = std::move(pl);
+    plan.decisions.push_back(std::move(dec));
+  }
+
+  void f_undo() {
+    for (const auto& [n, sl] : fu_nodes) f_node_add(n, -sl);
+    for (std::uint32_t c : fu_cores) --f_core[c];
+    fu_nodes.clear();
+    fu_cores.clear();
+    fu_ends.clear();
+  }
+
+  // The general path's resolve() for a cores-only layout: "" if the job is
+  // valid (it then needs cores only), else the same error text.
+  static std::string f_check(const Job& j) {
+    if (j.slots_min < 1 || j.slots_max < j.slots_min)
+      return "invalid slot range " + std::to_string(j.slots_min) + ".." + std::to_string(j.slots_max);
+    if (j.mem_mb < 0 || j.jobfs_mb < 0 || j.walltime < 0 || j.estimate < 0) return "negative resource request";
+    if (!j.queue.empty()) return "unknown queue '" + j.queue + "'";
+    for (const auto& [name, amt] : j.consumables) {
+      if (amt < 0) return "negative request for consumable '" + name + "'";
+      if (amt == 0) continue;
+      return "requests consumable '" + name + "' that is defined nowhere";
+    }
+    return {};
+  }
+  static bool f_plain_job(const Job& j) {
+    return j.slots_min >= 1 && j.slots_max >= j.slots_min && j.mem_mb >= 0 && j.jobfs_mb >= 0 && j.walltime >= 0 &&
+           j.estimate >= 0 && j.queue.empty() && j.consumables.empty();
+  }
+  void f_reject(Plan& plan, const Job& j, std::string why) {
+    Decision d;
+    d.action = Action::Reject;
+    d.job = j.id;
+    d.at = now;
+    d.reason = std::move(why);
+    plan.decisions.push_back(std::move(d));
+  }
+  std::string never_text(const Job& j) const {
+    return "job " + std::to_string(j.id) + " can never run: no set of up nodes can hold " + std::to_string(j.slots_min) +
+           " slots with its requests";
+  }
+
+  // Builds the cores profile (running jobs + this pass's starts), as ensure_prof0.
+  void f_build_prof(Time t) {
+    events.clear();
+    std::int64_t used = f_used_now;
+    for (const auto& [e, n] : f_ends) events.emplace_back(std::max(e, t), n);
+    for (const auto& [e, n] : fu_ends) {
+      used += n;
+      events.emplace_back(e, n);
+    }
+    std::sort(events.end() - static_cast<std::ptrdiff_t>(fu_ends.size()), events.end());
+    if (!fu_ends.empty()) std::inplace_merge(events.begin(), events.end() - static_cast<std::ptrdiff_t>(fu_ends.size()), events.end());
+    fprof.build(t, fl_total, fl_total - used, events);
+  }
+
+  // Returns false (nothing changed in `plan`) when the pass is not for the fast path.
+  bool fast_plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan) {
+    const Backfill pol = c.backfill;
+    if (!fast_enabled || c.monitor || !st.freed.empty() || !s.queues.empty() || !s.global.empty() ||
+        (pol != Backfill::Fcfs && pol != Backfill::Easy && pol != Backfill::Conservative)) {
+      cc_valid = false;
+      return false;
+    }
+    for (const Decision& d : plan.decisions)
+      if (d.action == Action::Suspend || d.action == Action::Resume) {
+        cc_valid = false;
+        return false;
+      }
+    if (!fl_built || s.nodes_version == 0 || s.nodes_version != fl_version || s.nodes.size() != fl_nn) fl_build(s);
+    if (!fl_plain) {
+      cc_valid = false;
+      return false;
+    }
+    f_diff(s);
+    if (fr_bad > 0) {
+      cc_valid = false;
+      return false;
+    }
+    snap = &s;
+    cfg = &c;
+    now = s.now;
+    out = &plan;
+    if (pol == Backfill::Conservative) {
+      fast_conservative(s, c, st, plan);
+    } else {
+      cc_valid = false;
+      fast_easy(s, c, st, plan);
+    }
+    f_undo();
+    return true;
+  }
+
+  // fcfs and easy: one reservation at most, so the profile after it is known
+  // in closed form: free cores never drop after now except for the
+  // reservation [shadow, shadow + d), and the least free over a window that
+  // reaches past the shadow time is the free count at the shadow time.
+  void fast_easy(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan) {
+    const Backfill pol = c.backfill;
+    const auto& pend = s.pending;
+    std::int64_t free_now = std::min(f_sum_free, fl_total - f_used_now);
+    std::int64_t pass_used = 0;
+    bool prof_ready = false, have_res = false;
+    std::int64_t at_now = 0, at_shadow = 0;  // profile values at now / at the shadow time
+    Time shadow = kForever;
+    int reservations_left = pol == Backfill::Fcfs ? 0 : 1;
+    for (std::uint32_t idx : st.order) {
+      if (idx >= pend.size()) continue;
+      const Job& j = pend[idx];
+      if (!f_plain_job(j)) {
+        if (std::string err = f_check(j); !err.empty()) {
+          f_reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
+          continue;
+        }
+      }
+      const Time d = planned_duration(j, c);
+      const Time end = sat_add(now, d);
+      const int smin = j.slots_min;
+      if (smin <= free_now) {
+        const int cap = static_cast<int>(std::min<std::int64_t>(j.slots_max, free_now));
+        int sl = cap;
+        bool ok = true;
+        if (prof_ready) {
+          const std::int64_t m = have_res && end > shadow ? std::min(at_now, at_shadow) : at_now;
+          if (m < smin) ok = false;
+          else if (cap != smin) sl = static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(cap, m)));
+          else sl = smin;
+        }
+        if (ok) {
+          f_start(plan, s, j, sl, d);
+          free_now -= sl;
+          pass_used += sl;
+          if (prof_ready) {
+            at_now -= sl;
+            if (have_res && end > shadow) at_shadow -= sl;
+          }
+          continue;
+        }
+      }
+      if (smin > fl_total) {
+        f_reject(plan, j, never_text(j));
+        continue;
+      }
+      if (pol == Backfill::Fcfs) break;
+      if (reservations_left != 0) {
+        // Free cores over time before any reservation: non-decreasing.
+        std::int64_t v = fl_total - f_used_now - pass_used;
+        std::sort(fu_ends.begin(), fu_ends.end());
+        std::size_t a = 0, b = 0;
+        while (a < f_ends.size() && f_ends[a].first <= now) v += f_ends[a++].second;
+        if (!prof_ready) {
+          prof_ready = true;
+          at_now = v;
+        }
+        Time t = now;
+        while (v < smin) {
+          const Time ta = a < f_ends.size() ? f_ends[a].first : kForever;
+          const Time tb = b < fu_ends.size() ? fu_ends[b].first : kForever;
+          t = std::min(ta, tb);
+          if (t >= kForever) break;
+          while (a < f_ends.size() && f_ends[a].first == t) v += f_ends[a++].second;
+          while (b < fu_ends.size() && fu_ends[b].first == t) v += fu_ends[b++].second;
+        }
+        if (v >= smin && t < kForever) {
+          const int sl = j.slots_max == smin ? smin : static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(j.slots_max, v)));
+          Decision dec;
+          dec.action = Action::Reserve;
+          dec.job = j.id;
+          dec.at = t;
+          dec.slots = sl;
+          plan.decisions.push_back(std::move(dec));
+          have_res = true;
+          shadow = t;
+          at_shadow = v - sl;
+          --reservations_left;
+        }
+      }
+      if (free_now <= 0 && reservations_left == 0) break;
+    }
+  }
+
+  // conservative: every blocked job gets the earliest start in the profile.
+  void fast_conservative(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan) {
+    const auto& pend = s.pending;
+    std::int64_t free_now = std::min(f_sum_free, fl_total - f_used_now);
+    bool prof_ready = false;
+    std::size_t pos = 0;
+    cc_next.clear();
+    if (cc_valid && conservative_reuse(s, c, st, plan, pos)) {
+      prof_ready = true;
+    } else {
+      cc_next.clear();
+      pos = 0;
+    }
+    for (std::size_t k = pos; k < st.order.size(); ++k) {
+      const std::uint32_t idx = st.order[k];
+      if (idx >= pend.size()) continue;
+      const Job& j = pend[idx];
+      const int smin = j.slots_min;
+      if (!f_plain_job(j)) {
+        if (std::string err = f_check(j); !err.empty()) {
+          f_reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
+          cc_next.push_back({j.id, smin, j.slots_max, 0, kReject, 0, 0});
+          continue;
+        }
+      }
+      const Time d = planned_duration(j, c);
+      const Time end = sat_add(now, d);
+      if (smin <= free_now) {
+        const int cap = static_cast<int>(std::min<std::int64_t>(j.slots_max, free_now));
+        int sl = cap;
+        bool ok = true;
+        if (prof_ready) {
+          if (fprof.run_end(now, smin) < end) ok = false;
+          else if (cap != smin) sl = static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(cap, fprof.min_free(now, end))));
+          else sl = smin;
+        }
+        if (ok) {
+          if (prof_ready) fprof.add(now, end, -sl);
+          f_start(plan, s, j, sl, d);
+          free_now -= sl;
+          cc_next.push_back({j.id, smin, j.slots_max, d, kStart, now, sl});
+          continue;
+        }
+      }
+      if (smin > fl_total) {
+        f_reject(plan, j, never_text(j));
+        cc_next.push_back({j.id, smin, j.slots_max, d, kReject, 0, 0});
+        continue;
+      }
+      if (!prof_ready) {
+        f_build_prof(now);
+        prof_ready = true;
+      }
+      const Time t = fprof.earliest(smin, d, now);
+      if (t >= kForever) {  // no room at any planned time yet
+        cc_next.push_back({j.id, smin, j.slots_max, d, kNone, 0, 0});
+        continue;
+      }
+      const Time te = sat_add(t, d);
+      const int sl = j.slots_max == smin ? smin
+                                         : static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(j.slots_max, fprof.min_free(t, te))));
+      fprof.add(t, te, -sl);
+      Decision dec;
+      dec.action = Action::Reserve;
+      dec.job = j.id;
+      dec.at = t;
+      dec.slots = sl;
+      plan.decisions.push_back(std::move(dec));
+      cc_next.push_back({j.id, smin, j.slots_max, d, kReserve, t, sl});
+    }
+    cc.swap(cc_next);
+    cc_now = now;
+    cc_valid = prof_ready;
+  }
+
+  // Reuse of the previous conservative pass. Its reservations stand when the
+  // cores profile from now on is the one that pass left: every running job
+  // that went away had released its cores by now (ended on or after its
+  // estimate), every new running job is one of that pass's starts with the
+  // same release, no reservation is due yet, and the queue holds the same jobs
+  // in the same order (new ones only at its end). Then a full re-plan would
+  // find every old job at its old place (the earliest fit of each job only
+  // looks at the profile from now on), so only the new jobs are planned.
+  // Returns false, with `plan` untouched, when it does not apply.
+  bool conservative_reuse(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan, std::size_t& pos) {
+    if (now < cc_now) return false;
+    for (const Change& r : f_removed)
+      if (r.holds && r.on_up != 0 && r.end > now) return false;
+    std::size_t starts = 0;
+    for (const CEntry& e : cc) starts += e.kind == kStart;
+    if (f_added.size() != starts) return false;
+    for (const Change& a : f_added) {
+      bool found = false;
+      for (const CEntry& e : cc)
+        if (e.kind == kStart && e.id == a.id) {
+          found = a.holds && a.on_up == e.s && std::max(a.end, now) == std::max(sat_add(cc_now, e.d), now);
+          break;
+        }
+      if (!found) return false;
+    }
+    const std::size_t first = plan.decisions.size();
+    auto fail = [&]() {
+      plan.decisions.resize(first);
+      cc_next.clear();
+      return false;
+    };
+    const auto& pend = s.pending;
+    std::size_t k = 0, p = 0;
+    for (; p < st.order.size(); ++p) {
+      const std::uint32_t idx = st.order[p];
+      if (idx >= pend.size()) continue;
+      const Job& j = pend[idx];
+      while (k < cc.size() && cc[k].id != j.id) {
+        if (cc[k].kind == kReserve) return fail();  // left the queue or moved
+        ++k;
+      }
+      if (k == cc.size()) break;  // a new job: planned from here on
+      const CEntry& e = cc[k++];
+      if (e.kind == kStart || j.slots_min != e.smin || j.slots_max != e.smax) return fail();
+      const bool plain = f_plain_job(j);
+      if (e.kind == kReject) {
+        if (!plain) {
+          std::string err = f_check(j);
+          if (err.empty()) return fail();
+          f_reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
+        } else if (j.slots_min > fl_total) {
+          f_reject(plan, j, never_text(j));
+        } else {
+          return fail();
+        }
+        cc_next.push_back(e);
+        continue;
+      }
+      if (!plain || planned_duration(j, c) != e.d) return fail();
+      if (e.kind == kReserve) {
+        if (e.t <= now) return fail();
+        Decision dec;
+        dec.action = Action::Reserve;
+        dec.job = j.id;
+        dec.at = e.t;
+        dec.slots = e.s;
+        plan.decisions.push_back(std::move(dec));
+      }
+      cc_next.push_back(e);
+    }
+    for (; k < cc.size(); ++k)
+      if (cc[k].kind == kReserve) return fail();
+    pos = p;
+    return true;
+  }
+
   // ------------------------------------------------------------- MONITOR
   static std::string fmt_line(JobId id, const char* state, Time start, Time dur, char level,
                               const std::string& obj, const std::string& res, std::int64_t amount) {
@@ -963,12 +1547,19 @@ void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassSta
   plan.now = snap.now;
   const std::size_t first = plan.decisions.size();
   if (st.order.empty() && !cfg.monitor) return;  // nothing to plan
+  if (m.fast_plan(snap, cfg, st, plan)) return;
   m.st_freed = st.freed;
   m.st_cur = &st;
   m.out = &plan;
   m.setup(snap, cfg, plan);
   m.run(st, plan);
   if (cfg.monitor) m.monitor(plan, first);
+}
+
+void Planner::set_incremental(bool on) {
+  impl_->fast_enabled = on;
+  impl_->cc_valid = false;
+  impl_->fl_built = false;
 }
 
 void plan_pass(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan) {

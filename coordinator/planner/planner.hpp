@@ -90,6 +90,10 @@ class Planner {
   Planner(Planner&&) noexcept;
   Planner& operator=(Planner&&) noexcept;
   void plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan);
+  // On by default: cores-only passes under fcfs, easy and conservative take
+  // the incremental path (same decisions). Off: every pass is planned from
+  // scratch by the general path (tests and benchmarks compare the two).
+  void set_incremental(bool on);
 
  private:
   struct Impl;
