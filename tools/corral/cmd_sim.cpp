@@ -12,8 +12,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <algorithm>
-#include <vector>
 
 #include "coordinator/sim/sim.hpp"
 #include "tools/corral/commands.hpp"
@@ -38,7 +36,9 @@ constexpr double kDefaultWideFraction = 0.1;
 constexpr double kDefaultSplit = 0.1;
 constexpr bool kDefaultPredict = true;
 constexpr bool kDefaultRepredict = true;
-constexpr bool kDefaultPreempt = true;
+// Selective preemption is on by default with the checkpoint policy only, so
+// `--policy easy --order fifo --aging 0 --no-predict` stays textbook EASY.
+constexpr bool kDefaultPreemptWithCheckpoint = true;
 
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
@@ -63,7 +63,8 @@ const char* kHelp =
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
     "                       (default 0.1)\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
-    "  --preempt            selective preemption by checkpoint (planner/preempt.hpp)\n"
+    "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
+    "                       default with --policy checkpoint only\n"
     "  --no-preempt         no selective preemption\n"
     "  --preempt-factor F   a blocked job preempts jobs whose expansion factor x F is\n"
     "                       below its own (default 2)\n"
@@ -165,7 +166,7 @@ int cmd_sim(int argc, char** argv) {
   opt.sched.planner.checkpoint_split = kDefaultSplit;
   opt.predict = kDefaultPredict;
   opt.repredict = kDefaultRepredict;
-  opt.sched.preempt.enabled = kDefaultPreempt;
+  int preempt = -1;  // -1: the default for the policy
   Time from = -1, to = -1;
   std::string projects_path;
   bool nci = false;
@@ -231,9 +232,9 @@ int cmd_sim(int argc, char** argv) {
         opt.sched.planner.checkpoint_threshold = parse_time(a, value());
       } else if (a == "--preempt") {
         if (has_eq) throw UsageError("--preempt takes no value");
-        opt.sched.preempt.enabled = true;
+        preempt = 1;
       } else if (a == "--no-preempt") {
-        opt.sched.preempt.enabled = false;
+        preempt = 0;
       } else if (a == "--preempt-factor") {
         std::string v = value();
         char* end = nullptr;
@@ -299,6 +300,7 @@ int cmd_sim(int argc, char** argv) {
   }
 
   opt.sched.order.policy = order;
+  opt.sched.preempt.enabled = preempt >= 0 ? preempt == 1 : policy == "checkpoint" && kDefaultPreemptWithCheckpoint;
   opt.sched.planner.backfill = parse_policy(policy);
   opt.record_segments = !gantt_path.empty();
   if (isatty(STDERR_FILENO)) opt.progress = progress_bar;
@@ -369,14 +371,6 @@ int cmd_sim(int argc, char** argv) {
       labels.emplace_back("nci", nci ? "true" : "false");
     }
     std::printf("%s\n", sim::to_json(r, labels).c_str());
-    if (std::getenv("CORRAL_SIM_DEBUG")) {  // DEBUG-TMP
-      std::vector<sim::JobResult> v = r.per_job;
-      std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.end > b.end; });
-      for (std::size_t i = 0; i < 8 && i < v.size(); ++i)
-        std::fprintf(stderr, "job %llu ckpt %d procs %d run %lld est %lld submit %lld start %lld end %lld\n",
-                     (unsigned long long)v[i].id, v[i].checkpoints, v[i].procs, (long long)v[i].run,
-                     (long long)v[i].estimate, (long long)v[i].submit, (long long)v[i].first_start, (long long)v[i].end);
-    }
     if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
     if (!report_path.empty()) {
       std::string text;
