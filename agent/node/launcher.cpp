@@ -241,14 +241,10 @@ struct Launcher::Impl {
   std::string fail_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".fail"; }
 
   // The shepherd server, (re)started when needed: posix_spawn once, then one fork per job in it.
+  // A dead server shows as EPIPE on the next request (start() then restarts it once).
   std::string ensure_server() {
-    if (srv_pid > 0) {
-      int st;
-      if (::waitpid(srv_pid, &st, WNOHANG) == 0) return {};
-      srv_pid = -1;
-    }
-    if (srv_fd >= 0) ::close(srv_fd);
-    srv_fd = -1;
+    if (srv_fd >= 0) return {};
+    stop_server();
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return "socketpair: " + errstr(errno);
     posix_spawn_file_actions_t fa;

@@ -7,8 +7,9 @@
 // session, becomes the job's subreaper and forks the job (new session, the user's groups/gid/uid,
 // cwd, stdout/err opened as the user, execve). It tells the agent on the wake pipe (WakeRecord):
 // running (the exec worked: its pid), failed (stage:errno in <exit_file minus .exit>.fail), then
-// ended (the job's wait status in exit_file). Then it reaps whatever the job left until the agent
-// has killed it all. The server itself ignores SIGCHLD (its shepherds are reaped by the kernel)
+// ended (the job's wait status in exit_file; then it leaves the slot for the parent group, so the
+// agent can remove the slot without waiting for it). Then it reaps whatever the job left until the
+// agent has killed it all. The server itself ignores SIGCHLD (its shepherds are reaped by the kernel)
 // and exits when the agent closes the socket; shepherds and jobs keep running (adoption).
 //
 // Fds of the server: 0-2 /dev/null, 3 request socket (read), 4 wake pipe (write).
@@ -113,6 +114,31 @@ bool parse(const std::string& payload, Request& r) {
   ::_exit(0);
 }
 
+// The job's side of the vfork: syscalls only (it shares the shepherd's memory until execve).
+[[noreturn]] __attribute__((noinline)) void exec_job(const Request& r, int err_fd, char* const* argv,
+                                                     char* const* envp) {
+  using corral::node::child_fail;
+  ::setsid();  // its own session and process group: every descendant can be found and signalled
+  ::umask(022);
+  if (r.drop) {
+    if (::setgroups(r.groups.size(), r.groups.data()) != 0) child_fail(err_fd, "setgroups");
+    if (::setgid(r.gid) != 0) child_fail(err_fd, "setgid");
+    if (::setuid(r.uid) != 0) child_fail(err_fd, "setuid");
+  }
+  if (::chdir(r.cwd.c_str()) != 0) child_fail(err_fd, "chdir");
+  // Opened as the user: the files are theirs. O_NONBLOCK: a FIFO without a reader fails.
+  int o = ::open(r.out_path.c_str(), r.out_flags | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (o < 0) child_fail(err_fd, "open stdout");
+  int e = r.out_path == r.err_path ? o : ::open(r.err_path.c_str(), r.out_flags | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (e < 0) child_fail(err_fd, "open stderr");
+  ::fcntl(o, F_SETFL, ::fcntl(o, F_GETFL) & ~O_NONBLOCK);
+  ::fcntl(e, F_SETFL, ::fcntl(e, F_GETFL) & ~O_NONBLOCK);
+  ::dup2(o, 1);  // dup2 clears close-on-exec on 1 and 2
+  ::dup2(e, 2);
+  ::execve(r.binary.c_str(), argv, envp);
+  child_fail(err_fd, "execve");
+}
+
 // One shepherd (a forked child of the server; single-threaded, so it may allocate).
 [[noreturn]] void shepherd(const Request& r) {
   ::signal(SIGCHLD, SIG_DFL);  // the server ignores it; we wait for our job
@@ -129,37 +155,13 @@ bool parse(const std::string& payload, Request& r) {
   argv.push_back(nullptr);
   for (const auto& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const bool same_out = r.out_path == r.err_path;
   int errp[2];
   if (::pipe2(errp, O_CLOEXEC) != 0) launch_failed(r, "pipe", errno);
-  pid_t jp = ::fork();
+  // vfork: the job borrows this process's memory until its execve (no page tables copied, no
+  // copy-on-write faults; each cost TLB-flush IPIs on this machine). exec_job makes syscalls only.
+  pid_t jp = ::vfork();
+  if (jp == 0) exec_job(r, errp[1], argv.data(), envp.data());
   if (jp < 0) launch_failed(r, "fork", errno);
-  if (jp == 0) {
-    using corral::node::child_fail;
-    ::close(errp[0]);
-    ::close(kWake);
-    ::setsid();  // its own session and process group: every descendant can be found and signalled
-    ::umask(022);
-    if (r.drop) {
-      if (::setgroups(r.groups.size(), r.groups.data()) != 0) child_fail(errp[1], "setgroups");
-      if (::setgid(r.gid) != 0) child_fail(errp[1], "setgid");
-      if (::setuid(r.uid) != 0) child_fail(errp[1], "setuid");
-    }
-    if (::chdir(r.cwd.c_str()) != 0) child_fail(errp[1], "chdir");
-    // Opened as the user: the files are theirs. O_NONBLOCK: a FIFO without a reader fails.
-    int o = ::open(r.out_path.c_str(), r.out_flags | O_NONBLOCK, 0644);
-    if (o < 0) child_fail(errp[1], "open stdout");
-    int e = same_out ? o : ::open(r.err_path.c_str(), r.out_flags | O_NONBLOCK, 0644);
-    if (e < 0) child_fail(errp[1], "open stderr");
-    ::fcntl(o, F_SETFL, ::fcntl(o, F_GETFL) & ~O_NONBLOCK);
-    ::fcntl(e, F_SETFL, ::fcntl(e, F_GETFL) & ~O_NONBLOCK);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    if (o > 2) ::close(o);
-    if (e > 2 && e != o) ::close(e);
-    ::execve(r.binary.c_str(), argv.data(), envp.data());
-    child_fail(errp[1], "execve");
-  }
   ::close(errp[1]);
   // EOF: the exec worked (the pipe is close-on-exec); else "<stage>:<errno>" from the child.
   std::string err;
@@ -189,6 +191,18 @@ bool parse(const std::string& payload, Request& r) {
   wait_job();
   std::string tmp = r.exit_file + ".tmp";
   corral::node::write_exit_status(tmp.c_str(), r.exit_file.c_str(), jst);
+  // Out of the slot (into its parent group) once the status is written, before telling the agent:
+  // the agent kills what the job left, removes the slot at once and never waits for us to exit.
+  for (const auto& p : r.procs) {
+    auto slot_dir = p.rfind('/');
+    auto parent_dir = slot_dir == std::string::npos ? std::string::npos : p.rfind('/', slot_dir - 1);
+    if (parent_dir == std::string::npos) continue;
+    int f = ::open((p.substr(0, parent_dir) + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (f >= 0) {
+      [[maybe_unused]] auto w = ::write(f, "0", 1);
+      ::close(f);
+    }
+  }
   corral::node::send_wake(kWake, r.id, me, corral::node::kWakeEnded);
   while (true) {
     pid_t w = ::waitpid(-1, &st, 0);

@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
 
   // Burst: every job submitted at once on one connection.
   Conn c(sock);
+  long tck = sysconf(_SC_CLK_TCK);
+  double cpu_burst0 = cpu_ticks(pid);
   double t_sub0 = now_s();
   // Pipelined, up to 32 submits in flight (as many clients at once would be).
   int sent = 0, acked = 0;
@@ -224,6 +226,7 @@ int main(int argc, char** argv) {
   double t_sub1 = now_s();
   bool ok = wait_ended(static_cast<std::size_t>(jobs), 600);
   double t_end = now_s();
+  double agent_cpu_burst_s = (cpu_ticks(pid) - cpu_burst0) / static_cast<double>(tck);
   std::vector<double> lat;
   double first_start = 1e300, last_start = 0;
   {
@@ -257,7 +260,6 @@ int main(int argc, char** argv) {
 
   // Idle CPU.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  long tck = sysconf(_SC_CLK_TCK);
   double c0 = cpu_ticks(pid), w0 = now_s();
   std::this_thread::sleep_for(std::chrono::duration<double>(idle));
   double c1 = cpu_ticks(pid), w1 = now_s();
@@ -277,16 +279,24 @@ int main(int argc, char** argv) {
   (void)!std::system(cleanup.c_str());
 
   double span = last_start - first_start;
+  // Other load on the machine shares its 2 cores with the jobs: printed with the figures.
+  double load1 = 0;
+  if (std::FILE* la = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(la, "%lf", &load1) != 1) load1 = -1;
+    std::fclose(la);
+  }
   std::printf(
       "{\"bench\":\"launch\",\"jobs\":%d,\"all_ended\":%s,\"started_seen\":%zu,\"event_gaps\":%llu,"
       "\"submit_rate_per_s\":%.1f,\"launches_per_s\":%.1f,\"end_to_end_per_s\":%.1f,"
       "\"burst_latency_ms\":{\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f},"
       "\"paced_latency_ms\":{\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f},"
       "\"agent_rss_mb\":{\"start\":%.1f,\"after_burst\":%.1f,\"peak\":%.1f,\"idle\":%.1f},"
-      "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f}\n",
+      "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f,\"agent_cpu_ms_per_job\":%.3f,"
+      "\"loadavg_1m\":%.2f}\n",
       jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
-      pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0);
+      pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0,
+      agent_cpu_burst_s * 1000.0 / jobs, load1);
   return ok ? 0 : 1;
 }
