@@ -1339,6 +1339,7 @@ struct Planner::Impl {
     std::int64_t free_now = std::min(f_sum_free, fl_total - f_used_now);
     bool prof_ready = false;
     std::size_t pos = 0;
+    plan.decisions.reserve(plan.decisions.size() + st.order.size());
     cc_next.clear();
     if (cc_valid && conservative_reuse(s, c, st, plan, pos)) {
       prof_ready = true;

@@ -102,7 +102,9 @@ std::pair<std::size_t, std::size_t> Profile::split_at(Time t) {
   auto [b, i] = locate(t);
   auto& p = blocks_[b].p;
   if (p[i].t == t) return {b, i};
+  // The new point repeats its left neighbour's value: min/max stay valid.
   p.insert(p.begin() + static_cast<std::ptrdiff_t>(i) + 1, Point{t, p[i].f});
+  if (p.size() <= 2 * kBlock) return {b, i + 1};
   maybe_split(b);
   return locate(t);
 }
@@ -111,23 +113,23 @@ void Profile::add(Time t0, Time t1, std::int64_t delta) {
   t0 = std::max(t0, origin_);
   if (t1 <= t0 || delta == 0) return;
   ++gen_;
-  split_at(t0);
   if (t1 < kForever) split_at(t1);
-  auto [b0, i0] = locate(t0);
-  std::size_t b1 = blocks_.size(), i1 = 0;
-  if (t1 < kForever) std::tie(b1, i1) = locate(t1);
-  for (std::size_t b = b0; b <= b1 && b < blocks_.size(); ++b) {
+  auto [b, i] = split_at(t0);
+  // Walk forward from t0: whole blocks before t1 take the delta lazily, the
+  // block holding t1 point by point.
+  for (; b < blocks_.size(); ++b, i = 0) {
     Block& bl = blocks_[b];
-    const std::size_t s = b == b0 ? i0 : 0;
-    const std::size_t e = b == b1 ? i1 : bl.p.size();
-    if (s == 0 && e == bl.p.size()) {
+    const bool whole = i == 0 && (b + 1 < blocks_.size() ? firsts_[b + 1] <= t1 : t1 >= kForever);
+    if (whole) {
       bl.lazy += delta;
       bl.mn += delta;
       bl.mx += delta;
-    } else if (s < e) {
-      for (std::size_t i = s; i < e; ++i) bl.p[i].f += delta;
-      refresh(bl);
+      continue;
     }
+    std::size_t e = i;
+    while (e < bl.p.size() && bl.p[e].t < t1) bl.p[e++].f += delta;
+    if (e > i) refresh(bl);
+    if (e < bl.p.size()) break;
   }
 }
 
