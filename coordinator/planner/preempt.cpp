@@ -96,8 +96,8 @@ bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const OrderCo
       if (taken[ri] || rj.suspended || !rj.job.checkpointable || freed.count(rj.job.id)) continue;
       if (rj.job.requeues >= cfg.max_requeues) continue;  // no endless thrashing
       if (end_of[ri] <= now + cost) continue;  // already counted as coming free
-      // A job that started as an aged job is the wait bound's: only an older
-      // aged job may take its cores (aged jobs are served FIFO).
+      // A job that started as an aged job is the wait bound's: never a victim
+      // (aged jobs must not preempt one another in turn).
       const Time va = aging_of(rj.job, ocfg, cores);
       if (va > 0 && rj.start - rj.job.submit >= va) continue;
       const double xv = expansion_running(rj);

@@ -13,12 +13,13 @@
 //  * a victim must be planned to run at least until the preemptor's planned
 //    end (checkpoint cost + its duration): the cores come back no later than
 //    they would have, so no reservation computed from planned ends slips;
+//  * a job requeued `max_requeues` times is never a victim (no thrashing);
 //  * a running job that started as an aged job (waited >= its aging bound,
-//    OrderConfig) is never the victim of a younger job;
-//  * an aged blocked job may preempt every running job except older aged
-//    ones, whatever the factors, ends and requeue counts: aged jobs are
-//    served first-come first-served with priority over all others, which is
-//    what turns the aging bound into a wait bound (bench/sim/RESULTS.md).
+//    OrderConfig::aging / aging_wide) is never a victim;
+//  * an aged blocked job may preempt any other running job, whatever the
+//    factors and planned ends: aged jobs then wait only for aged jobs and
+//    for jobs that end within their requested time, which is what turns the
+//    aging bound into a wait bound (bench/sim/RESULTS.md).
 // The victims get Action::Checkpoint decisions; the planner then sees them
 // holding their cores until now + checkpoint_cost (the checkpoint is being
 // written), so the preemptor, as the head, is reserved for that moment.
