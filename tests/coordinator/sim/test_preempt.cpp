@@ -344,3 +344,37 @@ TEST_CASE("sim: the wait bound holds on random workloads", "[sim][preempt][bound
   }
   REQUIRE(aged > 0);  // the aged path was exercised
 }
+
+TEST_CASE("sim: preemption passes give the same schedule with a kept planner as with a fresh one", "[sim][preempt]") {
+  // The preempt stage hands the planner a modified copy of the snapshot; a
+  // planner that keeps state across passes must not be misled by it.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> procs(1, 24), user(1, 5);
+  std::uniform_int_distribution<long> run(10, 20000), gap(0, 1200);
+  std::string text = "; MaxProcs: 32\n";
+  long t = 0;
+  for (int i = 1; i <= 400; ++i) {
+    t += gap(rng);
+    const long r = run(rng);
+    text += line(i, t, r, procs(rng), std::min<long>(20000, r * (1 + static_cast<long>(rng() % 3))), user(rng));
+  }
+  SwfTrace tr = parse_swf(text);
+  for (Backfill b : {Backfill::Easy, Backfill::Checkpoint}) {
+    SimOptions opt;
+    opt.sched.planner.backfill = b;
+    opt.sched.order.policy = "lxf";
+    opt.sched.order.aging = 20000;
+    opt.sched.preempt.enabled = true;
+    opt.predict = opt.repredict = true;
+    SimResult kept = simulate(tr, opt);
+    opt.scheduler = [](const Snapshot& s, const SchedConfig& c, std::uint64_t seed) { return schedule(s, c, seed); };
+    SimResult fresh = simulate(tr, opt);
+    INFO(backfill_name(b));
+    REQUIRE(kept.checkpoints > 0);
+    REQUIRE(kept.checkpoints == fresh.checkpoints);
+    for (std::size_t i = 0; i < kept.per_job.size(); ++i) {
+      REQUIRE(kept.per_job[i].first_start == fresh.per_job[i].first_start);
+      REQUIRE(kept.per_job[i].end == fresh.per_job[i].end);
+    }
+  }
+}
