@@ -852,7 +852,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.id = rec.id;
   ls.uid = rec.uid;
   ls.gid = rec.gid;
-  ls.user = user_name(rec.uid);
+  ls.user = rec.user == std::to_string(rec.uid) ? "" : rec.user;  // named at submit; else by uid
   std::string script = write_script(rec);
   if (script.empty()) {
     finish(rec, "launch_failed", -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");

@@ -221,6 +221,7 @@ struct Launcher::Impl {
     // Started through the shepherd server: its pid is known once it reports (running/failed).
     bool pid_known = true;
     bool launch_failed = false;
+    int pidfd = -1;  // the server's shepherd: readable once it has exited (no cgroup reads per poll)
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -235,6 +236,7 @@ struct Launcher::Impl {
   int srv_fd = -1;       // request socket to the shepherd server
   pid_t srv_pid = -1;
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
+  std::map<std::string, std::pair<std::int64_t, UserInfo>> users;  // lookups, with their time
 
   std::string record_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".rec"; }
   std::string exit_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".exit"; }
@@ -306,8 +308,12 @@ struct Launcher::Impl {
     j.shepherd = r.pid;
     j.pid_known = true;
     j.our_child = false;  // the server's child
-    if (r.kind == kWakeFailed) j.launch_failed = true;
-    else save_record(r.id, j);  // from now on the job can be adopted after a restart
+    if (r.kind == kWakeFailed) {
+      j.launch_failed = true;
+    } else {
+      save_record(r.id, j);  // from now on the job can be adopted after a restart
+      j.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, r.pid, 0));  // ESRCH: gone already (-1)
+    }
   }
 
   // Reads wake records; with want != 0 blocks (up to timeout_ms) until that job has reported.
@@ -491,6 +497,10 @@ struct Launcher::Impl {
     if (j.launch_failed) return true;
     if (j.reaped) return true;
     if (read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
+    if (j.pidfd >= 0) {
+      struct pollfd p {j.pidfd, POLLIN, 0};
+      return j.reaped = ::poll(&p, 1, 0) == 1;  // the shepherd has exited (its pid is not reused)
+    }
     if (j.our_child) {
       int st = 0;
       pid_t r = ::waitpid(j.shepherd, &st, WNOHANG);
@@ -511,6 +521,8 @@ struct Launcher::Impl {
   JobEnd finish(std::uint64_t id, Job& j) {
     JobEnd e;
     e.id = id;
+    if (j.pidfd >= 0) ::close(j.pidfd);
+    j.pidfd = -1;
     if (j.launch_failed) {
       std::ifstream in(fail_path(id));
       std::string report;
@@ -524,7 +536,9 @@ struct Launcher::Impl {
       if (!err.empty()) e.message += "; cleanup: " + err;
       return e;
     }
-    wind_down(id, j);
+    // Our own child is reaped here. The server's shepherd has written the status and left the slot
+    // (or, if not yet, destroy() in cleanup() stops it with the job's leftovers): no wait for it.
+    if (j.our_child) wind_down(id, j);
     SlotUsage u;
     try {
       u = cg->usage(slot(id));
@@ -645,6 +659,8 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
 
 Launcher::~Launcher() {
   impl_->stop_server();
+  for (auto& [id, j] : impl_->jobs)
+    if (j.pidfd >= 0) ::close(j.pidfd);
   if (impl_->wake_r >= 0) ::close(impl_->wake_r);
   if (impl_->wake_w >= 0) ::close(impl_->wake_w);
 }
@@ -670,8 +686,17 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     return "job " + std::to_string(id) + ": negative memory, jobfs, walltime or grace";
   if (spec.ckpt_signal <= 0 || spec.ckpt_signal >= NSIG) return "bad checkpoint signal " + std::to_string(spec.ckpt_signal);
 
+  // The user database is read once per user per 30 s, not for every job (passwd + group files).
   UserInfo u;
-  if (auto err = lookup_user(spec, u); !err.empty()) return err;
+  std::string ukey = spec.user.empty() ? "#" + std::to_string(spec.uid) + ":" + std::to_string(spec.gid) : spec.user;
+  auto cached = I.users.find(ukey);
+  if (cached != I.users.end() && now_ms() - cached->second.first < 30000) {
+    u = cached->second.second;
+  } else {
+    if (auto err = lookup_user(spec, u); !err.empty()) return err;
+    if (I.users.size() > 1024) I.users.clear();
+    I.users[ukey] = {now_ms(), u};
+  }
   spec.uid = u.uid;
   spec.gid = u.gid;
   spec.user = u.name;

@@ -17,10 +17,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -96,6 +98,34 @@ double cpu_ticks(pid_t pid) {
   while (ss >> f) v.push_back(f);
   // after ")": state(0) ... utime is field 14 overall -> index 11 here, stime 12
   return std::atof(v.at(11).c_str()) + std::atof(v.at(12).c_str());
+}
+
+// CPU seconds of every process named `comm` whose parent is `ppid` (the shepherd server).
+double children_cpu_s(pid_t ppid, const std::string& comm) {
+  double ticks = 0;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string n = e.path().filename().string();
+    if (n.empty() || !std::isdigit(static_cast<unsigned char>(n[0]))) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string st((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto l = st.find('('), r = st.rfind(')');
+    if (l == std::string::npos || r == std::string::npos || st.substr(l + 1, r - l - 1) != comm) continue;
+    std::istringstream ss(st.substr(r + 2));
+    std::vector<std::string> v;
+    std::string f;
+    while (ss >> f) v.push_back(f);
+    if (v.size() > 12 && std::atoi(v[1].c_str()) == ppid) ticks += std::atof(v[11].c_str()) + std::atof(v[12].c_str());
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// cpuacct.usage of the agent's cgroup parent: every job and shepherd (hierarchical), in s.
+double slots_cpu_s(const std::string& parent) {
+  std::ifstream in("/sys/fs/cgroup/cpuacct/" + parent + "/cpuacct.usage");
+  double ns = 0;
+  in >> ns;
+  return ns / 1e9;
 }
 
 double pct(std::vector<double> v, double q) {
@@ -208,6 +238,7 @@ int main(int argc, char** argv) {
   Conn c(sock);
   long tck = sysconf(_SC_CLK_TCK);
   double cpu_burst0 = cpu_ticks(pid);
+  double server0 = children_cpu_s(pid, "corral-shepherd"), slots0 = slots_cpu_s(cg);
   double t_sub0 = now_s();
   // Pipelined, up to 32 submits in flight (as many clients at once would be).
   int sent = 0, acked = 0;
@@ -227,6 +258,11 @@ int main(int argc, char** argv) {
   bool ok = wait_ended(static_cast<std::size_t>(jobs), 600);
   double t_end = now_s();
   double agent_cpu_burst_s = (cpu_ticks(pid) - cpu_burst0) / static_cast<double>(tck);
+  double server_cpu_s = children_cpu_s(pid, "corral-shepherd") - server0, jobs_cpu_s = slots_cpu_s(cg) - slots0;
+  // CPU per launch of everything on the launch path (agent, shepherd server, shepherds + jobs):
+  // what the machine's cores would sustain if nothing else ran on them.
+  double cpu_ms_per_job = (agent_cpu_burst_s + server_cpu_s + jobs_cpu_s) * 1000.0 / jobs;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   std::vector<double> lat;
   double first_start = 1e300, last_start = 0;
   {
@@ -292,11 +328,13 @@ int main(int argc, char** argv) {
       "\"paced_latency_ms\":{\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f},"
       "\"agent_rss_mb\":{\"start\":%.1f,\"after_burst\":%.1f,\"peak\":%.1f,\"idle\":%.1f},"
       "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f,\"agent_cpu_ms_per_job\":%.3f,"
-      "\"loadavg_1m\":%.2f}\n",
+      "\"server_cpu_ms_per_job\":%.3f,\"shepherd_and_job_cpu_ms_per_job\":%.3f,\"cpu_ms_per_launch\":%.3f,"
+      "\"cpu_bound_launches_per_s\":%.1f,\"loadavg_1m\":%.2f}\n",
       jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
       pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0,
-      agent_cpu_burst_s * 1000.0 / jobs, load1);
+      agent_cpu_burst_s * 1000.0 / jobs, server_cpu_s * 1000.0 / jobs, jobs_cpu_s * 1000.0 / jobs, cpu_ms_per_job,
+      cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, load1);
   return ok ? 0 : 1;
 }
