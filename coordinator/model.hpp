@@ -173,6 +173,9 @@ struct PassState {
   std::vector<JobId> freed;          // running jobs stopped/suspended this pass:
                                      // the planner treats their cores as free
                                      // (a suspended job's memory stays held)
+  std::size_t pinned = 0;            // the first `pinned` jobs of order keep their
+                                     // place and order in later policy stages
+                                     // (PBA's allocated class; NCI's suspenders)
 };
 
 }  // namespace corral

@@ -10,23 +10,27 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
   order_pending(snap, cfg.order, st);
   if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
   if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
+  // The planner starts what the stages ordered. With NCI, suspended jobs'
+  // free cores stay theirs until they resume (nci_claims), and jobs left
+  // pending age (nci_settle).
+  auto finish = [&](const Snapshot& s) {
+    if (!cfg.nci.enabled) {
+      planner.plan(s, cfg.planner, st, plan);
+      return;
+    }
+    Snapshot view;
+    const bool claimed = nci_claims(s, cfg.nci, st, plan, view);
+    planner.plan(claimed ? view : s, cfg.planner, st, plan);
+    nci_settle(snap, cfg.nci, st, plan);
+  };
   if (cfg.preempt.enabled) {  // selective preemption (planner/preempt.hpp)
     Snapshot after;
     if (preempt_stage(snap, cfg.preempt, cfg.order, cfg.planner, st, plan, after)) {
-      planner.plan(after, cfg.planner, st, plan);
-      if (cfg.nci.enabled) nci_settle(snap, cfg.nci, st, plan);  // bypassed jobs age
+      finish(after);
       return plan;
     }
   }
-  if (cfg.nci.enabled) {
-    // Suspended jobs' free cores stay theirs until they resume (nci.hpp).
-    Snapshot view;
-    const bool claimed = nci_claims(snap, cfg.nci, st, plan, view);
-    planner.plan(claimed ? view : snap, cfg.planner, st, plan);
-    nci_settle(snap, cfg.nci, st, plan);  // bypassed jobs age
-    return plan;
-  }
-  planner.plan(snap, cfg.planner, st, plan);
+  finish(snap);
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <unordered_map>
@@ -189,6 +190,15 @@ struct Run {
   bool suspended = false;
   bool gone = false;        // stopped (requeued/checkpointed) by an earlier stage
   bool protect = false;     // started/resumed this pass: never a victim
+  bool shield = false;      // runs on cores a suspended job waits for: never a victim
+  // Started this pass on idle cpus (a tentative start the planner makes):
+  // `live` is its pending entry; a larger job further down the queue may
+  // reverse it ("that decision may be reversed later in that cycle").
+  bool tentative = false;
+  bool keep = false;        // tentative but not reversible (pinned, window, suspender)
+  std::uint32_t live = ~0u;
+  // Suspended: free cores of its own it holds until it resumes (nci_claims).
+  std::vector<std::pair<std::uint32_t, int>> held;
   Time projected_end = 0;
 };
 
@@ -316,13 +326,71 @@ struct Cycle {
       const std::uint32_t ri = static_cast<std::uint32_t>(runs.size() - 1);
       if (runs[ri].gone) continue;
       hold_memory(runs[ri], +1);
-      if (!runs[ri].suspended) {
-        occupy(ri);
-        if (!runs[ri].protect) victim_cpus[runs[ri].prio] += runs[ri].cpus;
+      if (!runs[ri].suspended) occupy(ri);
+    }
+    // A running job on cores a suspended job waits for (typically its
+    // suspender) is never suspended in turn: suspensions do not stack, so a
+    // suspended job resumes as soon as the jobs on its cores end.
+    std::vector<std::vector<std::uint8_t>> waited(nodes.size());
+    for (const Run& r : runs) {
+      if (!r.suspended || r.gone) continue;
+      for (const Placement& p : r.placement()) {
+        if (p.node >= nodes.size()) continue;
+        auto& w = waited[p.node];
+        if (w.empty()) w.assign(nodes[p.node].cores, 0);
+        for (int c : p.cores)
+          if (c >= 0 && c < nodes[p.node].cores) w[c] = 1;
       }
+    }
+    for (Run& r : runs) {
+      if (r.suspended || r.gone) continue;
+      for (const Placement& p : r.placement())
+        if (p.node < nodes.size() && !waited[p.node].empty())
+          for (int c : p.cores)
+            if (c >= 0 && c < nodes[p.node].cores && waited[p.node][c]) r.shield = true;
+      if (!r.protect && !r.shield) victim_cpus[r.prio] += r.cpus;
     }
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
       if (runs[ri].suspended && !runs[ri].gone) mark_claimed(runs[ri]);
+    if (!cfg.claim_suspended_cores) return;
+    // A suspended job holds its free cores until it resumes, in resume order
+    // (higher queue, then the most expanded first): the same cores
+    // nci_claims shows the planner as held.
+    std::vector<std::uint32_t> susp;
+    for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
+      if (runs[ri].suspended && !runs[ri].gone && !runs[ri].protect && runs[ri].rj) susp.push_back(ri);
+    std::stable_sort(susp.begin(), susp.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (runs[a].prio != runs[b].prio) return runs[a].prio > runs[b].prio;
+      const double xa = expansion_factor(*runs[a].rj, 0), xb = expansion_factor(*runs[b].rj, 0);
+      if (xa != xb) return xa > xb;
+      return runs[a].job->id < runs[b].job->id;
+    });
+    // Cores freed on entry (PBA's victims) go to the job they were freed for.
+    std::vector<std::vector<std::uint8_t>> given(nodes.size());
+    for (const Run& r : runs) {
+      if (!(r.gone || r.protect) || !r.rj) continue;
+      for (const Placement& p : r.placement()) {
+        if (p.node >= nodes.size()) continue;
+        auto& g = given[p.node];
+        if (g.empty()) g.assign(nodes[p.node].cores, 0);
+        for (int c : p.cores)
+          if (c >= 0 && c < nodes[p.node].cores) g[c] = 1;
+      }
+    }
+    for (std::uint32_t ri : susp)
+      for (const Placement& p : runs[ri].placement()) {
+        if (p.node >= nodes.size()) continue;
+        NodeState& n = nodes[p.node];
+        if (!n.up) continue;
+        for (int c : p.cores)
+          if (c >= 0 && c < n.cores && n.owner[c] == kNone && n.idle > 0 &&
+              (given[p.node].empty() || !given[p.node][c])) {
+            n.owner[c] = ri;
+            --n.idle;
+            --total_idle;
+            runs[ri].held.push_back({p.node, c});
+          }
+      }
   }
 
   int owner_running(const Job& j) const {
@@ -340,11 +408,19 @@ struct Cycle {
     for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) return false;
       const NodeState& n = nodes[p.node];
-      if (!n.up || n.idle < static_cast<int>(p.slots)) return false;
+      int mine = 0;
+      for (const auto& [hn, hc] : r.held) mine += hn == p.node;
+      if (!n.up || n.idle + mine < static_cast<int>(p.slots)) return false;
       if (p.cores.size() == p.slots)
         for (int c : p.cores)
-          if (c < 0 || c >= n.cores || n.owner[c] != kNone) return false;
+          if (c < 0 || c >= n.cores || (n.owner[c] != kNone && n.owner[c] != ri)) return false;
     }
+    for (const auto& [hn, hc] : r.held) {  // its held cores become running ones
+      nodes[hn].owner[hc] = kNone;
+      ++nodes[hn].idle;
+      ++total_idle;
+    }
+    r.held.clear();
     r.suspended = false;
     r.protect = true;
     occupy(ri);
@@ -461,9 +537,20 @@ struct Cycle {
     return false;
   }
 
-  // Tries to start job j (c cpus) at runpriority sprio, suspending victims
-  // allowed by `mode`. On success emits the decisions and updates the model.
-  bool try_start(const Job& j, int sprio, Mode mode, const char* why, bool with_victims) {
+  // Tentative starts a job of c cpus at runpriority sprio may reverse: smaller
+  // jobs of the same or lower runpriority started on idle cpus earlier in
+  // this cycle (parallel-run only: "after consideration of (larger) jobs
+  // further down the queue").
+  bool reversible(const Run& v, int sprio, int c, Mode mode) const {
+    return cfg.reverse_starts && mode == Mode::Parallel && v.tentative && !v.keep && !v.gone &&
+           v.prio <= sprio && v.cpus < c;
+  }
+
+  // Tries to start job j (pending entry `li`, c cpus) at runpriority sprio,
+  // suspending victims allowed by `mode` (or reversing tentative starts). On
+  // success emits the Suspend decisions and updates the model; the start
+  // itself is the planner's (see `started`).
+  bool try_start(const Job& j, std::uint32_t li, int sprio, Mode mode, const char* why, bool with_victims) {
     const int cmin = std::max(j.slots_min, 1);
     const int cmax = std::max(j.slots_max, cmin);
     std::vector<Placement> pl;
@@ -475,14 +562,15 @@ struct Cycle {
       for (int c : {cmax, cmin}) {
         if (c > total_idle) continue;
         if (place(j, c, kNoExtra, kNoVictims, pl)) {
-          commit_start(j, c, std::move(pl), {}, why, mode);
+          commit_start(j, li, c, std::move(pl), {}, why, mode);
           return true;
         }
       }
       return false;
     }
     const int c = cmin;
-    // Candidate victims, most favoured first: those whose expansion factor
+    // Candidate victims, most favoured first: reversible tentative starts
+    // (nothing is suspended for them), then those whose expansion factor
     // stays below the limit, then by suspension score.
     struct Cand {
       std::uint32_t ri;
@@ -493,12 +581,18 @@ struct Cycle {
     long long quick = total_idle;
     for (const auto& [pr, n] : victim_cpus)
       if (mode == Mode::Window || (mode == Mode::Priority ? pr < sprio : pr <= sprio)) quick += n;
+    if (mode == Mode::Parallel) quick += tentative_cpus;
     if (quick < c) return false;
     int reach = total_idle;
     const int srun = owner_running(j);
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri) {
       const Run& v = runs[ri];
-      if (v.gone || v.suspended || v.protect || !v.rj) continue;
+      if (reversible(v, sprio, c, mode)) {
+        cands.push_back({ri, std::numeric_limits<double>::infinity(), 1.0});
+        reach += v.cpus;
+        continue;
+      }
+      if (v.gone || v.suspended || v.protect || v.shield || !v.rj) continue;
       if (mode == Mode::Priority && v.prio >= sprio) continue;
       const double xf = expansion_factor(*v.rj, j.walltime);
       const double sc = suspension_score(j, *v.rj, snap.now, srun, owner_running(*v.job), cfg);
@@ -524,10 +618,17 @@ struct Cycle {
       total += cap[i];
     }
     auto apply = [&](std::uint32_t ri, int sign) {
-      for (const Placement& p : runs[ri].placement()) {
+      const Run& v = runs[ri];
+      for (const Placement& p : v.placement()) {
         if (p.node >= nodes.size()) continue;
         int& ex = extra[p.node];
         ex += sign * static_cast<int>(p.slots);
+        // A reversed start gives its memory back too; a suspended job keeps it.
+        if (v.tentative) {
+          NodeState& n = nodes[p.node];
+          n.mem_free += sign * share(v.job->mem_mb, static_cast<int>(p.slots), v.cpus);
+          n.jobfs_free += sign * share(v.job->jobfs_mb, static_cast<int>(p.slots), v.cpus);
+        }
         total -= cap[p.node];
         cap[p.node] = capacity(nodes[p.node], ex, c, j);
         total += cap[p.node];
@@ -542,7 +643,13 @@ struct Cycle {
       apply(picked.back().ri, +1);
       chosen.push_back(picked.size() - 1);
     }
-    if (total < c) return false;
+    auto undo_all = [&] {
+      for (std::size_t k : chosen) apply(picked[k].ri, -1);
+    };
+    if (total < c) {
+      undo_all();
+      return false;
+    }
     // Drop victims that turn out unnecessary, least favoured first.
     for (std::size_t i = chosen.size(); i-- > 0;) {
       apply(picked[chosen[i]].ri, -1);
@@ -556,18 +663,34 @@ struct Cycle {
     for (std::size_t k : chosen) victims.insert(picked[k].ri);
     for (auto it = extra.begin(); it != extra.end();)
       it = it->second == 0 ? extra.erase(it) : std::next(it);
-    if (!place(j, c, extra, victims, pl)) return false;
+    const bool ok = place(j, c, extra, victims, pl);
+    undo_all();  // commit_start applies the real changes
+    if (!ok) return false;
     std::vector<std::pair<std::uint32_t, std::pair<double, double>>> vs;
     for (std::size_t k : chosen) vs.push_back({picked[k].ri, {picked[k].score, picked[k].xf}});
-    commit_start(j, c, std::move(pl), vs, why, mode);
+    commit_start(j, li, c, std::move(pl), vs, why, mode);
     return true;
   }
 
-  void commit_start(const Job& j, int c, std::vector<Placement> pl,
+  void commit_start(const Job& j, std::uint32_t li, int c, std::vector<Placement> pl,
                     const std::vector<std::pair<std::uint32_t, std::pair<double, double>>>& victims,
                     const char* why, Mode mode) {
+    bool reversed_any = false;
     for (const auto& [ri, sx] : victims) {
       Run& v = runs[ri];
+      if (v.tentative) {
+        // "that decision may be reversed later in that cycle": the smaller
+        // job goes back to the queue, nothing is suspended.
+        release_cores(ri);
+        hold_memory(v, -1);
+        tentative_cpus -= v.cpus;
+        v.gone = true;
+        v.tentative = false;
+        started[v.live] = 0;
+        reversed.push_back(v.live);
+        reversed_any = true;
+        continue;
+      }
       release_cores(ri);
       victim_cpus[v.prio] -= v.cpus;
       v.suspended = true;
@@ -589,28 +712,37 @@ struct Cycle {
       plan.decisions.push_back(std::move(d));
       suspended_ids.push_back(v.job->id);
     }
+    if (reversed_any)  // a reversed start may have sat on a suspended job's cores
+      for (const Run& r : runs)
+        if (r.suspended && !r.gone) mark_claimed(r);
     Run r;
     r.job = &j;
-    r.own = pl;
+    r.own = std::move(pl);
     r.cpus = c;
-    r.prio = 0;
+    r.prio = prio_of(queue_name(j, cfg));
     r.protect = true;
+    r.live = li;
     r.projected_end = snap.now + j.walltime;
+    // A start that needed victims is decided for this pass; an idle-cpu start
+    // is tentative (a larger job further down may still reverse it).
+    r.tentative = victims.empty();
+    r.keep = !r.tentative || (li < keep_live.size() && keep_live[li]);
     runs.push_back(std::move(r));
     const auto ri = static_cast<std::uint32_t>(runs.size() - 1);
     hold_memory(runs[ri], +1);
     occupy(ri);
-    Decision d;
-    d.action = Action::Start;
-    d.job = j.id;
-    d.at = snap.now;
-    d.slots = c;
-    d.placement = std::move(pl);
-    d.reason = why;
-    plan.decisions.push_back(std::move(d));
+    if (runs[ri].tentative && !runs[ri].keep) tentative_cpus += c;
+    if (li < started.size()) started[li] = victims.empty() ? 1 : 2;
+    (void)why;
   }
 
   std::vector<JobId> suspended_ids;
+  // Per pending entry: 0 not started, 1 tentative start on idle cpus, 2 start
+  // decided with victims (it must start this pass: it goes first).
+  std::vector<std::uint8_t> started;
+  std::vector<std::uint8_t> keep_live;  // entries whose tentative start is never reversed
+  std::vector<std::uint32_t> reversed;  // entries whose start was reversed
+  long long tentative_cpus = 0;         // cpus of reversible tentative starts
 };
 
 }  // namespace
@@ -694,12 +826,24 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     for (std::size_t p : pos) order.push_back(members[p]);
   }
 
-  // 3. Start-window jobs first (longest waiting first); then, for each queue
-  // in priority order, resume its suspended jobs (their suspender may have
-  // completed) and try its queued jobs ("Job selection").
+  // 3. Attempt order ("Job selection"): jobs an earlier stage pinned first
+  // (PBA's allocated class, st.pinned) in their order; then start-window
+  // jobs (longest waiting first); then, for each queue in priority order,
+  // resume its suspended jobs (their suspender may have completed) and try
+  // its queued jobs in shuffled order.
+  const std::size_t npin = std::min(st.pinned, st.order.size());
+  std::vector<std::uint8_t> pinned(live.size(), 0);
+  {
+    std::unordered_set<std::uint32_t> pin(st.order.begin(), st.order.begin() + static_cast<std::ptrdiff_t>(npin));
+    for (std::size_t i = 0; i < live.size(); ++i) pinned[i] = pin.count(live[i].idx) > 0;
+  }
+  std::vector<std::size_t> first;  // pinned, in the order handed in (live is in that order)
+  for (std::size_t i = 0; i < live.size(); ++i)
+    if (pinned[i]) first.push_back(i);
   std::vector<std::size_t> must;
   std::map<std::string, std::vector<std::size_t>> rest;  // queue -> live, shuffled
   for (std::size_t i : order) {
+    if (pinned[i]) continue;
     if (live[i].must)
       must.push_back(i);
     else
@@ -729,82 +873,190 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     return cy.prio_of(a) > cy.prio_of(b);
   });
 
-  std::vector<bool> started(live.size(), false);
+  cy.started.assign(live.size(), 0);
+  cy.keep_live.assign(live.size(), 0);
+  for (std::size_t i = 0; i < live.size(); ++i) cy.keep_live[i] = pinned[i] || live[i].must;
   bool blocked = false;
   auto attempt = [&](std::size_t i) {
     const Job& j = snap.pending[live[i].idx];
+    const auto li = static_cast<std::uint32_t>(i);
     const int pr = live[i].prio;
-    // A must-start job that cannot start holds back every later start until
-    // the running jobs drain (resumes still happen, so suspended jobs finish
-    // and release their memory). Filling the hole with short jobs was tried:
-    // resumes and priority-runs inside the hole made the start slip without bound.
-    if (blocked) return false;
-    if (cy.try_start(j, pr, Cycle::Mode::Priority, live[i].must ? "start window" : "idle cpus", false))
+    // A must-start job that cannot start even by suspension is the planner's
+    // head: it reserves for it and backfills only what does not delay it.
+    // NCI suspends nothing more this cycle (a suspender would take cores
+    // the reservation counts on); idle-cpu starts are left to the planner.
+    if (cy.try_start(j, li, pr, Cycle::Mode::Priority, live[i].must ? "start window" : "idle cpus", false))
       return true;
-    if (cfg.priority_run && cy.try_start(j, pr, Cycle::Mode::Priority, "priority-run", true))
+    if (blocked) return false;
+    if (cfg.priority_run && cy.try_start(j, li, pr, Cycle::Mode::Priority, "priority-run", true))
       return true;
     if (cfg.parallel_run && j.slots_min >= cfg.parallel_min_cpus &&
-        cy.try_start(j, pr, Cycle::Mode::Parallel, "parallel-run", true))
+        cy.try_start(j, li, pr, Cycle::Mode::Parallel, "parallel-run", true))
       return true;
-    if (live[i].must && cy.try_start(j, pr, Cycle::Mode::Window, "start window", true)) return true;
+    if (live[i].must && cy.try_start(j, li, pr, Cycle::Mode::Window, "start window", true)) return true;
     return false;
   };
-  for (std::size_t i : must) {
-    if (attempt(i)) {
-      started[i] = true;
-      continue;
-    }
-    if (blocked) continue;
-    // Cannot start even by suspension (memory held, nodes down): hold back
-    // every later start; `at` is when everything running and suspended has
-    // ended at the latest.
-    // Suspended jobs count too: they resume and run what is left of their
-    // walltime, and they hold memory until then.
-    Time end = snap.now;
-    Time susp_left = 0;
-    for (const Run& r : cy.runs) {
-      if (r.gone) continue;
-      if (!r.suspended) {
-        end = std::max(end, r.projected_end);
-      } else if (r.rj) {
-        const Time ran = std::max<Time>(snap.now - r.rj->start - r.rj->suspended_for, 0);
-        susp_left = std::max(susp_left, std::max<Time>(r.job->walltime - ran, 0));
-      }
-    }
-    end += susp_left;
-    blocked = true;
-    Decision d;
-    d.action = Action::Reserve;
-    d.job = snap.pending[live[i].idx].id;
-    d.at = end;
-    d.slots = snap.pending[live[i].idx].slots_min;
-    d.reason = "start window reached: resources held for it";
-    plan.decisions.push_back(std::move(d));
-  }
+  for (std::size_t i : first) attempt(i);
+  for (std::size_t i : must)
+    if (!attempt(i)) blocked = true;
   for (const std::string& qn : qnames) {
     for (std::uint32_t ri : susp[qn]) cy.try_resume(ri);
-    for (std::size_t i : rest[qn])
-      if (attempt(i)) started[i] = true;
+    for (std::size_t i : rest[qn]) attempt(i);
   }
 
-  // 5. Hand over: NCI started what could start; nothing is left for the
-  // planner to start this pass. Victims count as freed.
+  // 4. Hand over to the planner, which starts and backfills with the
+  // configured policy. Its order: the jobs NCI started by suspending (or by
+  // reversing smaller starts) first, as they must start this pass on the
+  // cores just freed; then the attempt order (pinned, start window, queues).
+  // A blocked start-window job is thus the first the planner cannot start:
+  // EASY, conservative and checkpoint reserve for it. Victims count as freed
+  // (their memory and jobfs stay held).
+  std::vector<std::uint32_t> out;
+  out.reserve(live.size());
+  auto emit_if = [&](std::size_t i, bool decided) {
+    if ((cy.started[i] == 2) == decided) out.push_back(live[i].idx);
+  };
+  auto walk = [&](bool decided) {
+    for (std::size_t i : first) emit_if(i, decided);
+    for (std::size_t i : must) emit_if(i, decided);
+    for (const std::string& qn : qnames) {
+      auto it = rest.find(qn);
+      if (it != rest.end())
+        for (std::size_t i : it->second) emit_if(i, decided);
+    }
+  };
+  walk(true);
+  const std::size_t decided = out.size();
+  walk(false);
+  st.order = std::move(out);
+  st.pinned = decided + first.size();
   st.freed.insert(st.freed.end(), cy.suspended_ids.begin(), cy.suspended_ids.end());
-  st.order.clear();
+}
 
-  // 6. Every job still pending was bypassed this cycle: its window advances.
+void nci_settle(const Snapshot& snap, const NciConfig& cfg, const PassState& st, Plan& plan) {
+  (void)cfg;
+  // Every job of the NCI order the planner did not start was bypassed this
+  // cycle: its window advances ("If a job is bypassed in a cycle, its score
+  // will be enhanced in later cycles").
+  std::unordered_set<JobId> started;
+  for (const Decision& d : plan.decisions)
+    if (d.action == Action::Start || d.action == Action::Reject) started.insert(d.job);
   std::unordered_map<JobId, std::size_t> upd;
   for (std::size_t k = 0; k < plan.updates.size(); ++k) upd[plan.updates[k].job] = k;
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    if (started[i]) continue;
-    const Job& j = snap.pending[live[i].idx];
+  for (std::uint32_t idx : st.order) {
+    if (idx >= snap.pending.size()) continue;
+    const Job& j = snap.pending[idx];
+    if (started.count(j.id)) continue;
     auto it = upd.find(j.id);
     if (it != upd.end()) {
       plan.updates[it->second].cycles_pending = j.cycles_pending + 1;
     } else {
       plan.updates.push_back({j.id, j.priority, j.cycles_pending + 1});
+      upd[j.id] = plan.updates.size() - 1;
     }
   }
+}
+
+bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st, const Plan& plan,
+                Snapshot& view) {
+  // The planner knows queues only from the snapshot: NCI's table when it has none.
+  auto with_queues = [&](bool copied) {
+    if (!snap.queues.empty()) return copied;
+    if (!copied) view = snap;
+    view.queues = cfg.queues;
+    return true;
+  };
+  if (!cfg.claim_suspended_cores) return with_queues(false);
+  // A start-window job waiting is the planner's head: nothing may delay it,
+  // claims included, so none are made while one waits.
+  for (std::size_t k = std::min(st.pinned, st.order.size()); k < st.order.size(); ++k) {
+    if (st.order[k] >= snap.pending.size()) continue;
+    const Job& j = snap.pending[st.order[k]];
+    if (j.cycles_pending >= cfg.window_cycles || (cfg.window_wait > 0 && snap.now - j.submit >= cfg.window_wait))
+      return with_queues(false);
+  }
+  const std::unordered_set<JobId> freed(st.freed.begin(), st.freed.end());
+  std::unordered_set<JobId> resumed;
+  for (const Decision& d : plan.decisions)
+    if (d.action == Action::Resume) resumed.insert(d.job);
+  // Who holds each core now: running jobs and jobs resumed this pass (jobs
+  // freed this pass hold none: their suspender takes them).
+  std::vector<std::vector<std::int32_t>> owner(snap.nodes.size());
+  for (std::size_t n = 0; n < snap.nodes.size(); ++n) owner[n].assign(std::max(snap.nodes[n].cores, 0), -1);
+  std::vector<std::size_t> susp;
+  for (std::size_t i = 0; i < snap.running.size(); ++i) {
+    const RunningJob& rj = snap.running[i];
+    if (freed.count(rj.job.id)) {
+      // Freed for a job of this pass (PBA's preemptor, NCI's suspender): not
+      // claimable by a suspended job.
+      for (const Placement& p : rj.placement)
+        if (p.node < owner.size())
+          for (int c : p.cores)
+            if (c >= 0 && c < static_cast<int>(owner[p.node].size()) && owner[p.node][c] == -1) owner[p.node][c] = -3;
+      continue;
+    }
+    if (rj.suspended && !resumed.count(rj.job.id)) {
+      susp.push_back(i);
+      continue;
+    }
+    for (const Placement& p : rj.placement)
+      if (p.node < owner.size())
+        for (int c : p.cores)
+          if (c >= 0 && c < static_cast<int>(owner[p.node].size())) owner[p.node][c] = static_cast<std::int32_t>(i);
+  }
+  if (susp.empty()) return with_queues(false);
+  // Resume order of nci_stage: higher queue first, the most expanded first.
+  const std::vector<Queue>& qs = snap.queues.empty() ? cfg.queues : snap.queues;
+  auto prio = [&](const Job& j) {
+    const Queue* q = nci_find_queue(qs, j.queue.empty() ? cfg.default_queue : j.queue);
+    return q ? q->priority : 0;
+  };
+  std::stable_sort(susp.begin(), susp.end(), [&](std::size_t a, std::size_t b) {
+    const RunningJob& x = snap.running[a];
+    const RunningJob& y = snap.running[b];
+    if (prio(x.job) != prio(y.job)) return prio(x.job) > prio(y.job);
+    const double xa = expansion_factor(x, 0), xb = expansion_factor(y, 0);
+    if (xa != xb) return xa > xb;
+    return x.job.id < y.job.id;
+  });
+  std::vector<RunningJob> claims;
+  for (std::size_t i : susp) {
+    const RunningJob& rj = snap.running[i];
+    RunningJob c;
+    Time wait = 0;  // until the other cores of the job are free (their holders end)
+    for (const Placement& p : rj.placement) {
+      if (p.node >= owner.size() || !snap.nodes[p.node].up) continue;
+      Placement q;
+      q.node = p.node;
+      for (int k : p.cores) {
+        if (k < 0 || k >= static_cast<int>(owner[p.node].size())) continue;
+        const std::int32_t o = owner[p.node][k];
+        if (o == -1) {
+          q.cores.push_back(k);
+          owner[p.node][k] = -2;  // claimed
+        } else if (o >= 0) {
+          wait = std::max(wait, snap.running[static_cast<std::size_t>(o)].expected_end - snap.now);
+        }
+      }
+      q.slots = static_cast<std::uint32_t>(q.cores.size());
+      if (q.slots > 0) c.placement.push_back(std::move(q));
+    }
+    if (c.placement.empty()) continue;
+    c.job = rj.job;
+    c.job.mem_mb = c.job.jobfs_mb = 0;  // the suspended entry keeps holding them
+    c.job.consumables.clear();
+    c.start = rj.start;
+    for (const Placement& p : c.placement) c.slots += static_cast<int>(p.slots);
+    const Time ran = std::max<Time>(snap.now - rj.start - rj.suspended_for, 0);
+    const Time left = std::max<Time>((rj.job.estimate > 0 ? rj.job.estimate : rj.job.walltime) - ran, 1);
+    c.expected_end = snap.now + std::max<Time>(wait, 0) + left;
+    claims.push_back(std::move(c));
+  }
+  if (claims.empty()) return with_queues(false);
+  view = snap;
+  view.running.insert(view.running.end(), std::make_move_iterator(claims.begin()),
+                      std::make_move_iterator(claims.end()));
+  return with_queues(true);
 }
 
 }  // namespace corral

@@ -66,6 +66,17 @@ struct NciConfig {
   double parallel_min_score = 0.0;
   bool priority_run = true;
   bool parallel_run = true;
+  // "Even if the scheduler decides to start a job in a given scheduling cycle,
+  // that decision may be reversed later in that cycle after consideration of
+  // (larger) jobs further down the queue": a parallel-run may take the cpus
+  // of smaller jobs tentatively started on idle cpus earlier in the cycle
+  // (they stay queued, nothing is suspended for them).
+  bool reverse_starts = true;
+  // A suspended job resumes on its own cores ("attempt to resume suspended
+  // jobs" first in every cycle), so the planner must not hand its free cores
+  // to other jobs meanwhile, or it never resumes and its XFactor grows
+  // without bound: see nci_claims.
+  bool claim_suspended_cores = true;
 
   // Start window: a job pending this many cycles (or this long, if > 0) must
   // start: it is tried before every other job, may suspend any running job
@@ -120,18 +131,39 @@ Time walltime_deadline(const RunningJob& rj);
 
 // ----------------------------------------------------------------- cycle --
 
-// One NCI scheduling cycle. Emits Reject (bad requests), Demote (no grant
-// left), Resume, Suspend, Start (with placement and concrete cores) and
-// Reserve (a must-start job that cannot start yet) decisions, and a JobUpdate
-// (cycles_pending + 1) for every job left pending.
-//
-// NCI places the jobs it starts itself, on the very cores its victims free,
-// so it takes the whole start procedure: victims go into st.freed (their
-// memory and jobfs stay held), and st.order is left EMPTY so the planner
-// starts nothing more this pass (every pending job was already tried against
-// the resources left). Jobs already in st.freed on entry (PBA) count as freed.
-// `seed` breaks exact ties repeatably.
+// One NCI scheduling cycle, before the planner. Emits Reject (bad requests),
+// Demote (no grant left), Resume and Suspend decisions; decides the ORDER in
+// which the planner starts jobs, and leaves the starts (placement,
+// backfilling with the configured policy, reservations) to the planner:
+//   - st.order becomes: jobs NCI started by suspending others (or by
+//     reversing smaller starts) first, since they must start in this pass on
+//     the cores freed for them; then jobs pinned by an earlier stage
+//     (st.pinned: PBA's allocated class); then start-window jobs, longest
+//     waiting first; then each queue in priority order, shuffled (equal
+//     access). A start-window job that cannot start is thus the planner's
+//     head: it reserves for it and backfills only around it, and NCI
+//     suspends nothing more in that cycle.
+//   - victims go into st.freed (their memory and jobfs stay held); jobs
+//     already in st.freed on entry (PBA) count as freed.
+//   - st.pinned becomes the number of jobs at the head of st.order that NCI
+//     decided on (suspenders, then pinned).
+// `seed` is unused (ties keep the order handed in, which is repeatable).
 void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed,
                PassState& st, Plan& plan);
+
+// After the planner: every job of st.order (as nci_stage left it) that was
+// not started was bypassed, so its start window advances: a JobUpdate with
+// cycles_pending + 1 (an update from PBA is amended instead).
+// The snapshot the planner should plan on after nci_stage: the free cores of
+// every job still suspended (not resumed this pass) are shown as held by it
+// (a running entry with no memory, ending when its other cores are free plus
+// its remaining run), the most expanded job first when two claim a core.
+// It also carries NCI's queue table when the snapshot has none (the planner
+// finds queues in the snapshot only). Returns false (view untouched) when the
+// snapshot can be planned as it is.
+bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st, const Plan& plan,
+                Snapshot& view);
+
+void nci_settle(const Snapshot& snap, const NciConfig& cfg, const PassState& st, Plan& plan);
 
 }  // namespace corral

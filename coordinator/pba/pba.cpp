@@ -311,6 +311,26 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
   int cores = 0;
   for (const auto& n : snap.nodes)
     if (n.up) cores += n.cores;
+  if (cfg.suspended_hold_cores) {
+    // The free cores of a suspended job wait for its resume (NCI's
+    // nci_claims): they are not free for allocated jobs either.
+    std::vector<std::vector<std::uint8_t>> used(snap.nodes.size());
+    auto mark = [&](const RunningJob& r, bool count) {
+      for (const auto& pl : r.placement) {
+        if (pl.node >= snap.nodes.size() || !snap.nodes[pl.node].up) continue;
+        auto& u = used[pl.node];
+        if (u.empty()) u.assign(static_cast<std::size_t>(std::max(snap.nodes[pl.node].cores, 0)), 0);
+        for (int c : pl.cores)
+          if (c >= 0 && static_cast<std::size_t>(c) < u.size() && !u[static_cast<std::size_t>(c)]) {
+            u[static_cast<std::size_t>(c)] = 1;
+            if (count) ++busy;
+          }
+      }
+    };
+    for (std::size_t i : run_idx) mark(snap.running[i], false);
+    for (const auto& r : snap.running)
+      if (r.suspended && !freed0.count(r.job.id)) mark(r, true);
+  }
   int free_slots = std::max(0, cores - busy);
 
   std::map<std::string, int> project_pending;
@@ -442,6 +462,11 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     if (cls[x] != cls[y]) return cls[x] > cls[y];
     return eff[x] > eff[y];
   });
+  // The allocated class stays first through later stages (NCI reorders
+  // only the rest): its jobs are what the allocation guarantees.
+  st.pinned = 0;
+  while (st.pinned < st.order.size() && st.order[st.pinned] < np && cls[st.order[st.pinned]] == JobClass::Allocated)
+    ++st.pinned;
 
   // Resume suspended jobs whose cores are free again (highest priority first),
   // keeping enough free slots for the allocated jobs waiting. A victim is put

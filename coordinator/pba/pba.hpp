@@ -47,6 +47,9 @@ struct PbaConfig {
   // and no allocated job waits for them. Turn off when nci_stage runs too: it
   // has its own resume step.
   bool resume_suspended = true;
+  // Count the free cores of suspended jobs as busy (NCI holds them for the
+  // job's resume: NciConfig::claim_suspended_cores). Set with nci_stage.
+  bool suspended_hold_cores = false;
 
   // Pre-qualification: a job failing it is demoted to this queue (runs only on
   // idle slots, first to be preempted).

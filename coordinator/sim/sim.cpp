@@ -819,6 +819,7 @@ void use_projects(SimOptions& opt, const pba::ProjectPlan& plan, bool nci) {
     c.nci.enabled = true;
     c.nci.require_vmem = c.nci.require_jobfs = false;  // SWF carries no memory
     c.pba.resume_suspended = false;                     // NCI resumes itself
+    c.pba.suspended_hold_cores = c.nci.claim_suspended_cores;  // and holds their cores
   }
   c.nci.queues = project_queues(plan, c);
   if (!nci_find_queue(c.nci.queues, c.nci.default_queue)) c.nci.default_queue = c.nci.queues.front().name;

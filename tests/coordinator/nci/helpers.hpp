@@ -7,6 +7,7 @@
 
 #include "coordinator/model.hpp"
 #include "coordinator/nci/nci.hpp"
+#include "coordinator/planner/planner.hpp"
 
 namespace nci_test {
 using namespace corral;
@@ -58,12 +59,28 @@ inline PassState fifo(const Snapshot& s) {
   return st;
 }
 
+// The rest of the pass after nci_stage, as schedule() runs it: the planner
+// (EASY, no duration offset) starts what NCI ordered, on the cores NCI freed
+// and not on cores suspended jobs hold; then bypassed jobs age.
+inline void plan_rest(const Snapshot& s, const NciConfig& cfg, const PassState& st, Plan& plan,
+                      Backfill bf = Backfill::Easy) {
+  PlannerConfig pc;
+  pc.backfill = bf;
+  pc.duration_offset = 0;
+  Snapshot view;
+  const bool claimed = nci_claims(s, cfg, st, plan, view);
+  plan_pass(claimed ? view : s, pc, st, plan);
+  nci_settle(s, cfg, st, plan);
+}
+
+// One NCI pass: nci_stage then the planner. `out`: the PassState NCI handed over.
 inline Plan run_stage(const Snapshot& s, const NciConfig& cfg, PassState* out = nullptr) {
   PassState st = fifo(s);
   Plan plan;
   plan.now = s.now;
   nci_stage(s, cfg, 1, st, plan);
   if (out) *out = st;
+  plan_rest(s, cfg, st, plan);
   return plan;
 }
 

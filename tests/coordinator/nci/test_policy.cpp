@@ -94,7 +94,8 @@ TEST_CASE("the pass rejects bad requests with the reason and starts the good one
   REQUIRE(find(p, Action::Reject, 4));
   CHECK(find(p, Action::Reject, 4)->reason == "ncpus 16 above the cluster's 8 cpus");
   CHECK(ids(p, Action::Start) == std::vector<JobId>{3});
-  CHECK(st.order.empty());  // NCI took the whole start procedure
+  // NCI hands the planner only the valid job; the planner starts it.
+  CHECK(st.order == std::vector<std::uint32_t>{2});
 }
 
 TEST_CASE("a project with no grant left is demoted to bonus with a reason", "[nci][grant]") {
@@ -181,7 +182,9 @@ TEST_CASE("priority-run suspends a lower-queue job and lands on its cores", "[nc
   CHECK(ids(p, Action::Suspend) == std::vector<JobId>{1});  // never the express job 2
   const Decision* d = find(p, Action::Start, 10);
   REQUIRE(d);
-  CHECK(d->reason == "priority-run");
+  // Decided by NCI, so first in the planner's order, which starts it.
+  CHECK(st.order.front() == 0);
+  CHECK(st.pinned == 1);
   REQUIRE(d->placement.size() == 1);
   CHECK(d->placement[0].node == 0);
   const std::set<int> cs = cores_of(*d);
@@ -193,7 +196,8 @@ TEST_CASE("priority-run suspends a lower-queue job and lands on its cores", "[nc
   // Same-queue job, no idle cpus, small: no priority-run, no parallel-run.
   s.pending = {job(11, 4, 3600, "normal", "c", "pc", 4000)};
   Plan q = run_stage(s, cfg_on());
-  CHECK(q.decisions.empty());
+  CHECK(ids(q, Action::Start).empty());
+  CHECK(ids(q, Action::Suspend).empty());
 }
 
 TEST_CASE("priority-run prefers victims whose XFactor stays below 1.25", "[nci][suspend][xfactor]") {
@@ -247,7 +251,7 @@ TEST_CASE("parallel-run picks victims by suspension score and keeps XFactor < 1.
   CHECK(sus == std::vector<JobId>{3, 4});
   const Decision* d = find(p, Action::Start, 10);
   REQUIRE(d);
-  CHECK(d->reason == "parallel-run");
+  CHECK(find(p, Action::Suspend, 3)->reason.find("parallel-run") != std::string::npos);
   CHECK(cores_of(*d) == std::set<int>{8, 9, 10, 11, 12, 13, 14, 15});
   for (JobId v : sus) {
     const RunningJob& r = s.running[v - 1];
@@ -257,11 +261,13 @@ TEST_CASE("parallel-run picks victims by suspension score and keeps XFactor < 1.
   // A job no larger than its victims cannot parallel-run.
   s.pending = {job(11, 4, h, "normal", "e", "pe")};
   c.parallel_min_cpus = 4;
-  CHECK(run_stage(s, c).decisions.empty());
+  CHECK(ids(run_stage(s, c), Action::Suspend).empty());
+  CHECK(ids(run_stage(s, c), Action::Start).empty());
   // Below the parallel-run size: no parallel-run either.
   s.pending = {job(12, 8, h, "normal", "e", "pe")};
   c.parallel_min_cpus = 16;
-  CHECK(run_stage(s, c).decisions.empty());
+  CHECK(ids(run_stage(s, c), Action::Suspend).empty());
+  CHECK(ids(run_stage(s, c), Action::Start).empty());
 }
 
 TEST_CASE("suspended jobs keep their memory: a start that would overcommit is refused", "[nci][memory]") {
@@ -303,7 +309,7 @@ TEST_CASE("jobfs is held like memory", "[nci][memory]") {
   s.nodes = {node("n0", 8, 0, 1000)};
   s.running = {running(job(1, 4, 3600, "normal", "a", "pa", 100, 800), 0, 0, 0)};
   s.pending = {job(10, 4, 3600, "normal", "b", "pb", 100, 300)};
-  CHECK(run_stage(s, cfg_on()).decisions.empty());
+  CHECK(ids(run_stage(s, cfg_on()), Action::Start).empty());
   s.pending = {job(11, 4, 3600, "normal", "b", "pb", 100, 200)};
   CHECK(ids(run_stage(s, cfg_on()), Action::Start) == std::vector<JobId>{11});
 }
@@ -360,6 +366,7 @@ TEST_CASE("jobs freed by an earlier stage count as freed", "[nci][pipeline]") {
   Plan plan;
   plan.decisions.push_back({Action::Suspend, 1, 100, 4, {}, "", "pba"});
   nci_stage(s, cfg_on(), 1, st, plan);
+  plan_rest(s, cfg_on(), st, plan);
   CHECK(ids(plan, Action::Start) == std::vector<JobId>{10});
   CHECK(ids(plan, Action::Resume).empty());  // not resumed in the pass that suspended it
   // Memory of a suspended-by-PBA job stays held: 6000 + 3000 > 8000.
@@ -369,6 +376,7 @@ TEST_CASE("jobs freed by an earlier stage count as freed", "[nci][pipeline]") {
   Plan plan2;
   plan2.decisions.push_back({Action::Suspend, 1, 100, 4, {}, "", "pba"});
   nci_stage(s, cfg_on(), 1, st, plan2);
+  plan_rest(s, cfg_on(), st, plan2);
   CHECK(ids(plan2, Action::Start).empty());
   // A requeued one releases its memory too.
   st = fifo(s);
@@ -376,6 +384,7 @@ TEST_CASE("jobs freed by an earlier stage count as freed", "[nci][pipeline]") {
   Plan plan3;
   plan3.decisions.push_back({Action::Requeue, 1, 100, 4, {}, "", "pba"});
   nci_stage(s, cfg_on(), 1, st, plan3);
+  plan_rest(s, cfg_on(), st, plan3);
   CHECK(ids(plan3, Action::Start) == std::vector<JobId>{11});
 }
 
@@ -457,10 +466,11 @@ TEST_CASE("a bypassed job climbs its queue and then must start", "[nci][window]"
   t.running = {running(job(50, 4, 3600, "express", "e", "pe"), 0, 0, 9000)};
   t.pending = {job(3, 4, 600, "bonus", "f", "pf")};
   t.pending[0].cycles_pending = c.window_cycles - 1;
-  CHECK(run_stage(t, c).decisions.empty());
+  CHECK(ids(run_stage(t, c), Action::Suspend).empty());
+  CHECK(ids(run_stage(t, c), Action::Start).empty());
   t.pending[0].cycles_pending = c.window_cycles;
   Plan p = run_stage(t, c);
   CHECK(ids(p, Action::Suspend) == std::vector<JobId>{50});
   REQUIRE(find(p, Action::Start, 3));
-  CHECK(find(p, Action::Start, 3)->reason == "start window");
+  CHECK(find(p, Action::Suspend, 50)->reason.find("start window") != std::string::npos);
 }

@@ -30,8 +30,8 @@ struct Live {
   Time ran = 0;
 };
 
-// A small event loop driving nci_stage every `dt` seconds, applying its
-// decisions as an agent would.
+// A small event loop driving a pass (nci_stage, then the planner) every `dt`
+// seconds, applying its decisions as an agent would.
 Outcome simulate(std::uint64_t seed, const NciConfig& cfg, int njobs, Time horizon) {
   std::mt19937_64 rng(seed);
   auto uni = [&](long long lo, long long hi) {
@@ -97,6 +97,7 @@ Outcome simulate(std::uint64_t seed, const NciConfig& cfg, int njobs, Time horiz
     Plan plan;
     plan.now = t;
     nci_stage(s, cfg, seed, st, plan);
+    plan_rest(s, cfg, st, plan);  // the planner starts what NCI ordered
 
     std::map<JobId, std::size_t> pidx;
     for (std::size_t i = 0; i < pending.size(); ++i) pidx[pending[i].id] = i;
