@@ -304,3 +304,31 @@ TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[ag
   CHECK(json_field(js, "state") == "ended");
   CHECK(json_field(js, "exit_code") == "5");
 }
+
+TEST_CASE("a launch that fails as the user ends launch_failed with its reason; the agent goes on", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("lfail");
+  a.start();
+  // stdout in a directory only root may enter: the open fails as nobody, after start() returned
+  // (corrald starts jobs asynchronously); the end carries the reason.
+  std::string priv = a.dir + "/private";
+  REQUIRE(::mkdir(priv.c_str(), 0700) == 0);
+  auto s = harness::run({a.corral(), "submit", "-o", priv + "/out", "--wrap", "echo never"}, kNobody,
+                        a.dir + "/work", {"CORRAL_SOCKET=" + a.socket});
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  a.cli({"wait", id}, kNobody);
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "state") == "ended");
+  CHECK(json_field(js, "end_reason") == "launch_failed");
+  CHECK(json_field(js, "exit_code") == "null");  // no exit status: it never ran
+  CHECK_THAT(json_field(js, "comment"), Catch::Contains("open stdout " + priv + "/out") &&
+                                            Catch::Contains("Permission denied") &&
+                                            Catch::Contains("as user nobody"));
+  // The next job runs normally.
+  auto s2 = a.submit({"--wrap", "exit 0"}, -1);
+  REQUIRE(s2.rc == 0);
+  CHECK(a.cli({"wait", trim(s2.out)}).rc == 0);
+  CHECK(json_field(stat_json(a, trim(s2.out)), "end_reason") == "completed");
+}

@@ -544,3 +544,85 @@ TEST_CASE("the shepherd is posix_spawned (corral-shepherd); the fork fallback st
   bad.shepherd = n.dir.path + "/no-such-shepherd";
   CHECK_THROWS_WITH(Launcher(discover(bad.jobfs_root), bad), Catch::Contains("not an executable file"));
 }
+
+TEST_CASE("async_start: failures as the user end as LaunchFailed from poll(), with start()'s message",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.L.reset();
+  n.cfg.async_start = true;
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  // Checks made in the agent are still returned by start() at once.
+  CHECK_THAT(n.L->start(n.spec(40, {"/no/such/binary"})), Catch::Contains("not found"));
+  // Not executable by the user: start() returns at once, the end says why.
+  std::string script = n.dir.path + "/private.sh";
+  std::ofstream(script) << "#!/bin/sh\necho hi\n";
+  ::chmod(script.c_str(), 0700);
+  auto p = n.spec(41, {script});
+  p.user = test_user();
+  p.stdout_path = p.stderr_path = "/dev/null";
+  p.cwd = "/";
+  REQUIRE(n.L->start(p) == "");
+  auto e = n.wait_end(41, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::LaunchFailed);
+  CHECK(e->exit_code == -1);
+  CHECK_THAT(e->message, Catch::Contains("cannot start job 41: execve " + script) &&
+                             Catch::Contains("Permission denied") && Catch::Contains("as user " + p.user));
+  // stdout into a FIFO nobody reads.
+  std::string fifo = n.dir.path + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+  auto f = n.spec(42, {"/bin/true"});
+  f.stdout_path = fifo;
+  REQUIRE(n.L->start(f) == "");
+  e = n.wait_end(42, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::LaunchFailed);
+  CHECK_THAT(e->message, Catch::Contains("open stdout " + fifo));
+  // A good job between them runs in its slot, from a shepherd forked by the server.
+  const std::vector<std::string> argv = {"/bin/sh", "-c",
+                                         "tr '\\0' ' ' < /proc/$PPID/cmdline; grep -c . /proc/self/cgroup >/dev/null; exit 6"};
+  REQUIRE(n.L->start(n.spec(43, argv)) == "");
+  CHECK(n.L->cancel(43) == "");  // settles first: the shepherd is in the slot before the kill
+  e = n.wait_end(43, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Cancelled);
+  REQUIRE(n.L->start(n.spec(44, argv)) == "");
+  e = n.wait_end(44, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 6);
+  CHECK(n.out(44).find("corral-shepherd --server") != std::string::npos);
+  CHECK(n.L->jobs().empty());
+  CHECK(n.leftovers().empty());
+  // No record, exit or failure file is left in the state dir.
+  std::error_code ec;
+  CHECK(std::distance(std::filesystem::directory_iterator(n.cfg.state_dir, ec), {}) == 0);
+}
+
+TEST_CASE("a dead shepherd server is restarted by the next start", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  REQUIRE(n.L->start(n.spec(45, {"/bin/true"})) == "");
+  REQUIRE(n.wait_end(45, 10000));
+  // Kill the server (the only corral-shepherd child of this process): the next job still starts.
+  pid_t server = 0;
+  for (auto& d : std::filesystem::directory_iterator("/proc")) {
+    std::string s = slurp(d.path().string() + "/stat");
+    auto r = s.rfind(')');
+    if (s.find("(corral-shepherd)") == std::string::npos || r == std::string::npos) continue;
+    std::istringstream in(s.substr(r + 2));
+    std::string state;
+    pid_t ppid = 0;
+    in >> state >> ppid;
+    if (ppid == ::getpid() && state != "Z") server = static_cast<pid_t>(std::stol(d.path().filename().string()));
+  }
+  REQUIRE(server > 0);
+  REQUIRE(::kill(server, SIGKILL) == 0);
+  nap(100);
+  REQUIRE(n.L->start(n.spec(46, {"/bin/true"})) == "");
+  auto e = n.wait_end(46, 10000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Completed);
+  CHECK(n.leftovers().empty());
+}
