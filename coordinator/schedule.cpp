@@ -23,7 +23,11 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
     planner.plan(claimed ? view : s, cfg.planner, st, plan);
     nci_settle(snap, cfg.nci, st, plan);
   };
-  if (cfg.preempt.enabled) {  // selective preemption (planner/preempt.hpp)
+  // Selective preemption (planner/preempt.hpp); not with NCI, whose
+  // suspensions (priority-run, parallel-run, start window) are the preemption
+  // policy: a second one would checkpoint the jobs NCI just started or
+  // resumed, and PBA's allocated jobs.
+  if (cfg.preempt.enabled && !cfg.nci.enabled) {
     Snapshot after;
     if (preempt_stage(snap, cfg.preempt, cfg.order, cfg.planner, st, plan, after)) {
       finish(after);
