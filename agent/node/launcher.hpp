@@ -134,7 +134,7 @@ class Launcher {
   std::vector<Recovered> recover(RecoverMode mode);
 
   void stop_all();            // cancel every job (shutdown without restart)
-  int wake_fd() const;        // readable when a job's shepherd exits (poll() drains it)
+  int wake_fd() const;        // readable when a shepherd reports (job running, failed, ended); poll() drains it
   static std::int64_t now_ms();
 
   const Topology& topology() const;
