@@ -2,12 +2,17 @@
 // N jobs that exit at once (#!/bin/true), submitted over the local socket as
 // fast as possible. Prints JSON: launches per second, submit-to-start latency
 // (p50/p99) for the burst and for paced single submits, the agent's RSS and its
-// idle CPU over ~5 s (utime+stime from /proc/PID/stat). Needs root.
+// idle CPU over ~5 s (utime+stime from /proc/PID/stat), and the CPU each launch costs: the agent's,
+// the shepherd server's, and that of the shepherds + jobs (cpuacct of the agent's cgroup parent);
+// cpu_bound_launches_per_s = cores / that total, what the cores would sustain with nothing else
+// running (this machine is shared: loadavg_1m is printed with the figures). Needs root.
 //
-//   build-daemon/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--idle 5]
+//   build/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--paced 100] [--idle 5]
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -100,8 +105,9 @@ double cpu_ticks(pid_t pid) {
   return std::atof(v.at(11).c_str()) + std::atof(v.at(12).c_str());
 }
 
-// CPU seconds of every process named `comm` whose parent is `ppid` (the shepherd server).
-double children_cpu_s(pid_t ppid, const std::string& comm) {
+// CPU seconds of every process named `comm` whose parent is `ppid` (the shepherd server);
+// *pid_out: one of them.
+double children_cpu_s(pid_t ppid, const std::string& comm, pid_t* pid_out = nullptr) {
   double ticks = 0;
   std::error_code ec;
   for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
@@ -115,7 +121,10 @@ double children_cpu_s(pid_t ppid, const std::string& comm) {
     std::vector<std::string> v;
     std::string f;
     while (ss >> f) v.push_back(f);
-    if (v.size() > 12 && std::atoi(v[1].c_str()) == ppid) ticks += std::atof(v[11].c_str()) + std::atof(v[12].c_str());
+    if (v.size() > 12 && std::atoi(v[1].c_str()) == ppid) {
+      ticks += std::atof(v[11].c_str()) + std::atof(v[12].c_str());
+      if (pid_out) *pid_out = static_cast<pid_t>(std::atol(n.c_str()));
+    }
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
@@ -258,7 +267,9 @@ int main(int argc, char** argv) {
   bool ok = wait_ended(static_cast<std::size_t>(jobs), 600);
   double t_end = now_s();
   double agent_cpu_burst_s = (cpu_ticks(pid) - cpu_burst0) / static_cast<double>(tck);
-  double server_cpu_s = children_cpu_s(pid, "corral-shepherd") - server0, jobs_cpu_s = slots_cpu_s(cg) - slots0;
+  pid_t server = 0;
+  double server_cpu_s = children_cpu_s(pid, "corral-shepherd", &server) - server0, jobs_cpu_s = slots_cpu_s(cg) - slots0;
+  double server_rss = server > 0 ? rss_mb(server) : 0;
   // CPU per launch of everything on the launch path (agent, shepherd server, shepherds + jobs):
   // what the machine's cores would sustain if nothing else ran on them.
   double cpu_ms_per_job = (agent_cpu_burst_s + server_cpu_s + jobs_cpu_s) * 1000.0 / jobs;
@@ -309,6 +320,28 @@ int main(int argc, char** argv) {
   ::kill(pid, SIGTERM);
   int st;
   ::waitpid(pid, &st, 0);
+  // The floor on this machine: the same #!/bin/true script posix_spawned and waited for, two at a
+  // time, with no scheduler, cgroups or shepherd at all (rate and CPU per spawn).
+  std::string bare = dir + "/true.sh";
+  std::ofstream(bare) << "#!/bin/true\n";
+  ::chmod(bare.c_str(), 0755);
+  rusage ru0{}, ru1{};
+  ::getrusage(RUSAGE_CHILDREN, &ru0);
+  const int bare_n = 400;
+  double b0 = now_s();
+  for (int i = 0; i < bare_n; i += 2) {
+    pid_t ps[2];
+    char* av[] = {bare.data(), nullptr};
+    for (auto& p : ps)
+      if (::posix_spawn(&p, bare.c_str(), nullptr, nullptr, av, environ) != 0) p = -1;
+    for (auto p : ps)
+      if (p > 0) ::waitpid(p, nullptr, 0);
+  }
+  double bare_rate = bare_n / (now_s() - b0);
+  ::getrusage(RUSAGE_CHILDREN, &ru1);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  double bare_cpu_ms = (secs(ru1.ru_utime) - secs(ru0.ru_utime) + secs(ru1.ru_stime) - secs(ru0.ru_stime)) * 1000.0 / bare_n;
+
   if (std::getenv("CORRAL_BENCH_KEEP")) std::fprintf(stderr, "kept %s\n", dir.c_str());
   std::string cleanup = (std::getenv("CORRAL_BENCH_KEEP") ? std::string() : "rm -rf '" + dir + "'; ") + "for d in /sys/fs/cgroup/*/" + cg +
                         "; do rmdir \"$d\" 2>/dev/null; done";
@@ -329,12 +362,13 @@ int main(int argc, char** argv) {
       "\"agent_rss_mb\":{\"start\":%.1f,\"after_burst\":%.1f,\"peak\":%.1f,\"idle\":%.1f},"
       "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f,\"agent_cpu_ms_per_job\":%.3f,"
       "\"server_cpu_ms_per_job\":%.3f,\"shepherd_and_job_cpu_ms_per_job\":%.3f,\"cpu_ms_per_launch\":%.3f,"
-      "\"cpu_bound_launches_per_s\":%.1f,\"loadavg_1m\":%.2f}\n",
+      "\"cpu_bound_launches_per_s\":%.1f,\"server_rss_mb\":%.1f,"
+      "\"bare_spawn_2wide_per_s\":%.1f,\"bare_spawn_cpu_ms\":%.3f,\"loadavg_1m\":%.2f}\n",
       jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
       pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0,
       agent_cpu_burst_s * 1000.0 / jobs, server_cpu_s * 1000.0 / jobs, jobs_cpu_s * 1000.0 / jobs, cpu_ms_per_job,
-      cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, load1);
+      cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, server_rss, bare_rate, bare_cpu_ms, load1);
   return ok ? 0 : 1;
 }
