@@ -960,7 +960,44 @@ struct Planner::Impl {
     Time start = 0, end = 0;      // expected_end
     int slots = 0, on_up = 0;     // on_up: slots on up nodes (cores held)
     bool suspended = false, backfilled = false, holds = false;
-    std::vector<Placement> pl;
+    // The placement flattened (node, slots, core count, cores...), inline when
+    // short, so comparing it reads only the snapshot's side from the heap.
+    static constexpr std::uint32_t kInline = 10;
+    std::uint32_t n = 0;
+    std::int32_t inl[kInline] = {};
+    std::vector<std::int32_t> ext;
+    const std::int32_t* sig() const { return n <= kInline ? inl : ext.data(); }
+    bool empty_pl() const { return n == 0; }
+    void set(const std::vector<Placement>& pl) {
+      std::uint32_t len = 0;
+      for (const Placement& p : pl) len += 3 + static_cast<std::uint32_t>(p.cores.size());
+      n = len;
+      std::int32_t* o = inl;
+      if (len > kInline) {
+        ext.resize(len);
+        o = ext.data();
+      }
+      for (const Placement& p : pl) {
+        *o++ = static_cast<std::int32_t>(p.node);
+        *o++ = static_cast<std::int32_t>(p.slots);
+        *o++ = static_cast<std::int32_t>(p.cores.size());
+        for (int c : p.cores) *o++ = c;
+      }
+    }
+    bool same(const std::vector<Placement>& pl) const {
+      const std::int32_t* q = sig();
+      const std::int32_t* e = q + n;
+      for (const Placement& p : pl) {
+        if (e - q < 3 || q[0] != static_cast<std::int32_t>(p.node) || q[1] != static_cast<std::int32_t>(p.slots) ||
+            q[2] != static_cast<std::int32_t>(p.cores.size()))
+          return false;
+        q += 3;
+        if (e - q < static_cast<std::ptrdiff_t>(p.cores.size())) return false;
+        for (int c : p.cores)
+          if (*q++ != c) return false;
+      }
+      return q == e;
+    }
   };
   std::vector<RunRec> fr;
   std::size_t fr_bad = 0;         // holding jobs without a placement (general path)
@@ -1052,11 +1089,20 @@ struct Planner::Impl {
 
   void f_apply(const RunRec& r, int sign) {
     if (!r.holds) return;
-    for (const Placement& p : r.pl) {
-      if (p.node >= fl_nn || !fl_up[p.node]) continue;
-      f_node_add(p.node, sign * static_cast<int>(p.slots));
-      for (int c : p.cores)
-        if (c >= 0 && c < fl_cores[p.node]) f_core[fl_coff[p.node] + static_cast<std::uint32_t>(c)] += static_cast<std::uint16_t>(sign);
+    const std::int32_t* q = r.sig();
+    const std::int32_t* qe = q + r.n;
+    while (q < qe) {
+      const auto node = static_cast<std::uint32_t>(q[0]);
+      const int slots = q[1], nc = q[2];
+      q += 3;
+      const std::int32_t* cores = q;
+      q += nc;
+      if (node >= fl_nn || !fl_up[node]) continue;
+      f_node_add(node, sign * slots);
+      for (int k = 0; k < nc; ++k) {
+        const int c = cores[k];
+        if (c >= 0 && c < fl_cores[node]) f_core[fl_coff[node] + static_cast<std::uint32_t>(c)] += static_cast<std::uint16_t>(sign);
+      }
     }
     f_used_now += sign * r.on_up;
     const std::pair<Time, int> e{r.end, r.on_up};
@@ -1066,19 +1112,6 @@ struct Planner::Impl {
       auto it = std::lower_bound(f_ends.begin(), f_ends.end(), e);
       if (it != f_ends.end() && *it == e) f_ends.erase(it);
     }
-  }
-
-  static bool same_placement(const std::vector<Placement>& a, const std::vector<Placement>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (a[i].node != b[i].node || a[i].slots != b[i].slots) return false;
-      const std::vector<int>& x = a[i].cores;
-      const std::vector<int>& y = b[i].cores;
-      if (x.size() != y.size()) return false;
-      for (std::size_t k = 0; k < x.size(); ++k)  // short lists: no memcmp call
-        if (x[k] != y[k]) return false;
-    }
-    return true;
   }
 
   // Brings the mirror up to snap.running; records the net changes.
@@ -1092,12 +1125,12 @@ struct Planner::Impl {
       if (k < nr && k < no) {
         const RunningJob& rj = s.running[k];
         if (rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
-            rj.suspended == r.suspended && rj.backfilled == r.backfilled && same_placement(rj.placement, r.pl))
+            rj.suspended == r.suspended && rj.backfilled == r.backfilled && r.same(rj.placement))
           continue;
       }
       if (k < no) {
         f_apply(r, -1);
-        if (r.holds && r.pl.empty()) --fr_bad;
+        if (r.holds && r.empty_pl()) --fr_bad;
         f_removed.push_back({r.id, r.end, r.on_up, r.holds});
       }
       if (k < nr) {
@@ -1109,11 +1142,11 @@ struct Planner::Impl {
         r.suspended = rj.suspended;
         r.backfilled = rj.backfilled;
         r.holds = !rj.suspended;
-        r.pl = rj.placement;
+        r.set(rj.placement);
         r.on_up = 0;
-        for (const Placement& p : r.pl)
+        for (const Placement& p : rj.placement)
           if (p.node < fl_nn && fl_up[p.node]) r.on_up += static_cast<int>(p.slots);
-        if (r.holds && r.pl.empty()) ++fr_bad;
+        if (r.holds && r.empty_pl()) ++fr_bad;
         f_apply(r, +1);
         f_added.push_back({r.id, r.end, r.on_up, r.holds});
       }

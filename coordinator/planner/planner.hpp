@@ -80,9 +80,12 @@ bool parse_backfill(const std::string& name, Backfill& out);
 const char* backfill_name(Backfill b);
 
 // Plans one pass over st.order: appends Start / Reserve / Checkpoint / Reject
-// decisions (and MONITOR lines when enabled) to `plan`. Pure: a Planner only
-// keeps scratch buffers between calls so a caller that runs many passes (the
-// simulator) avoids re-allocating; results never depend on earlier calls.
+// decisions (and MONITOR lines when enabled) to `plan`. Pure: results never
+// depend on earlier calls. A kept Planner is a cache: besides its scratch
+// buffers it keeps, for cores-only passes under fcfs/easy/conservative, the
+// node state of the last snapshot's running jobs (updated by their difference
+// each pass) and the last conservative plan (reused when only arrivals and
+// on-time ends happened since); the Snapshot stays the truth.
 class Planner {
  public:
   Planner();
