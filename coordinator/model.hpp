@@ -66,6 +66,7 @@ struct Job {
   std::string project;
   std::string queue;             // empty: the default queue
   std::string flow_step;         // PBA flow step (synthesis, verification, ...)
+  std::string pe;                // parallel environment (qsub -pe NAME); empty: none
 
   Time submit = 0;
   Time walltime = 0;             // requested limit; 0: none (default_duration applies)

@@ -1531,6 +1531,8 @@ struct Planner::Impl {
                    const std::vector<Placement>& pl) {
     const int q = queue_of(j);
     const std::string& qn = queue_name(j);
+    // Level P: the slots a PE job takes from its parallel environment (section 2d).
+    if (!j.pe.empty()) plan.monitor.push_back(fmt_line(j.id, state, start, dur, 'P', j.pe, "slots", slots));
     for (const auto& [name, amt] : j.consumables)
       if (global_prof.count(name)) plan.monitor.push_back(fmt_line(j.id, state, start, dur, 'G', "global", name, amt * slots));
     const int tot = std::max(1, slots);

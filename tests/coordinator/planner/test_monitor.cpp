@@ -138,3 +138,43 @@ TEST_CASE("MONITOR is empty unless enabled; host-level lines", "[planner][monito
   CHECK(p.monitor[1] == "1:1:STARTING:0:10:H:n0:mem_mb:300.000000");
   CHECK(p.monitor[2] == "1:1:STARTING:0:10:Q:all.q@n0:slots:2.000000");
 }
+
+TEST_CASE("MONITOR has a P line for a parallel-environment job", "[planner][monitor]") {
+  // sge6-reservation-backfill.txt 2d: level P = PE, object = the PE name,
+  // resource "slots", amount = the slots granted.
+  Snapshot s = cluster(4, 2, 100);
+  Job a = job(1, 6, 50);
+  a.pe = "mpi";
+  a.slots_min = 4;  // a slot range: 6 of the 8 free slots are granted
+  Job b = job(2, 8, 20);
+  b.pe = "mpi";
+  Job c = job(3, 1, 10);  // not a PE job: no P line
+  s.pending = {a, b, c};
+  PlannerConfig cfg = cfg_of(Backfill::Conservative);
+  cfg.monitor = true;
+  Plan p = run(s, cfg);
+  std::vector<std::string> pl;
+  for (const std::string& l : p.monitor)
+    if (l.find(":P:") != std::string::npos) pl.push_back(l);
+  bool c_listed = false;
+  for (const std::string& l : p.monitor)
+    if (l.rfind("3:1:", 0) == 0) c_listed = true;
+  CHECK(c_listed);  // job 3 has its Q line, but no P line (counted below)
+  REQUIRE(pl.size() == 2);
+  CHECK(pl[0] == "1:1:STARTING:100:50:P:mpi:slots:6.000000");
+  CHECK(pl[1] == "2:1:RESERVING:150:20:P:mpi:slots:8.000000");
+  // A running PE job is listed as RUNNING on the next pass.
+  RunningJob r;
+  r.job = a;
+  r.start = 100;
+  r.expected_end = 150;
+  r.slots = 6;
+  r.placement = find(p, 1, Action::Start)->placement;
+  s.running = {r};
+  s.pending = {b};
+  s.now = 110;
+  p = run(s, cfg);
+  bool running_p = false;
+  for (const std::string& l : p.monitor) running_p |= l == "1:1:RUNNING:100:50:P:mpi:slots:6.000000";
+  CHECK(running_p);
+}
