@@ -474,3 +474,73 @@ TEST_CASE("a bypassed job climbs its queue and then must start", "[nci][window]"
   REQUIRE(find(p, Action::Start, 3));
   CHECK(find(p, Action::Suspend, 50)->reason.find("start window") != std::string::npos);
 }
+
+TEST_CASE("a start is reversed for a larger job further down the queue", "[nci][reverse]") {
+  // "Even if the scheduler decides to start a job in a given scheduling
+  // cycle, that decision may be reversed later in that cycle after
+  // consideration of (larger) jobs further down the queue."
+  Snapshot s;
+  s.now = 100;
+  s.nodes = {node("n0", 8)};
+  s.pending = {job(1, 4, 3600, "normal", "a", "pa"), job(2, 8, 3600, "normal", "b", "pb")};
+  NciConfig c = cfg_on();
+  c.parallel_min_cpus = 8;
+  PassState st;
+  Plan p = run_stage(s, c, &st);
+  CHECK(ids(p, Action::Start) == std::vector<JobId>{2});
+  CHECK(ids(p, Action::Suspend).empty());  // nothing was running: nothing suspended
+  CHECK(st.order == std::vector<std::uint32_t>{1, 0});
+  // The reversed job stays queued and its window advances.
+  REQUIRE(p.updates.size() == 1);
+  CHECK(p.updates[0].job == 1);
+  CHECK(p.updates[0].cycles_pending == 1);
+  // Without the rule the first job keeps its start and the larger one waits.
+  c.reverse_starts = false;
+  CHECK(ids(run_stage(s, c), Action::Start) == std::vector<JobId>{1});
+  // A smaller job further down never reverses a start.
+  c.reverse_starts = true;
+  s.pending = {job(3, 6, 3600, "normal", "a", "pa"), job(4, 4, 3600, "normal", "b", "pb")};
+  c.parallel_min_cpus = 4;
+  CHECK(ids(run_stage(s, c), Action::Start) == std::vector<JobId>{3});
+}
+
+TEST_CASE("a suspended job keeps its free cores until it resumes; its suspender is not suspended",
+          "[nci][resume][claims]") {
+  // Job 1 (4 cpus, cores 0-3) was suspended for job 2 (2 cpus, cores 2-3),
+  // still running; cores 0-1 are free.
+  Snapshot s;
+  s.now = 1000;
+  s.nodes = {node("n0", 4)};
+  RunningJob sus = running(job(1, 4, 36000, "normal", "a", "pa"), 0, 0, 0);
+  sus.suspended = true;
+  s.running = {sus, running(job(2, 2, 3600, "normal", "b", "pb"), 0, 2, 500)};
+  s.pending = {job(10, 2, 600, "normal", "c", "pc")};
+  NciConfig c = cfg_on();
+  Plan p = run_stage(s, c);
+  CHECK(ids(p, Action::Start).empty());   // cores 0-1 wait for job 1
+  CHECK(ids(p, Action::Resume).empty());  // cores 2-3 still busy
+  Snapshot view;
+  PassState st = fifo(s);
+  REQUIRE(nci_claims(s, c, st, Plan{}, view));
+  REQUIRE(view.running.size() == 3);
+  CHECK(view.running[2].job.id == 1);
+  CHECK_FALSE(view.running[2].suspended);
+  CHECK(view.running[2].slots == 2);
+  CHECK(view.running[2].expected_end == 500 + 3600 + 36000 - 1000);  // job 2 ends, then what is left
+  // An express job may not suspend job 2 (job 1 waits for its cores), so it
+  // waits too: suspensions do not stack.
+  s.pending = {job(11, 2, 600, "express", "d", "pd")};
+  p = run_stage(s, c);
+  CHECK(ids(p, Action::Suspend).empty());
+  CHECK(ids(p, Action::Start).empty());
+  // Without holding, the normal job would take cores 0-1 and job 1 wait longer.
+  c.claim_suspended_cores = false;
+  s.pending = {job(10, 2, 600, "normal", "c", "pc")};
+  CHECK(ids(run_stage(s, c), Action::Start) == std::vector<JobId>{10});
+  // Job 2 ended: job 1 resumes on its own cores before anything starts.
+  c.claim_suspended_cores = true;
+  s.running.pop_back();
+  p = run_stage(s, c);
+  CHECK(ids(p, Action::Resume) == std::vector<JobId>{1});
+  CHECK(ids(p, Action::Start).empty());
+}
