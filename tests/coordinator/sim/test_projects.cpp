@@ -161,6 +161,10 @@ TEST_CASE("sim --projects --nci: NCI stage and ledger run; grants enforced", "[s
   CHECK(r.rejected == 0);
   CHECK(r.projects[0].su_charged == Approx(2.0));
   CHECK(r.projects[0].grant_left == Approx(8.0));
+  // NCI keeps PBA's guarantee: the allocated job starts when its pending
+  // threshold is crossed, in the slots PBA freed, although NCI orders the rest.
+  CHECK(r.per_job[1].first_start == 10 + opt.sched.pba.preempt_after);
+  CHECK(r.projects[0].max_wait_past_threshold == 0);
 
   // A grant of 1 SU is spent by the first job (2 SU); the project's next job
   // is demoted to the bonus queue (added to a plan that lists none), still
