@@ -84,8 +84,9 @@ struct Node {
   CgroupGuard guard;
   std::unique_ptr<Launcher> L;
   LauncherConfig cfg;
-  explicit Node(const std::string& parent) : guard(parent) {
-    cfg.cgroup_parent = parent;
+  // The parent group is made unique per test process: several build dirs may run this suite at once.
+  explicit Node(const std::string& parent) : guard(parent + "_" + std::to_string(::getpid())) {
+    cfg.cgroup_parent = guard.parent;
     cfg.jobfs_root = dir.path + "/jobfs";
     cfg.ckpt_root = dir.path + "/ckpt";
     cfg.state_dir = dir.path + "/state";

@@ -402,9 +402,9 @@ TEST_CASE("after the agent is SIGKILLed a new launcher adopts or cleans up", "[n
 TEST_CASE("a stand-in topology maps its cores onto the real CPUs", "[node][launcher]") {
   if (!nodetest::need_cgroups()) return;
   nodetest::TempDir dir;
-  nodetest::CgroupGuard guard("corral_t_launch");
+  nodetest::CgroupGuard guard("corral_t_standin_" + std::to_string(::getpid()));
   LauncherConfig cfg;
-  cfg.cgroup_parent = "corral_t_launch";
+  cfg.cgroup_parent = guard.parent;
   cfg.state_dir = dir.path + "/state";
   cfg.ckpt_root = dir.path + "/ckpt";
   Launcher l(load_xml(std::string(NODE_TOPOLOGIES) + "/2socket-2x16.xml"), cfg);
