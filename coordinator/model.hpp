@@ -125,6 +125,13 @@ struct Snapshot {
   // last pass given the same value, so a kept Planner reuses what it derived
   // from them. 0 (default): the planner re-reads the nodes every pass.
   std::uint64_t nodes_version = 0;
+  // Same for `running`: a nonzero value promises that `running` is unchanged
+  // (every field of every entry, same order) since the last pass given the
+  // same value; the caller never reuses a value for other content. Any nonzero
+  // value also promises that a running entry's placement never changes while
+  // its job id and start stay the same (the planner then skips comparing
+  // placements). 0 (default): everything is re-checked.
+  std::uint64_t running_version = 0;
 };
 
 // ----------------------------------------------------------------- output --

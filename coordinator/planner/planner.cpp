@@ -1000,6 +1000,7 @@ struct Planner::Impl {
     }
   };
   std::vector<RunRec> fr;
+  std::uint64_t fr_version = 0;   // Snapshot::running_version fr mirrors (0: none)
   std::size_t fr_bad = 0;         // holding jobs without a placement (general path)
   std::vector<int> f_used;        // per node: slots held (may exceed cores)
   std::vector<int> f_free;        // per node: clamped free cores
@@ -1064,6 +1065,7 @@ struct Planner::Impl {
     fl_coff[nn] = off;
     // Running state starts empty; the diff adds every running job.
     fr.clear();
+    fr_version = 0;
     fr_bad = 0;
     f_used.assign(nn, 0);
     f_free = fl_cap;
@@ -1125,7 +1127,8 @@ struct Planner::Impl {
       if (k < nr && k < no) {
         const RunningJob& rj = s.running[k];
         if (rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
-            rj.suspended == r.suspended && rj.backfilled == r.backfilled && r.same(rj.placement))
+            rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
+            (s.running_version != 0 || r.same(rj.placement)))  // model.hpp: placement fixed per (id, start)
           continue;
       }
       if (k < no) {
@@ -1259,7 +1262,15 @@ struct Planner::Impl {
       cc_valid = false;
       return false;
     }
-    f_diff(s);
+    // Snapshot::running_version: the same nonzero value promises an unchanged
+    // running set, so the entry-by-entry diff is skipped (nothing changed).
+    if (s.running_version != 0 && s.running_version == fr_version && fr.size() == s.running.size()) {
+      f_removed.clear();
+      f_added.clear();
+    } else {
+      f_diff(s);
+    }
+    fr_version = s.running_version;
     if (fr_bad > 0) {
       cc_valid = false;
       return false;

@@ -272,6 +272,7 @@ class Simulator {
       const std::size_t idx = static_cast<std::size_t>(id - 1);
       if (run_pos_[idx] >= 0) {
         pba::apply_update(snap_.running[static_cast<std::size_t>(run_pos_[idx])].job, ups[k]);
+        ++snap_.running_version;
       } else if (recs_[idx].st == St::Pending) {
         upd_of_[idx] = static_cast<std::uint32_t>(k);
         any_pending = true;
@@ -401,11 +402,13 @@ class Simulator {
     rj.job = std::move(j);
     run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
     snap_.running.push_back(std::move(rj));
+    ++snap_.running_version;
   }
 
   // Removes a job from snap_.running (swap with last) and frees its cores.
   RunningJob take_running(std::size_t idx) {
     std::int32_t p = run_pos_[idx];
+    ++snap_.running_version;
     RunningJob rj = std::move(snap_.running[static_cast<std::size_t>(p)]);
     if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
       snap_.running[static_cast<std::size_t>(p)] = std::move(snap_.running.back());
@@ -505,6 +508,7 @@ class Simulator {
     ++r.checkpoints;
     ++res_.checkpoints;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+    ++snap_.running_version;
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     ++r.requeues;
     res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
@@ -538,6 +542,7 @@ class Simulator {
     Rec& r = recs_[idx];
     if (r.st != St::Running) return false;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+    ++snap_.running_version;
     segment(idx, rj, now_, false);
     charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
@@ -555,6 +560,7 @@ class Simulator {
     Rec& r = recs_[idx];
     if (r.st != St::Suspended) return;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+    ++snap_.running_version;
     if (!can_take(rj.slots, rj.placement)) {
       ++res_.deferred_starts;
       return;
@@ -582,6 +588,7 @@ class Simulator {
       Rec& r = recs_[e.idx];
       if (e.gen != r.gen || r.st != St::Running) continue;
       RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[e.idx])];
+      ++snap_.running_version;
       Time req_left = std::max<Time>(1, tr_.jobs[e.idx].estimate - r.work_done);
       rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left);
     }

@@ -49,6 +49,8 @@ struct World {
   JobId next_id = 1;
   int max_slots = 1;
   std::uint64_t version = 1;     // Snapshot::nodes_version values are never reused
+  bool track_running = false;    // keep Snapshot::running_version like the simulator
+  bool run_changed = false;      // running touched since the last version
 
   long U(long a, long b) { return a + static_cast<long>(rng() % static_cast<std::uint64_t>(b - a + 1)); }
 
@@ -86,6 +88,7 @@ struct World {
   }
 
   void remove_running(std::size_t k) {
+    run_changed = true;
     if (k + 1 != snap.running.size()) {
       snap.running[k] = std::move(snap.running.back());
       actual_end[k] = actual_end.back();
@@ -114,6 +117,7 @@ struct World {
       const Time est = std::min<Time>(dur, 100000);
       actual_end.push_back(k < 5 ? snap.now + U(1, est) : k < 8 ? snap.now + est : snap.now + est + U(1, 50));
       snap.running.push_back(std::move(r));
+      run_changed = true;
       gone.push_back(d.job);
     }
     std::erase_if(snap.pending, [&](const Job& j) { return std::find(gone.begin(), gone.end(), j.id) != gone.end(); });
@@ -142,6 +146,7 @@ struct World {
         ae.push_back(actual_end[i]);
       }
       snap.running = std::move(rr);
+      run_changed = true;
       actual_end = std::move(ae);
     } else if (r == 1) {  // a node goes down or comes back
       Node& n = snap.nodes[static_cast<std::size_t>(U(0, static_cast<long>(snap.nodes.size()) - 1))];
@@ -153,12 +158,20 @@ struct World {
       snap.nodes_version = ++version;
     } else if (r == 4 && !snap.running.empty()) {  // an estimate extended in place
       snap.running[0].expected_end += U(1, 100);
+      run_changed = true;
+    } else if (r == 5 && track_running) {  // running_version forgotten for a pass
+      snap.running_version = 0;
+      return;
     }
+    // running_version: a new value whenever running changed (or was 0).
+    if (track_running && (run_changed || snap.running_version == 0)) snap.running_version = ++version;
+    run_changed = false;
   }
 };
 
-void drive(Backfill b, Time offset, std::uint64_t seed, int passes) {
+void drive(Backfill b, Time offset, std::uint64_t seed, int passes, bool track_running = false) {
   World w(seed);
+  w.track_running = track_running;
   PlannerConfig cfg;
   cfg.backfill = b;
   cfg.duration_offset = offset;
@@ -187,6 +200,68 @@ void drive(Backfill b, Time offset, std::uint64_t seed, int passes) {
 TEST_CASE("incremental planner: same plans as a from-scratch pass over random workloads", "[planner][incremental]") {
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 30; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 7919 + static_cast<int>(b), 600);
+}
+
+TEST_CASE("incremental planner: Snapshot::running_version skips the diff, same plans", "[planner][incremental]") {
+  // The caller bumps running_version on every change of running (as the
+  // simulator does) and sometimes sends 0; a kept Planner must plan exactly
+  // as a from-scratch one.
+  for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
+    for (std::uint64_t seed = 1; seed <= 12; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 104729 + static_cast<int>(b), 600, true);
+}
+
+TEST_CASE("incremental planner: a copy with running changed and running_version 0 is re-read", "[planner][incremental]") {
+  // A stage that hands the planner a modified copy (preempt, nci claims)
+  // resets running_version; the kept Planner must see the change.
+  Snapshot s;
+  for (int i = 0; i < 4; ++i) {
+    Node n;
+    n.name = "n" + std::to_string(i);
+    n.cores = 1;
+    s.nodes.push_back(n);
+  }
+  s.nodes_version = 1;
+  s.running_version = 7;
+  s.now = 100;
+  for (int i = 0; i < 4; ++i) {
+    RunningJob r;
+    r.job.id = static_cast<JobId>(i + 1);
+    r.job.slots_min = r.job.slots_max = 1;
+    r.job.walltime = 1000;
+    r.start = 0;
+    r.slots = 1;
+    r.expected_end = 1000;
+    r.placement.push_back(Placement{static_cast<std::uint32_t>(i), 1, {0}});
+    s.running.push_back(r);
+  }
+  Job j;
+  j.id = 9;
+  j.submit = 100;
+  j.slots_min = j.slots_max = 2;
+  j.walltime = 50;
+  s.pending.push_back(j);
+  PlannerConfig cfg;
+  cfg.backfill = Backfill::Conservative;
+  cfg.duration_offset = 0;
+  Planner kept;
+  PassState st;
+  order_pending(s, OrderConfig{}, st);
+  Plan p1;
+  kept.plan(s, cfg, st, p1);
+  REQUIRE(p1.decisions.size() == 1);
+  CHECK(p1.decisions[0].action == Action::Reserve);
+  CHECK(p1.decisions[0].at == 1000);
+  Snapshot copy = s;  // two jobs' ends moved earlier in a copy
+  copy.running_version = 0;
+  copy.running[0].expected_end = copy.running[1].expected_end = 300;
+  Plan p2;
+  kept.plan(copy, cfg, st, p2);
+  REQUIRE(p2.decisions.size() == 1);
+  CHECK(p2.decisions[0].at == 300);
+  Plan p3;  // the original again, same version as the first pass: re-read too
+  kept.plan(s, cfg, st, p3);
+  REQUIRE(p3.decisions.size() == 1);
+  CHECK(p3.decisions[0].at == 1000);
 }
 
 TEST_CASE("incremental planner: general-path features still planned from scratch", "[planner][incremental]") {
