@@ -76,6 +76,9 @@ class Simulator {
         std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
       cfg_.planner.may_place = pba::may_place_now;  // placeholder slots need node memory
     if (opt_.projects) setup_projects();
+    // schedule() runs no selective preemption with NCI (its suspensions are
+    // the preemption policy): no aging wake-ups for it either.
+    if (cfg_.nci.enabled) cfg_.preempt.enabled = false;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
