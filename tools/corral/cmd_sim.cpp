@@ -360,7 +360,7 @@ int cmd_sim(int argc, char** argv) {
         {"split_factor", json_num(opt.sched.planner.checkpoint_split)},
         {"predict", opt.predict ? "true" : "false"},
         {"preempt", opt.sched.preempt.enabled ? "true" : "false"},
-        {"repredict", opt.repredict ? "true" : "false"},
+        {"repredict", opt.repredict && opt.predict ? "true" : "false"},
         {"checkpoint_cost", std::to_string(opt.checkpoint_cost)},
         {"restart_cost", std::to_string(opt.restart_cost)},
         {"bad_lines", std::to_string(trace.bad_lines)},
