@@ -1217,14 +1217,6 @@ struct Planner::Impl {
     return j.slots_min >= 1 && j.slots_max >= j.slots_min && j.mem_mb >= 0 && j.jobfs_mb >= 0 && j.walltime >= 0 &&
            j.estimate >= 0 && j.queue.empty() && j.consumables.empty();
   }
-  void f_reject(Plan& plan, const Job& j, std::string why) {
-    Decision d;
-    d.action = Action::Reject;
-    d.job = j.id;
-    d.at = now;
-    d.reason = std::move(why);
-    plan.decisions.push_back(std::move(d));
-  }
   std::string never_text(const Job& j) const {
     return "job " + std::to_string(j.id) + " can never run: no set of up nodes can hold " + std::to_string(j.slots_min) +
            " slots with its requests";
@@ -1307,7 +1299,7 @@ struct Planner::Impl {
       const Job& j = pend[idx];
       if (!f_plain_job(j)) {
         if (std::string err = f_check(j); !err.empty()) {
-          f_reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
+          reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
           continue;
         }
       }
@@ -1336,7 +1328,7 @@ struct Planner::Impl {
         }
       }
       if (smin > fl_total) {
-        f_reject(plan, j, never_text(j));
+        reject(plan, j, never_text(j));
         continue;
       }
       if (pol == Backfill::Fcfs) break;
@@ -1398,7 +1390,7 @@ struct Planner::Impl {
       const int smin = j.slots_min;
       if (!f_plain_job(j)) {
         if (std::string err = f_check(j); !err.empty()) {
-          f_reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
+          reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
           cc_next.push_back({j.id, smin, j.slots_max, 0, kReject, 0, 0});
           continue;
         }
@@ -1423,7 +1415,7 @@ struct Planner::Impl {
         }
       }
       if (smin > fl_total) {
-        f_reject(plan, j, never_text(j));
+        reject(plan, j, never_text(j));
         cc_next.push_back({j.id, smin, j.slots_max, d, kReject, 0, 0});
         continue;
       }
@@ -1502,9 +1494,9 @@ struct Planner::Impl {
         if (!plain) {
           std::string err = f_check(j);
           if (err.empty()) return fail();
-          f_reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
+          reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
         } else if (j.slots_min > fl_total) {
-          f_reject(plan, j, never_text(j));
+          reject(plan, j, never_text(j));
         } else {
           return fail();
         }

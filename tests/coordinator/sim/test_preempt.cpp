@@ -10,22 +10,14 @@
 #include "coordinator/planner/preempt.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/coordinator/planner/helpers.hpp"
 
 using namespace corral;
 using namespace corral::sim;
 
 namespace {
 
-Snapshot machine(int nodes, int cores) {
-  Snapshot s;
-  for (int i = 0; i < nodes; ++i) {
-    Node n;
-    n.name = "n" + std::to_string(i);
-    n.cores = cores;
-    s.nodes.push_back(n);
-  }
-  return s;
-}
+Snapshot machine(int nodes, int cores) { return corral::testing::cluster(nodes, cores); }
 
 Job job(JobId id, Time submit, Time walltime, int slots) {
   Job j;
