@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -267,6 +268,38 @@ class CpuacctController : public V1Controller {
   }
 };
 
+// The kill loop of both hierarchies: true once no process but `spare` is left
+// in the slot, false if the deadline passes first. Each round `kill_at_once`
+// may do it all (v2 cgroup.kill); else the slot is frozen when `freezable`
+// (none can fork meanwhile), each process gets SIGKILL, and it is thawed.
+bool kill_slot(CgroupBackend& cg, const std::string& slot, int timeout_ms, pid_t spare,
+               const std::function<bool()>& freezable, const std::function<bool()>& kill_at_once) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto others = [&] {
+    auto p = cg.pids(slot);
+    p.erase(std::remove(p.begin(), p.end(), spare), p.end());
+    return p;
+  };
+  while (true) {
+    if (others().empty()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (!kill_at_once()) {
+      bool frozen = false;
+      if (freezable()) {
+        try {
+          cg.freeze(slot);
+          frozen = true;
+        } catch (const CgroupError&) {
+        }
+      }
+      for (pid_t pid : others()) ::kill(pid, SIGKILL);
+      if (frozen) cg.thaw(slot);
+    }
+    // Killed tasks leave the cgroup once the kernel has torn them down (zombies don't count).
+    for (int i = 0; i < 50 && !others().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 class V1Backend : public CgroupBackend {
  public:
   explicit V1Backend(std::string parent) : parent_(std::move(parent)) {
@@ -321,28 +354,7 @@ class V1Backend : public CgroupBackend {
     return u;
   }
   bool kill_all(const std::string& slot, int timeout_ms, pid_t spare) override {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    auto others = [&] {
-      auto p = pids(slot);
-      p.erase(std::remove(p.begin(), p.end(), spare), p.end());
-      return p;
-    };
-    while (true) {
-      if (others().empty()) return true;
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      bool frozen = false;
-      if (freezer_->exists(slot)) {
-        try {
-          freeze(slot);
-          frozen = true;
-        } catch (const CgroupError&) {
-        }
-      }
-      for (pid_t pid : others()) ::kill(pid, SIGKILL);  // frozen: none can fork meanwhile
-      if (frozen) thaw(slot);
-      // Killed tasks leave the cgroup once the kernel has torn them down (zombies don't count).
-      for (int i = 0; i < 50 && !others().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    return kill_slot(*this, slot, timeout_ms, spare, [&] { return freezer_->exists(slot); }, [] { return false; });
   }
   void destroy(const std::string& slot) override {
     check_slot(slot);
@@ -504,29 +516,10 @@ class V2Backend : public CgroupBackend {
     return u;
   }
   bool kill_all(const std::string& slot, int timeout_ms, pid_t spare) override {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    auto others = [&] {
-      auto p = pids(slot);
-      p.erase(std::remove(p.begin(), p.end(), spare), p.end());
-      return p;
-    };
-    while (true) {
-      if (others().empty()) return true;
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      // cgroup.kill would take the spare too; otherwise freeze, kill, thaw as on v1.
-      if (spare == 0 && write_file(dir(slot) + "/cgroup.kill", "1")) {
-      } else {
-        bool frozen = false;
-        try {
-          freeze(slot);
-          frozen = true;
-        } catch (const CgroupError&) {
-        }
-        for (pid_t p : others()) ::kill(p, SIGKILL);
-        if (frozen) thaw(slot);
-      }
-      for (int i = 0; i < 50 && !others().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    // cgroup.kill would take the spare too; otherwise freeze, kill, thaw as on v1.
+    return kill_slot(
+        *this, slot, timeout_ms, spare, [] { return true; },
+        [&] { return spare == 0 && write_file(dir(slot) + "/cgroup.kill", "1"); });
   }
   void destroy(const std::string& slot) override {
     check_slot(slot);
