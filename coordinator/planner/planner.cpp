@@ -1217,6 +1217,15 @@ struct Planner::Impl {
     return j.slots_min >= 1 && j.slots_max >= j.slots_min && j.mem_mb >= 0 && j.jobfs_mb >= 0 && j.walltime >= 0 &&
            j.estimate >= 0 && j.queue.empty() && j.consumables.empty();
   }
+  // A reservation of the cores-only path (no placement: nodes are chosen at start).
+  static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
+    Decision dec;
+    dec.action = Action::Reserve;
+    dec.job = j.id;
+    dec.at = at;
+    dec.slots = slots;
+    plan.decisions.push_back(std::move(dec));
+  }
   std::string never_text(const Job& j) const {
     return "job " + std::to_string(j.id) + " can never run: no set of up nodes can hold " + std::to_string(j.slots_min) +
            " slots with its requests";
@@ -1353,12 +1362,7 @@ struct Planner::Impl {
         }
         if (v >= smin && t < kForever) {
           const int sl = j.slots_max == smin ? smin : static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(j.slots_max, v)));
-          Decision dec;
-          dec.action = Action::Reserve;
-          dec.job = j.id;
-          dec.at = t;
-          dec.slots = sl;
-          plan.decisions.push_back(std::move(dec));
+          f_reserve(plan, j, t, sl);
           have_res = true;
           shadow = t;
           at_shadow = v - sl;
@@ -1432,12 +1436,7 @@ struct Planner::Impl {
       const int sl = j.slots_max == smin ? smin
                                          : static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(j.slots_max, fprof.min_free(t, te))));
       fprof.add(t, te, -sl);
-      Decision dec;
-      dec.action = Action::Reserve;
-      dec.job = j.id;
-      dec.at = t;
-      dec.slots = sl;
-      plan.decisions.push_back(std::move(dec));
+      f_reserve(plan, j, t, sl);
       cc_next.push_back({j.id, smin, j.slots_max, d, kReserve, t, sl});
     }
     cc.swap(cc_next);
@@ -1506,12 +1505,7 @@ struct Planner::Impl {
       if (!plain || planned_duration(j, c) != e.d) return fail();
       if (e.kind == kReserve) {
         if (e.t <= now) return fail();
-        Decision dec;
-        dec.action = Action::Reserve;
-        dec.job = j.id;
-        dec.at = e.t;
-        dec.slots = e.s;
-        plan.decisions.push_back(std::move(dec));
+        f_reserve(plan, j, e.t, e.s);
       }
       cc_next.push_back(e);
     }
