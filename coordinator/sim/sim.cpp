@@ -794,28 +794,23 @@ std::vector<Queue> project_queues(const pba::ProjectPlan& plan, const SchedConfi
       q.max_jobfs_mb = 0;
     }
   }
-  if (cfg.nci.enabled && !nci_find_queue(qs, cfg.nci.bonus_queue)) {
-    // NCI demotes a project with no grant left here (nci-pbs-policy.txt:
-    // bonus jobs are free and run below every other queue).
-    Queue bonus;
-    bonus.name = cfg.nci.bonus_queue;
+  // A free queue below every other one, unless the plan declares it.
+  auto add_lowest = [&qs](const std::string& name) {
+    if (nci_find_queue(qs, name)) return;
+    Queue q;
+    q.name = name;
     int minp = 0;
-    for (const Queue& q : qs) minp = std::min(minp, q.priority);
-    bonus.priority = minp - 1;
-    bonus.charge_factor = 0;
-    qs.push_back(std::move(bonus));
-  }
-  if (cfg.pba.enabled && !nci_find_queue(qs, cfg.pba.lowest_queue)) {
-    // PBA's pre-qualification demotes here: it runs on idle slots only, so
-    // it is charged like the bonus queue.
-    Queue low;
-    low.name = cfg.pba.lowest_queue;
-    int minp = 0;
-    for (const Queue& q : qs) minp = std::min(minp, q.priority);
-    low.priority = minp - 1;
-    low.charge_factor = 0;
-    qs.push_back(std::move(low));
-  }
+    for (const Queue& o : qs) minp = std::min(minp, o.priority);
+    q.priority = minp - 1;
+    q.charge_factor = 0;
+    qs.push_back(std::move(q));
+  };
+  // NCI demotes a project with no grant left here (nci-pbs-policy.txt:
+  // bonus jobs are free and run below every other queue).
+  if (cfg.nci.enabled) add_lowest(cfg.nci.bonus_queue);
+  // PBA's pre-qualification demotes here: it runs on idle slots only, so
+  // it is charged like the bonus queue.
+  if (cfg.pba.enabled) add_lowest(cfg.pba.lowest_queue);
   return qs;
 }
 
