@@ -27,7 +27,7 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
   // suspensions (priority-run, parallel-run, start window) are the preemption
   // policy: a second one would checkpoint the jobs NCI just started or
   // resumed, and PBA's allocated jobs.
-  if (cfg.preempt.enabled && !cfg.nci.enabled) {
+  if (runs_selective_preemption(cfg)) {
     Snapshot after;
     if (preempt_stage(snap, cfg.preempt, cfg.order, cfg.planner, st, plan, after)) {
       finish(after);

@@ -29,6 +29,11 @@ struct SchedConfig {
   PreemptConfig preempt;  // preempt.enabled = false: no selective preemption (preempt.hpp)
 };
 
+// Whether a pass runs the selective preemption stage: not with NCI, whose
+// suspensions (priority-run, parallel-run, start window) are the preemption
+// policy. Callers that schedule extra passes for it (the simulator) ask here.
+inline bool runs_selective_preemption(const SchedConfig& c) { return c.preempt.enabled && !c.nci.enabled; }
+
 // Runs one pass. Never touches anything outside its arguments.
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed);
 // Same, reusing the planner's scratch buffers across passes (for callers that

@@ -76,13 +76,10 @@ class Simulator {
         std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
       cfg_.planner.may_place = pba::may_place_now;  // placeholder slots need node memory
     if (opt_.projects) setup_projects();
-    // schedule() runs no selective preemption with NCI (its suspensions are
-    // the preemption policy): no aging wake-ups for it either.
-    if (cfg_.nci.enabled) cfg_.preempt.enabled = false;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
-                   !cfg_.preempt.enabled &&
+                   !runs_selective_preemption(cfg_) &&
                    !cfg_.planner.monitor && !opt_.scheduler;
     fen_.assign(static_cast<std::size_t>(total_) + 2, 0);
     recs_.resize(n_);
@@ -345,7 +342,7 @@ class Simulator {
       wake_.push(s.submit + cfg_.pba.preempt_after);
     if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) wake_.push(s.submit + cfg_.nci.window_wait);
     // An aged job may preempt (planner/preempt.hpp): a pass when it ages.
-    if (cfg_.preempt.enabled && cfg_.preempt.aged_preempt)
+    if (runs_selective_preemption(cfg_) && cfg_.preempt.aged_preempt)
       if (Time a = aging_of(j, cfg_.order, total_); a > 0) wake_.push(s.submit + a);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     r.st = St::Pending;
