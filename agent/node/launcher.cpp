@@ -221,7 +221,10 @@ struct Launcher::Impl {
     // Started through the shepherd server: its pid is known once it reports (running/failed).
     bool pid_known = true;
     bool launch_failed = false;
-    int pidfd = -1;  // the server's shepherd: readable once it has exited (no cgroup reads per poll)
+    int pidfd = -1;  // the served job's main process: readable once it has exited (no cgroup reads per poll)
+    // Started by the shepherd server, which is the job's parent and reaper: `shepherd` is then the
+    // job's own pid (not a separate shepherd process in the slot).
+    bool served = false;
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -235,6 +238,7 @@ struct Launcher::Impl {
   std::string shepherd;  // shepherd server binary, "" = fork in-process
   int srv_fd = -1;       // request socket to the shepherd server
   pid_t srv_pid = -1;
+  std::vector<pid_t> old_servers;  // servers let go while they still had jobs: reaped once they exit
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
   std::map<std::string, std::pair<std::int64_t, UserInfo>> users;  // lookups, with their time
 
@@ -285,9 +289,13 @@ struct Launcher::Impl {
   }
 
   void stop_server() {
-    if (srv_fd >= 0) ::close(srv_fd);  // EOF: the server exits (its shepherds keep running)
+    if (srv_fd >= 0) ::close(srv_fd);  // EOF: the server exits once its last job is reaped
     srv_fd = -1;
-    if (srv_pid > 0) {
+    bool busy = false;
+    for (auto& [id, j] : jobs) busy |= j.served && !j.launch_failed;
+    if (srv_pid > 0 && busy) {
+      old_servers.push_back(srv_pid);  // it stays for its jobs (exit codes); reaped by poll() later
+    } else if (srv_pid > 0) {
       int pfd = static_cast<int>(::syscall(SYS_pidfd_open, srv_pid, 0));
       if (pfd >= 0) {
         struct pollfd p {pfd, POLLIN, 0};
@@ -374,7 +382,8 @@ struct Launcher::Impl {
         << "\njobfs_mb=" << j.spec.jobfs_mb << "\njobfs_dir=" << esc(j.jobfs_dir) << "\nckpt_dir=" << esc(j.ckpt_dir)
         << "\nown_ckpt_dir=" << j.own_ckpt_dir << "\nckpt_signal=" << j.spec.ckpt_signal
         << "\nckpt_grace_s=" << j.spec.ckpt_grace_s << "\nsuspended=" << j.suspended << "\nacc_ms=" << j.acc_ms
-        << "\nrun_started_ms=" << j.run_started_ms << "\nckpt_deadline_ms=" << j.ckpt_deadline_ms << "\n";
+        << "\nrun_started_ms=" << j.run_started_ms << "\nckpt_deadline_ms=" << j.ckpt_deadline_ms
+        << "\nserved=" << j.served << "\n";
     }
     ::rename(tmp.c_str(), record_path(id).c_str());
   }
@@ -408,6 +417,7 @@ struct Launcher::Impl {
       j.run_started_ms = std::stoll(kv.at("run_started_ms"));
       // A checkpoint in progress when the agent died still ends at its deadline.
       if (kv.count("ckpt_deadline_ms")) j.ckpt_deadline_ms = std::stoll(kv["ckpt_deadline_ms"]);
+      j.served = kv["served"] == "1";
     } catch (const std::exception&) {
       return std::nullopt;  // unreadable record: the job is cleaned up instead of adopted
     }
@@ -422,6 +432,10 @@ struct Launcher::Impl {
     } catch (const std::exception& e) {
       err = e.what();
     }
+    // A served job just killed: its server writes the exit file before it reaps the job; wait
+    // (briefly) for that, so the file is not written after it was removed here.
+    if (j.served && j.pid_known && !j.launch_failed && j.shepherd > 0 && !read_exit(id))
+      for (int i = 0; i < 500 && !served_gone(j); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::error_code ec;
     if (!j.jobfs_dir.empty()) fs::remove_all(j.jobfs_dir, ec);
     if (terminal && j.own_ckpt_dir && !cfg.keep_ckpt_on_end && !j.ckpt_dir.empty()) fs::remove_all(j.ckpt_dir, ec);
@@ -429,6 +443,13 @@ struct Launcher::Impl {
     fs::remove(exit_path(id), ec);
     if (j.launch_failed) fs::remove(fail_path(id), ec);
     return err;
+  }
+
+  // A served job's process is gone (reaped by its server, which wrote its status first; or by
+  // init if the server died). Through a pidfd when there is one: immune to pid reuse.
+  static bool served_gone(const Job& j) {
+    if (j.pidfd >= 0) return ::syscall(SYS_pidfd_send_signal, j.pidfd, 0, nullptr, 0) != 0 && errno == ESRCH;
+    return ::kill(j.shepherd, 0) != 0 && errno == ESRCH;
   }
 
   // The job's raw wait status as the shepherd recorded it, if it did.
@@ -446,7 +467,9 @@ struct Launcher::Impl {
       j.kill_message = std::move(msg);
     }
     try {
-      cg->kill_all(slot(id), 5000, j.shepherd);  // the shepherd reaps them, records the status, exits
+      // The shepherd (if any in the slot) reaps them, records the status, exits; the server is
+      // outside the slot and does the same for its jobs.
+      cg->kill_all(slot(id), 5000, j.served ? 0 : j.shepherd);
     } catch (const std::exception&) {
     }
     if (j.suspended) j.suspended = false;
@@ -497,6 +520,12 @@ struct Launcher::Impl {
     if (j.launch_failed) return true;
     if (j.reaped) return true;
     if (read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
+    if (j.served) {
+      // Adopted: a pidfd from now on (the record's pid could be reused once the job is reaped).
+      if (j.pidfd < 0 && (j.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, j.shepherd, 0))) < 0 && errno == ESRCH)
+        return j.reaped = true;
+      return j.reaped = served_gone(j);  // gone without a status: its server died
+    }
     if (j.pidfd >= 0) {
       struct pollfd p {j.pidfd, POLLIN, 0};
       return j.reaped = ::poll(&p, 1, 0) == 1;  // the shepherd has exited (its pid is not reused)
@@ -845,6 +874,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     }
     j.pid_known = false;
     j.our_child = false;
+    j.served = true;
     j.requested_ms = j.run_started_ms = now_ms();
     I.jobs.emplace(id, std::move(j));
     if (I.cfg.async_start) return {};
@@ -1028,7 +1058,7 @@ std::string Launcher::checkpoint(std::uint64_t id) {
   }
   // Signal every process of the job (not the shepherd): the job decides who writes what.
   for (pid_t p : impl_->cg->pids(impl_->slot(id)))
-    if (p != j.shepherd) ::kill(p, j.spec.ckpt_signal);
+    if (j.served || p != j.shepherd) ::kill(p, j.spec.ckpt_signal);
   j.ckpt_deadline_ms = now_ms() + static_cast<std::int64_t>(j.spec.ckpt_grace_s) * 1000;
   impl_->save_record(id, j);
   return {};
@@ -1039,6 +1069,10 @@ std::vector<JobEnd> Launcher::poll(std::int64_t now) {
   if (now < 0) now = now_ms();
   I.drain();
   I.nudge_owed = false;  // this poll looks at every job
+  for (auto it = I.old_servers.begin(); it != I.old_servers.end();) {
+    pid_t r = ::waitpid(*it, nullptr, WNOHANG);
+    it = r == 0 ? it + 1 : I.old_servers.erase(it);
+  }
   std::vector<JobEnd> out;
   for (auto it = I.jobs.begin(); it != I.jobs.end();) {
     const std::uint64_t id = it->first;

@@ -1,16 +1,16 @@
 // corral-shepherd --server: the one process the Launcher posix_spawns (once, not per job) and
-// asks, over a socket, to start jobs. For each request it forks a shepherd: a fork of this small
-// static process is cheap, where a posix_spawn + exec of a shepherd per job cost several ms of
-// page faults on this machine (bench/launch/RESULTS.md), and the agent never waits for it.
+// asks, over a socket, to start jobs. It is the shepherd of every job it starts: it vforks the
+// job (no fork of anything per job: a fork, even of this small static process, cost ~1 ms of page
+// table copies and faults on this machine, bench/launch/RESULTS.md) and is its reaper.
 //
-// A shepherd joins its slot cgroups itself (writes "0" to each cgroup.procs), starts its own
-// session, becomes the job's subreaper and forks the job (new session, the user's groups/gid/uid,
-// cwd, stdout/err opened as the user, execve). It tells the agent on the wake pipe (WakeRecord):
-// running (the exec worked: its pid), failed (stage:errno in <exit_file minus .exit>.fail), then
-// ended (the job's wait status in exit_file; then it leaves the slot for the parent group, so the
-// agent can remove the slot without waiting for it). Then it reaps whatever the job left until the
-// agent has killed it all. The server itself ignores SIGCHLD (its shepherds are reaped by the kernel)
-// and exits when the agent closes the socket; shepherds and jobs keep running (adoption).
+// The job's side of the vfork starts its own session, joins its slot cgroups (writes "0" to each
+// cgroup.procs), takes the user's groups/gid/uid, cwd, stdout/err opened as the user, and execs.
+// The server tells the agent on the wake pipe (WakeRecord): running (the exec worked: the job's
+// pid), failed (stage:errno in the request's fail_file), then ended (the job's wait status was
+// written to exit_file while the job was still a zombie, then it was reaped). It is the
+// subreaper of every job, so whatever a job leaves behind is reaped here once the agent has
+// killed it. When the agent closes the socket (exit, restart) the server keeps running until its
+// last job is reaped, so exit codes survive an agent restart; the new agent adopts the jobs.
 //
 // Fds of the server: 0-2 /dev/null, 3 request socket (read), 4 wake pipe (write).
 // Request: u32 length, then strings (u32 length + bytes each):
@@ -20,12 +20,15 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -106,109 +109,125 @@ bool parse(const std::string& payload, Request& r) {
   return r.id != 0 && !r.argv.empty();
 }
 
-// The failure of a launch: the reason into the .fail file, then the agent is told.
-[[noreturn]] void launch_failed(const Request& r, const char* stage, int err) {
-  std::string tmp = r.fail_file + ".tmp";
-  corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), stage, err);
-  corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(::getpid()), corral::node::kWakeFailed);
-  ::_exit(0);
+// What the job's side of the vfork reports before it exits (it shares our memory until execve,
+// so these are set in our address space; no pipe is needed).
+volatile int g_fail_errno = 0;
+const char* volatile g_fail_stage = nullptr;
+
+[[noreturn]] void job_fail(const char* stage) {
+  g_fail_errno = errno;
+  g_fail_stage = stage;
+  ::_exit(127);
 }
 
-// The job's side of the vfork: syscalls only (it shares the shepherd's memory until execve).
-[[noreturn]] __attribute__((noinline)) void exec_job(const Request& r, int err_fd, char* const* argv,
-                                                     char* const* envp) {
-  using corral::node::child_fail;
+void report_fail(const Request& r, const char* stage, int err, std::int32_t pid) {
+  std::string tmp = r.fail_file + ".tmp";
+  corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), stage, err);
+  corral::node::send_wake(kWake, r.id, pid, corral::node::kWakeFailed);
+}
+
+// The job's side of the vfork: syscalls only (it shares the server's memory until execve).
+[[noreturn]] __attribute__((noinline)) void exec_job(const Request& r, const char* const* procs, std::size_t nprocs,
+                                                     char* const* argv, char* const* envp) {
+  // The server blocks SIGCHLD (signalfd) and ignores SIGPIPE: the job starts with neither.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, nullptr);
+  ::sigaction(SIGCHLD, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::setsid();  // its own session and process group: every descendant can be found and signalled
+  // Into its slot cgroups before anything else runs (as root, before the uid drop).
+  for (std::size_t i = 0; i < nprocs; ++i) {
+    int f = ::open(procs[i], O_WRONLY | O_CLOEXEC);
+    if (f < 0 || ::write(f, "0", 1) != 1) job_fail("cgroup attach");
+    ::close(f);
+  }
   ::umask(022);
   if (r.drop) {
-    if (::setgroups(r.groups.size(), r.groups.data()) != 0) child_fail(err_fd, "setgroups");
-    if (::setgid(r.gid) != 0) child_fail(err_fd, "setgid");
-    if (::setuid(r.uid) != 0) child_fail(err_fd, "setuid");
+    if (::setgroups(r.groups.size(), r.groups.data()) != 0) job_fail("setgroups");
+    if (::setgid(r.gid) != 0) job_fail("setgid");
+    if (::setuid(r.uid) != 0) job_fail("setuid");
   }
-  if (::chdir(r.cwd.c_str()) != 0) child_fail(err_fd, "chdir");
+  if (::chdir(r.cwd.c_str()) != 0) job_fail("chdir");
   // Opened as the user: the files are theirs. O_NONBLOCK: a FIFO without a reader fails.
   int o = ::open(r.out_path.c_str(), r.out_flags | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (o < 0) child_fail(err_fd, "open stdout");
+  if (o < 0) job_fail("open stdout");
   int e = r.out_path == r.err_path ? o : ::open(r.err_path.c_str(), r.out_flags | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (e < 0) child_fail(err_fd, "open stderr");
+  if (e < 0) job_fail("open stderr");
   ::fcntl(o, F_SETFL, ::fcntl(o, F_GETFL) & ~O_NONBLOCK);
   ::fcntl(e, F_SETFL, ::fcntl(e, F_GETFL) & ~O_NONBLOCK);
   ::dup2(o, 1);  // dup2 clears close-on-exec on 1 and 2
   ::dup2(e, 2);
   ::execve(r.binary.c_str(), argv, envp);
-  child_fail(err_fd, "execve");
+  job_fail("execve");
 }
 
-// One shepherd (a forked child of the server; single-threaded, so it may allocate).
-[[noreturn]] void shepherd(const Request& r) {
-  ::signal(SIGCHLD, SIG_DFL);  // the server ignores it; we wait for our job
-  ::close(kReq);
-  for (const auto& p : r.procs) {
-    int f = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
-    if (f < 0 || ::write(f, "0", 1) != 1) launch_failed(r, "cgroup attach", errno);
-    ::close(f);
-  }
-  ::setsid();  // off the agent's session; the job gets its own below
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of the job are reaped here, not left as zombies
+// A job this server started and will reap: its exit status goes to exit_file.
+struct Kid {
+  pid_t pid;
+  std::uint64_t id;
+  std::string exit_file;
+};
+std::vector<Kid> g_kids;
+
+// Starts one job: vfork (the job borrows this process's memory until its execve: no page tables
+// copied, no copy-on-write faults, no fork of a shepherd per job), then tells the agent.
+void start(const Request& r) {
+  std::vector<const char*> procs;
+  for (const auto& p : r.procs) procs.push_back(p.c_str());
   std::vector<char*> argv, envp;
   for (const auto& a : r.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  int errp[2];
-  if (::pipe2(errp, O_CLOEXEC) != 0) launch_failed(r, "pipe", errno);
-  // vfork: the job borrows this process's memory until its execve (no page tables copied, no
-  // copy-on-write faults; each cost TLB-flush IPIs on this machine). exec_job makes syscalls only.
+  g_fail_stage = nullptr;
+  g_fail_errno = 0;
   pid_t jp = ::vfork();
-  if (jp == 0) exec_job(r, errp[1], argv.data(), envp.data());
-  if (jp < 0) launch_failed(r, "fork", errno);
-  ::close(errp[1]);
-  // EOF: the exec worked (the pipe is close-on-exec); else "<stage>:<errno>" from the child.
-  std::string err;
-  char buf[256];
-  ssize_t n;
-  while ((n = ::read(errp[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0) err.append(buf, static_cast<std::size_t>(n));
-  ::close(errp[0]);
-  int st = 0, jst = 0;
-  auto wait_job = [&] {
-    while (true) {
-      pid_t w = ::waitpid(-1, &st, 0);
-      if (w == jp) { jst = st; break; }
-      if (w < 0 && errno != EINTR) break;
-    }
-  };
-  if (!err.empty()) {
-    wait_job();
-    auto colon = err.rfind(':');
-    std::string stage = err.substr(0, colon);
-    int e = colon == std::string::npos ? 0 : std::atoi(err.c_str() + colon + 1);
-    launch_failed(r, stage.c_str(), e);
+  if (jp == 0) exec_job(r, procs.data(), procs.size(), argv.data(), envp.data());
+  if (jp < 0) {
+    report_fail(r, "fork", errno, -1);
+    return;
   }
-  const std::int32_t me = static_cast<std::int32_t>(::getpid());
-  corral::node::send_wake(kWake, r.id, me, corral::node::kWakeRunning);
-  ::signal(SIGPIPE, SIG_IGN);  // an agent gone: the status is in the exit file anyway
-  wait_job();
-  std::string tmp = r.exit_file + ".tmp";
-  corral::node::write_exit_status(tmp.c_str(), r.exit_file.c_str(), jst);
-  // Out of the slot (into its parent group) once the status is written, before telling the agent:
-  // the agent kills what the job left, removes the slot at once and never waits for us to exit.
-  for (const auto& p : r.procs) {
-    auto slot_dir = p.rfind('/');
-    auto parent_dir = slot_dir == std::string::npos ? std::string::npos : p.rfind('/', slot_dir - 1);
-    if (parent_dir == std::string::npos) continue;
-    int f = ::open((p.substr(0, parent_dir) + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-    if (f >= 0) {
-      [[maybe_unused]] auto w = ::write(f, "0", 1);
-      ::close(f);
-    }
+  // vfork returns once the child has exec'd or exited: a stage set means it failed.
+  if (const char* stage = g_fail_stage) {
+    int e = g_fail_errno;
+    while (::waitpid(jp, nullptr, 0) < 0 && errno == EINTR) {}
+    report_fail(r, stage, e, -1);
+    return;
   }
-  corral::node::send_wake(kWake, r.id, me, corral::node::kWakeEnded);
+  g_kids.push_back(Kid{jp, r.id, r.exit_file});
+  corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(jp), corral::node::kWakeRunning);
+}
+
+// Reaps every exited child. A job's status is written (exit file) while it is still a zombie
+// (waitid WNOWAIT), and only then reaped: once its pid is gone, the status is on disk, which is
+// what an agent that adopted the job after a restart relies on. Returns false once no child
+// is left at all (ECHILD).
+bool reap() {
   while (true) {
-    pid_t w = ::waitpid(-1, &st, 0);
-    if (w < 0 && errno != EINTR) break;
+    siginfo_t si{};
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      return errno != ECHILD;
+    }
+    if (si.si_pid == 0) return true;  // children, none exited
+    pid_t pid = si.si_pid;
+    auto it = std::find_if(g_kids.begin(), g_kids.end(), [pid](const Kid& k) { return k.pid == pid; });
+    if (it != g_kids.end()) {
+      // The wait status as waitpid() would give it.
+      int st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+                                        : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+      std::string tmp = it->exit_file + ".tmp";
+      corral::node::write_exit_status(tmp.c_str(), it->exit_file.c_str(), st);
+    }
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+    if (it != g_kids.end()) {
+      corral::node::send_wake(kWake, it->id, static_cast<std::int32_t>(pid), corral::node::kWakeEnded);
+      g_kids.erase(it);
+    }
   }
-  ::_exit(0);
 }
 
 }  // namespace
@@ -220,31 +239,47 @@ int main(int argc, char** argv) {
                  "fd 4 wake pipe)\n");
     return 2;
   }
-  ::signal(SIGCHLD, SIG_IGN);  // shepherds are reaped by the kernel
   ::close_range(kWake + 1, ~0U, 0);
   ::fcntl(kReq, F_SETFD, FD_CLOEXEC);
   ::fcntl(kWake, F_SETFD, FD_CLOEXEC);
+  ::signal(SIGPIPE, SIG_IGN);  // an agent gone: the statuses still go to the exit files
+  // Orphans of every job are reparented here and reaped, not left to init as zombies.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) return 4;
+  bool agent = true;  // the request socket is open
   while (true) {
+    // Without the agent, the server stays until its last job (and what it left) is reaped.
+    if (!agent && !reap()) return 0;
+    struct pollfd p[2] = {{sfd, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0) continue;
+    if (p[0].revents & POLLIN) {
+      struct signalfd_siginfo ss[16];
+      while (::read(sfd, ss, sizeof ss) > 0) {}
+      reap();
+    }
+    if (!(p[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     std::uint32_t len = 0;
-    if (!read_full(kReq, &len, sizeof len)) return 0;  // the agent closed the socket
-    if (len > (64u << 20)) return 3;                    // not our protocol
-    std::string payload(len, '\0');
-    if (!read_full(kReq, payload.data(), len)) return 0;
-    Request r;
-    if (!parse(payload, r)) {
-      if (r.id != 0 && !r.fail_file.empty()) {
-        std::string tmp = r.fail_file + ".tmp";
-        corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), "shepherd request", EINVAL);
-        corral::node::send_wake(kWake, r.id, -1, corral::node::kWakeFailed);
-      }
+    if (!read_full(kReq, &len, sizeof len) || len > (64u << 20)) {  // closed, or not our protocol
+      ::close(kReq);
+      agent = false;
       continue;
     }
-    pid_t p = ::fork();
-    if (p == 0) shepherd(r);
-    if (p < 0) {
-      std::string tmp = r.fail_file + ".tmp";
-      corral::node::write_fail(tmp.c_str(), r.fail_file.c_str(), "fork", errno);
-      corral::node::send_wake(kWake, r.id, -1, corral::node::kWakeFailed);
+    std::string payload(len, '\0');
+    if (!read_full(kReq, payload.data(), len)) {
+      ::close(kReq);
+      agent = false;
+      continue;
     }
+    Request r;
+    if (!parse(payload, r)) {
+      if (r.id != 0 && !r.fail_file.empty()) report_fail(r, "shepherd request", EINVAL, -1);
+      continue;
+    }
+    start(r);
   }
 }
