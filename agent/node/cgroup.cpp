@@ -76,6 +76,11 @@ std::int64_t keyed_value(const std::string& text, const std::string& key) {
 
 bool write_file(const std::string& path, const std::string& value, std::string* err = nullptr);
 
+// prepare() found the slot group already there (exclusive mode): a leftover of an earlier life.
+struct SlotExists : CgroupError {
+  using CgroupError::CgroupError;
+};
+
 // Values to write into a new slot group, in order.
 using Values = std::vector<std::pair<std::string, std::string>>;
 
@@ -109,25 +114,41 @@ class V1Controller : public Controller {
   bool exists(const std::string& slot) const override { return fs::is_directory(dir(slot)); }
 
   // The parent group Corral owns; subclasses add the values it needs.
+  // Checked once per backend (not per job); a parent removed meanwhile shows as ENOENT at mkdir.
   virtual void ensure_parent() {
+    if (parent_ok_) return;
+    parent_ok_ = true;
     if (exists("")) return;
     CgHandle h(parent_, name_);
     parent_values(h.ctrl);
     int rc = cgroup_create_cgroup(h.cg, 0);
-    if (rc != 0) throw CgroupError("cannot create " + dir("") + ": " + cg_error(rc));
+    if (rc != 0) {
+      parent_ok_ = false;
+      throw CgroupError("cannot create " + dir("") + ": " + cg_error(rc));
+    }
   }
+  void parent_gone() { parent_ok_ = false; }
   virtual void parent_values(struct cgroup_controller*) {}
   virtual Values slot_values(const SlotLimits&) { return {}; }
 
   // Slot groups are made with mkdir + direct writes, not cgroup_create_cgroup: libcgroup re-reads
   // /proc/mounts, mkdir -p's the whole path and chowns every control file on each call (~100
   // syscalls per controller), which dominated job launch time. The parent (once) still uses it.
-  void prepare(const std::string& slot, const SlotLimits& limits) override {
+  void prepare(const std::string& slot, const SlotLimits& limits) override { prepare(slot, limits, false); }
+  // exclusive: an existing group throws SlotExists instead of being reused.
+  void prepare(const std::string& slot, const SlotLimits& limits, bool exclusive) {
     ensure_parent();
     Values vals = slot_values(limits);
     std::string d = dir(slot);
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
-      throw CgroupError("cannot create " + d + ": " + std::strerror(errno));
+    int rc = ::mkdir(d.c_str(), 0755);
+    if (rc != 0 && errno == ENOENT) {  // the parent went away since it was checked
+      parent_gone();
+      ensure_parent();
+      vals = slot_values(limits);
+      rc = ::mkdir(d.c_str(), 0755);
+    }
+    if (rc != 0 && errno == EEXIST && exclusive) throw SlotExists(d + " exists");
+    if (rc != 0 && errno != EEXIST) throw CgroupError("cannot create " + d + ": " + std::strerror(errno));
     for (auto& [k, v] : vals) {
       std::string err;
       if (!write_file(d + "/" + k, v, &err)) throw CgroupError("cannot create " + d + ": " + err);
@@ -169,6 +190,7 @@ class V1Controller : public Controller {
   const char* name_;
   std::string parent_;
   std::string mount_;
+  bool parent_ok_ = false;
 };
 
 class CpusetController : public V1Controller {
@@ -183,14 +205,29 @@ class CpusetController : public V1Controller {
     cgroup_add_value_string(c, "cpuset.cpus", root_cpus_.c_str());
     cgroup_add_value_string(c, "cpuset.mems", root_mems_.c_str());
   }
+  // The parent's cpus/mems are read once and again only when a slot asks for more than they had
+  // (they change only if an admin changes them), not twice per job.
   Values slot_values(const SlotLimits& l) override {
-    std::string pcpus = trim(read_file(dir("") + "/cpuset.cpus"));
-    std::string pmems = trim(read_file(dir("") + "/cpuset.mems"));
-    std::string cpus = l.cpus.empty() ? pcpus : to_cpu_list(l.cpus);
-    std::string mems = l.mems.empty() ? pmems : to_cpu_list(l.mems);
-    check_subset(cpus, pcpus, "CPUs");
-    check_subset(mems, pmems, "NUMA nodes");
-    return {{"cpuset.cpus", cpus}, {"cpuset.mems", mems}};
+    for (int attempt = 0;; ++attempt) {
+      if (attempt > 0 || pcpus_.empty()) {
+        pcpus_ = trim(read_file(dir("") + "/cpuset.cpus"));
+        pmems_ = trim(read_file(dir("") + "/cpuset.mems"));
+      }
+      std::string cpus = l.cpus.empty() ? pcpus_ : to_cpu_list(l.cpus);
+      std::string mems = l.mems.empty() ? pmems_ : to_cpu_list(l.mems);
+      try {
+        check_subset(cpus, pcpus_, "CPUs");
+        check_subset(mems, pmems_, "NUMA nodes");
+      } catch (const CgroupError&) {
+        if (attempt > 0) throw;
+        continue;
+      }
+      return {{"cpuset.cpus", cpus}, {"cpuset.mems", mems}};
+    }
+  }
+  void ensure_parent() override {
+    if (!parent_ok_) pcpus_.clear();
+    V1Controller::ensure_parent();
   }
   static std::string trim(std::string s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -205,6 +242,7 @@ class CpusetController : public V1Controller {
 
  private:
   std::string root_cpus_, root_mems_;
+  std::string pcpus_, pmems_;  // the parent's, cached
 };
 
 class MemoryController : public V1Controller {
@@ -213,6 +251,7 @@ class MemoryController : public V1Controller {
     has_memsw_ = fs::exists(mount_ + "/memory.memsw.limit_in_bytes");
   }
   void ensure_parent() override {
+    if (parent_ok_) return;
     V1Controller::ensure_parent();
     // Hierarchical accounting so the parent sees its jobs; fails harmlessly once children exist.
     if (read_int(dir("") + "/memory.use_hierarchy") != 1) {
@@ -325,6 +364,20 @@ class V1Backend : public CgroupBackend {
       throw;
     }
   }
+  // One mkdir per controller; only a leftover (EEXIST) costs a destroy and a second try.
+  void create_fresh(const std::string& slot, const SlotLimits& limits) override {
+    check_slot(slot);
+    try {
+      for (auto* c : all_) c->prepare(slot, limits, true);
+      return;
+    } catch (const SlotExists&) {
+      destroy(slot);  // the leftover and what this call made so far
+    } catch (...) {
+      for (auto* c : all_) try { c->cleanup(slot); } catch (...) {}
+      throw;
+    }
+    create(slot, limits);
+  }
   void attach(const std::string& slot, pid_t pid) override {
     for (auto* c : all_) c->attach(slot, pid);
   }
@@ -358,6 +411,12 @@ class V1Backend : public CgroupBackend {
   }
   void destroy(const std::string& slot) override {
     check_slot(slot);
+    // The usual case, a slot whose job has ended and left nothing: its rmdirs alone (an rmdir only
+    // removes an empty group: EBUSY means processes are left, so they are killed below first).
+    bool left = false;
+    for (auto* c : all_)
+      if (::rmdir(c->dir(slot).c_str()) != 0 && errno != ENOENT) left = true;
+    if (!left) return;
     if (!kill_all(slot, 5000, 0))
       throw CgroupError("slot " + slot + " still has processes after SIGKILL; not removed");
     if (freezer_->exists(slot) && freezer_->state(slot) != FreezeState::Thawed) thaw(slot);
@@ -394,6 +453,7 @@ class V1Backend : public CgroupBackend {
       if (!c->children().empty()) throw CgroupError(c->dir("") + " still has slots; not removed");
       if (c->exists("") && ::rmdir(c->dir("").c_str()) != 0 && errno != ENOENT)
         throw CgroupError("cannot remove " + c->dir("") + ": " + std::strerror(errno));
+      c->parent_gone();
     }
   }
 

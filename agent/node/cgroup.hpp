@@ -59,6 +59,11 @@ class CgroupBackend {
   virtual std::string version() const = 0;                    // "v1"
   virtual std::string parent() const = 0;                     // "corral"
   virtual void create(const std::string& slot, const SlotLimits& limits) = 0;
+  // create() for a new job: a leftover slot of the same name (an earlier life) is destroyed first.
+  virtual void create_fresh(const std::string& slot, const SlotLimits& limits) {
+    if (has_slot(slot)) destroy(slot);
+    create(slot, limits);
+  }
   virtual void attach(const std::string& slot, pid_t pid) = 0;
   virtual void freeze(const std::string& slot) = 0;           // returns once FROZEN
   virtual void thaw(const std::string& slot) = 0;

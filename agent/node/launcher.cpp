@@ -150,6 +150,13 @@ std::string resolve_binary(const std::string& arg0, const std::string& path_env,
   return {};
 }
 
+// A job's checkpoint/jobfs dir is usually empty when it goes: one rmdir, a walk only if not.
+void remove_tree(const std::string& dir) {
+  if (dir.empty() || ::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 void close_fds_except(int a, int b, int c) {  // async-signal-safe: no allocation
   int keep[3] = {a, b, c};
   std::sort(keep, keep + 3);
@@ -225,6 +232,7 @@ struct Launcher::Impl {
     // Started by the shepherd server, which is the job's parent and reaper: `shepherd` is then the
     // job's own pid (not a separate shepherd process in the slot).
     bool served = false;
+    bool end_seen = false;  // the server's "ended" record came (the exit file is written)
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -312,6 +320,7 @@ struct Launcher::Impl {
     auto it = jobs.find(r.id);
     if (it == jobs.end()) return;
     Job& j = it->second;
+    if (r.kind == kWakeEnded && j.served && j.pid_known && r.pid == j.shepherd) j.end_seen = true;
     if (j.pid_known || (r.kind != kWakeRunning && r.kind != kWakeFailed)) return;
     j.shepherd = r.pid;
     j.pid_known = true;
@@ -437,8 +446,8 @@ struct Launcher::Impl {
     if (j.served && j.pid_known && !j.launch_failed && j.shepherd > 0 && !read_exit(id))
       for (int i = 0; i < 500 && !served_gone(j); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::error_code ec;
-    if (!j.jobfs_dir.empty()) fs::remove_all(j.jobfs_dir, ec);
-    if (terminal && j.own_ckpt_dir && !cfg.keep_ckpt_on_end && !j.ckpt_dir.empty()) fs::remove_all(j.ckpt_dir, ec);
+    remove_tree(j.jobfs_dir);
+    if (terminal && j.own_ckpt_dir && !cfg.keep_ckpt_on_end) remove_tree(j.ckpt_dir);
     fs::remove(record_path(id), ec);
     fs::remove(exit_path(id), ec);
     if (j.launch_failed) fs::remove(fail_path(id), ec);
@@ -519,7 +528,10 @@ struct Launcher::Impl {
     if (!j.pid_known) return false;  // not started yet (poll() times such a launch out)
     if (j.launch_failed) return true;
     if (j.reaped) return true;
-    if (read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
+    // Served: the server wrote the status before it reported the end or reaped the job, so the
+    // end record (or, for an adopted job, the pid gone) says it all; no exit-file open per poll.
+    if (j.served && j.end_seen) return true;
+    if (!j.served && read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
     if (j.served) {
       // Adopted: a pidfd from now on (the record's pid could be reused once the job is reaped).
       if (j.pidfd < 0 && (j.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, j.shepherd, 0))) < 0 && errno == ESRCH)
@@ -568,9 +580,10 @@ struct Launcher::Impl {
     // Our own child is reaped here. The server's shepherd has written the status and left the slot
     // (or, if not yet, destroy() in cleanup() stops it with the job's leftovers): no wait for it.
     if (j.our_child) wind_down(id, j);
+    // Only the memory figures are used here (was it the limit that killed it?): no reads without one.
     SlotUsage u;
     try {
-      u = cg->usage(slot(id));
+      if (j.spec.mem_mb > 0) u = cg->usage(slot(id));
     } catch (const std::exception&) {
     }
     std::optional<int> st = read_exit(id);
@@ -764,21 +777,25 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   }
   // Checkpoint dir: kept across requeue so a restarted job finds what it wrote.
   if (spec.ckpt_dir.empty()) {
-    fs::create_directories(I.cfg.ckpt_root, ec);
     j.ckpt_dir = I.cfg.ckpt_root + "/" + std::to_string(id);
     j.own_ckpt_dir = true;
   } else {
     j.ckpt_dir = spec.ckpt_dir;
   }
-  // A fresh (non-restart) start must not see an earlier run's checkpoint.
-  if (j.own_ckpt_dir && !spec.restart) fs::remove_all(j.ckpt_dir, ec);
-  fs::create_directories(j.ckpt_dir, ec);
+  // A fresh (non-restart) start must not see an earlier run's checkpoint. The common case (no
+  // such dir, the root exists) is one mkdir; the root is made and leftovers removed only when needed.
+  bool made = ::mkdir(j.ckpt_dir.c_str(), 0700) == 0;
+  if (!made && errno == EEXIST && j.own_ckpt_dir && !spec.restart) {
+    fs::remove_all(j.ckpt_dir, ec);
+    made = ::mkdir(j.ckpt_dir.c_str(), 0700) == 0;
+  }
+  if (!made) fs::create_directories(j.ckpt_dir, ec);
   if (ec || ::chown(j.ckpt_dir.c_str(), u.uid, u.gid) != 0) {
     std::string why = ec ? ec.message() : errstr(errno);
     fs::remove_all(j.jobfs_dir, ec);
     return "cannot create checkpoint dir " + j.ckpt_dir + ": " + why;
   }
-  ::chmod(j.ckpt_dir.c_str(), 0700);
+  if (!made) ::chmod(j.ckpt_dir.c_str(), 0700);
 
   std::string hostname = spec.hosts.empty() ? I.cfg.hostname : spec.hosts;
   env.try_emplace("HOME", u.home);
@@ -795,11 +812,10 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
 
   // Leftover slot of the same id from an earlier life: it is not a running job of ours.
   try {
-    if (I.cg->has_slot(I.slot(id))) I.cg->destroy(I.slot(id));
-    I.cg->create(I.slot(id), SlotLimits{cpus, mems, spec.mem_mb});
+    I.cg->create_fresh(I.slot(id), SlotLimits{cpus, mems, spec.mem_mb});
   } catch (const std::exception& e) {
     fs::remove_all(j.jobfs_dir, ec);
-    if (j.own_ckpt_dir && !spec.restart) fs::remove_all(j.ckpt_dir, ec);
+    if (j.own_ckpt_dir && !spec.restart) remove_tree(j.ckpt_dir);
     return std::string("cannot set up cgroups: ") + e.what();
   }
   j.spec = spec;
