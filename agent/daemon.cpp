@@ -404,7 +404,10 @@ int Daemon::run() {
 // is owed an acknowledgement: submit, cancel) before any reply leaves.
 bool Daemon::commit_and_reply() {
   try {
-    store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
+    // Every stored job not pending or active has ended: trim (a walk of the whole store) only when
+    // that count is over the limit, not twice per loop iteration (it was a launch cost).
+    if (store_->jobs().size() - pending_.size() - active_.size() > static_cast<std::size_t>(cfg_.keep_ended))
+      store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
     bool owed = false;
     for (auto& [fd, c] : clients_) owed |= !c->out.empty();
     store_->flush(owed || need_sync_);
