@@ -96,6 +96,20 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
     c.on_restart = v;
+  } else if (key == "nci") c.nci = to_bool(key, v);
+  else if (key == "nci_require") {
+    std::vector<std::string> req;
+    std::size_t pos = 0;
+    while (v != "none" && pos <= v.size()) {
+      std::size_t e = v.find(',', pos);
+      std::string item = trim(v.substr(pos, e == std::string::npos ? std::string::npos : e - pos));
+      if (item != "walltime" && item != "mem" && item != "jobfs")
+        throw std::invalid_argument("nci_require: expected a list of walltime, mem, jobfs, or none; got '" + v + "'");
+      req.push_back(item);
+      if (e == std::string::npos) break;
+      pos = e + 1;
+    }
+    c.nci_require = req;
   } else {
     throw std::invalid_argument("unknown key '" + key + "'");
   }

@@ -39,6 +39,11 @@ struct Config {
   std::int64_t keep_ended = 10000;            // ended jobs kept for stat
   bool fsync = true;                          // journal fdatasync (off only for tests)
   std::string on_restart = "adopt";           // adopt | cleanup: running jobs after a crash
+  // NCI policy stage (coordinator/nci): equal-access order, priority-run and
+  // parallel-run suspension, resume of suspended jobs. Queue priorities are
+  // the runpriorities (queues = express:2,normal:1,...).
+  bool nci = false;
+  std::vector<std::string> nci_require = {"walltime", "mem", "jobfs"};  // mandatory requests
 };
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an

@@ -100,6 +100,16 @@ Backfill backfill_of(const std::string& s) {
   return Backfill::Easy;
 }
 
+// Slots a started job holds: the cores it was granted (a -pe range grants a
+// count within it), else its request.
+int granted(const JobRecord& r) {
+  return r.cores.empty() ? r.spec.ncpus : static_cast<int>(r.cores.size());
+}
+// Seconds suspended in the current run, including an ongoing suspension.
+double suspended_total(const JobRecord& r, double now) {
+  return r.suspended_seconds + (r.suspended_since > 0 ? std::max(0.0, now - r.suspended_since) : 0.0);
+}
+
 constexpr std::size_t kMaxClients = 4096;
 constexpr std::size_t kMaxRequestElems = 1u << 16;  // env entries etc. in one request
 }  // namespace
@@ -145,6 +155,15 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   boot_mono_ = mono_now();
   sched_.order.policy = cfg_.order;
   sched_.planner.backfill = backfill_of(cfg_.backfill);
+  sched_.nci.enabled = cfg_.nci;
+  if (cfg_.nci) {
+    auto req = [&](const char* k) {
+      return std::find(cfg_.nci_require.begin(), cfg_.nci_require.end(), k) != cfg_.nci_require.end();
+    };
+    sched_.nci.require_walltime = req("walltime");
+    sched_.nci.require_vmem = req("mem");
+    sched_.nci.require_jobfs = req("jobfs");
+  }
 
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
   // Traversable, not listable: jobs (running as their users) read their own
@@ -311,6 +330,11 @@ void Daemon::recover() {
       std::string want(u->suspended ? proto::state::kSuspended : proto::state::kRunning);
       if (rec.state != want) {
         rec.state = want;
+        if (u->suspended && rec.suspended_since <= 0) rec.suspended_since = now();
+        if (!u->suspended && rec.suspended_since > 0) {
+          rec.suspended_seconds = suspended_total(rec, now());
+          rec.suspended_since = 0;
+        }
         store_->put(rec);
       }
     }
@@ -527,6 +551,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
       }
     } else if (auto* nd = std::get_if<proto::NodeReq>(&m)) {
       send(c, on_node(c.peer, *nd));
+    } else if (auto* ct = std::get_if<proto::ControlReq>(&m)) {
+      send(c, on_control(c.peer, *ct));
     } else {
       send(c, proto::ErrorRep{"invalid", std::string("'") + std::string(proto::type_name(m)) +
                                              "' is not a request"});
@@ -544,7 +570,25 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   const node::Topology& topo = launcher_->topology();
   auto bad = [](std::string msg) -> proto::Message { return proto::ErrorRep{"invalid", std::move(msg)}; };
   if (s.ncpus < 1) return bad("ncpus must be at least 1");
-  if (s.ncpus > static_cast<int>(topo.cores.size()))
+  const int node_cores = static_cast<int>(topo.cores.size());
+  if (!s.pe.empty() || s.slots_min != 0 || s.slots_max != 0) {
+    // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
+    // at this node's cores; the count itself is the planner's choice (issue 2).
+    if (s.pe.empty()) return bad("a slot range needs a parallel environment name (-pe NAME RANGE)");
+    if (s.slots_min < 1) return bad("-pe " + s.pe + ": the slot range must start at 1 or more");
+    if (s.slots_max < s.slots_min)
+      return bad("-pe " + s.pe + ": the slot range " + std::to_string(s.slots_min) + "-" +
+                 std::to_string(s.slots_max) + " is empty (maximum below minimum)");
+    if (s.ncpus != 1 && s.ncpus != s.slots_min)
+      return bad("give either ncpus or a -pe slot range, not both");
+    if (s.slots_min > node_cores)
+      return bad("-pe " + s.pe + " " + std::to_string(s.slots_min) + "-: the minimum of " +
+                 std::to_string(s.slots_min) + " slots exceeds this node's " +
+                 std::to_string(node_cores) + " cores");
+    s.slots_max = std::min(s.slots_max, node_cores);
+    s.ncpus = s.slots_min;
+  }
+  if (s.ncpus > node_cores)
     return bad("ncpus=" + std::to_string(s.ncpus) + " exceeds this node's " +
                std::to_string(topo.cores.size()) + " cores");
   if (s.mem_mb < 0) return bad("mem must not be negative");
@@ -574,6 +618,20 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   }
   if (!known) return bad("unknown queue '" + s.queue + "' (queues here: " + names + ")");
 
+  if (sched_.nci.enabled) {
+    // NCI: mandatory requests and queue bounds are refused at submit
+    // (nci-pbs-policy.txt "Resource limits").
+    Job j;
+    j.queue = s.queue;
+    j.walltime = s.walltime;
+    j.slots_min = s.pe.empty() ? s.ncpus : s.slots_min;
+    j.slots_max = s.pe.empty() ? s.ncpus : s.slots_max;
+    j.mem_mb = s.mem_mb;
+    j.jobfs_mb = s.jobfs_mb;
+    NciVerdict v = validate_request(j, snapshot_queues(), sched_.nci);
+    if (!v.ok) return bad("refused by the NCI policy: " + v.reason);
+  }
+
   JobRecord rec;
   rec.id = store_->next_id();
   if (s.name.empty()) s.name = "job";
@@ -597,7 +655,10 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   pending_.insert(rec.id);
   dirty_ = true;
   log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + rec.spec.name +
-           " ncpus=" + std::to_string(rec.spec.ncpus) + " queue=" + rec.spec.queue);
+           (rec.spec.pe.empty() ? " ncpus=" + std::to_string(rec.spec.ncpus)
+                                : " pe=" + rec.spec.pe + " slots=" + std::to_string(rec.spec.slots_min) +
+                                      "-" + std::to_string(rec.spec.slots_max)) +
+           " queue=" + rec.spec.queue);
   proto::Event e;
   e.kind = "submitted";
   e.job = rec.id;
@@ -646,6 +707,76 @@ proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
   return proto::CancelRep{r.id, rec->state};
 }
 
+// corral suspend | resume | requeue | checkpoint (qsig -s suspend/resume,
+// qrerun, qhold -h c). Suspending or resuming changes what other users get,
+// so it is root's; the owner may requeue or checkpoint their own job.
+proto::Message Daemon::on_control(const Peer& p, const proto::ControlReq& r) {
+  const std::string& act = r.action;
+  if (act != "suspend" && act != "resume" && act != "requeue" && act != "checkpoint")
+    return proto::ErrorRep{"invalid", "unknown action '" + act.substr(0, 32) +
+                                          "' (suspend, resume, requeue or checkpoint)"};
+  JobRecord* rec = store_->find(r.id);
+  std::string id = std::to_string(r.id);
+  if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + id};
+  bool admin_only = act == "suspend" || act == "resume";
+  if (p.uid != 0 && (admin_only || p.uid != rec->uid))
+    return proto::ErrorRep{"permission", admin_only ? "only root may " + act + " jobs (job " + id + " belongs to " + rec->user + ")"
+                                                    : "job " + id + " belongs to " + rec->user + "; only its owner or root may " + act + " it"};
+  std::string who = user_name(p.uid);
+  if (who.empty()) who = std::to_string(p.uid);
+  auto not_now = [&](const std::string& why) {
+    return proto::ErrorRep{"invalid", "cannot " + act + " job " + id + ": it is " + why};
+  };
+  std::string st = rec->state;
+  if (rec->ended()) return not_now("ended (" + rec->end_reason + ")");
+  if (st == proto::state::kPending) return not_now("pending (not running)");
+  if (rec->cancel_requested || rec->requeue_requested) return not_now("already being stopped");
+  std::string msg;
+  if (act == "suspend") {
+    if (st != proto::state::kRunning) return not_now(st);
+    std::string err = suspend_resume(*rec, true, "suspended by " + who);
+    if (!err.empty()) return proto::ErrorRep{"internal", "cannot suspend job " + id + ": " + err};
+    rec->held = true;
+    store_->put(*rec);
+    msg = "suspended";
+  } else if (act == "resume") {
+    if (st != proto::state::kSuspended) return not_now(st);
+    // Its cores went to other jobs meanwhile: thawing now would share them.
+    std::vector<std::uint64_t> users;
+    for (auto other : active_) {
+      const JobRecord& o = store_->jobs().at(other);
+      if (other == rec->id || o.state != proto::state::kRunning) continue;
+      for (int c : o.cores)
+        if (std::find(rec->cores.begin(), rec->cores.end(), c) != rec->cores.end()) {
+          users.push_back(other);
+          break;
+        }
+    }
+    if (!users.empty()) {
+      std::string list;
+      for (auto u : users) list += (list.empty() ? "" : ", ") + std::to_string(u);
+      return proto::ErrorRep{"busy", "cannot resume job " + id + " now: its cores " +
+                                         join_ints(rec->cores) + " are in use by job " + list +
+                                         "; try again when they end (or suspend them)"};
+    }
+    std::string err = suspend_resume(*rec, false, "resumed by " + who);
+    if (!err.empty()) return proto::ErrorRep{"internal", "cannot resume job " + id + ": " + err};
+    msg = "resumed";
+  } else {
+    bool ck = act == "checkpoint";
+    std::string err = ck ? launcher_->checkpoint(rec->id) : launcher_->requeue(rec->id);
+    if (!err.empty()) return proto::ErrorRep{"internal", "cannot " + act + " job " + id + ": " + err};
+    rec->requeue_requested = true;
+    rec->held = false;
+    rec->comment = (ck ? "checkpoint requested by " : "requeue requested by ") + who;
+    store_->put(*rec);
+    poll_launcher();  // a requeue's end is usually there at once
+    msg = rec->state == proto::state::kPending ? "requeued" : (ck ? "checkpointing" : "requeueing");
+  }
+  log_line("job " + id + " " + act + " by " + who);
+  return proto::ControlRep{r.id, rec->state, msg};
+}
+
 proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   sample_usage(false);
   const node::Topology& topo = launcher_->topology();
@@ -677,6 +808,17 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
 
 // ---------------------------------------------------------- scheduling --
 
+std::vector<Queue> Daemon::snapshot_queues() const {
+  std::vector<Queue> out;
+  for (const auto& q : cfg_.queues) {
+    Queue qq;
+    qq.name = q.name;
+    qq.priority = q.priority;
+    out.push_back(std::move(qq));
+  }
+  return out;
+}
+
 Snapshot Daemon::snapshot(Time t) const {
   Snapshot s;
   s.now = t;
@@ -688,12 +830,7 @@ Snapshot Daemon::snapshot(Time t) const {
   n.jobfs_mb = topo.jobfs_mb;
   for (const auto& c : topo.cores) n.core_numa.push_back(c.numa);
   s.nodes.push_back(std::move(n));
-  for (const auto& q : cfg_.queues) {
-    Queue qq;
-    qq.name = q.name;
-    qq.priority = q.priority;
-    s.queues.push_back(std::move(qq));
-  }
+  s.queues = snapshot_queues();
   auto to_job = [&](const JobRecord& r) {
     Job j;
     j.id = r.id;
@@ -704,7 +841,12 @@ Snapshot Daemon::snapshot(Time t) const {
     j.queue = r.spec.queue;
     j.submit = static_cast<Time>(r.submit_time);
     j.walltime = r.spec.walltime;
+    j.pe = r.spec.pe;
     j.slots_min = j.slots_max = r.spec.ncpus;
+    if (!r.spec.pe.empty() && r.spec.slots_min >= 1 && r.spec.slots_max >= r.spec.slots_min) {
+      j.slots_min = r.spec.slots_min;
+      j.slots_max = r.spec.slots_max;
+    }
     j.mem_mb = r.spec.mem_mb;
     j.jobfs_mb = r.spec.jobfs_mb;
     j.reserve = r.spec.reserve;
@@ -722,9 +864,11 @@ Snapshot Daemon::snapshot(Time t) const {
     rj.job = to_job(r);
     rj.start = static_cast<Time>(r.start_time);
     // No walltime: plan as if it ran for a year (it holds its cores).
-    rj.expected_end = rj.start + (r.spec.walltime > 0 ? r.spec.walltime : 365 * 86400);
-    rj.slots = r.spec.ncpus;
-    rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(r.spec.ncpus), r.cores});
+    // Suspended time does not count against the walltime (nci-pbs-policy.txt).
+    rj.suspended_for = static_cast<Time>(suspended_total(r, t));
+    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : 365 * 86400);
+    rj.slots = granted(r);
+    rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
     rj.suspended = r.state == proto::state::kSuspended;
     s.running.push_back(std::move(rj));
   }
@@ -775,23 +919,8 @@ void Daemon::apply(const Plan& plan) {
           log_line("plan: job " + id + " is " + rec->state + "; " + (sus ? "suspend" : "resume") + " skipped");
           break;
         }
-        std::string err = sus ? launcher_->suspend(d.job) : launcher_->resume(d.job);
-        if (!err.empty()) {
-          log_line("job " + id + ": " + (sus ? "suspend" : "resume") + " failed: " + err);
-          break;
-        }
-        rec->state = std::string(sus ? proto::state::kSuspended : proto::state::kRunning);
-        rec->comment = d.reason;
-        store_->put(*rec);
-        log_line("job " + id + (sus ? " suspended" : " resumed") + (d.reason.empty() ? "" : ": " + d.reason));
-        proto::Event e;
-        e.kind = sus ? "suspended" : "resumed";
-        e.job = d.job;
-        e.user = rec->user;
-        e.reason = d.reason;
-        e.cores = rec->cores;
-        publish(e);
-        dirty_ = true;
+        if (!sus && rec->held) break;  // suspended by an admin: only `corral resume` thaws it
+        suspend_resume(*rec, sus, d.reason);
         break;
       }
       case Action::Requeue:
@@ -828,7 +957,7 @@ int Daemon::slots_used() const {
   int used = 0;
   for (auto id : active_) {
     const JobRecord& r = store_->jobs().at(id);
-    if (r.state == proto::state::kRunning) used += r.spec.ncpus;
+    if (r.state == proto::state::kRunning) used += granted(r);
   }
   return used;
 }
@@ -842,12 +971,19 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   }
   std::vector<int> cores;
   if (!d.placement.empty()) cores = d.placement.front().cores;
-  bool ok = static_cast<int>(cores.size()) == rec.spec.ncpus;
+  // The slot count the planner chose: within a -pe range the largest it could
+  // give at the earliest start (issue 2); else the request.
+  int want = rec.spec.ncpus;
+  if (!rec.spec.pe.empty()) {
+    int chosen = d.slots > 0 ? d.slots : static_cast<int>(cores.size());
+    if (chosen >= rec.spec.slots_min && chosen <= rec.spec.slots_max) want = chosen;
+  }
+  bool ok = static_cast<int>(cores.size()) == want;
   for (int c : cores)
     ok = ok && c >= 0 && c < static_cast<int>(topo.cores.size()) &&
          std::find(busy.begin(), busy.end(), c) == busy.end();
-  if (!ok) cores = node::pick_cores(topo, busy, rec.spec.ncpus);  // the plan gave no (valid) cores
-  if (static_cast<int>(cores.size()) != rec.spec.ncpus) {
+  if (!ok) cores = node::pick_cores(topo, busy, want);  // the plan gave no (valid) cores
+  if (static_cast<int>(cores.size()) != want) {
     log_line("plan: job " + std::to_string(rec.id) + " does not fit the free cores; start skipped");
     return;
   }
@@ -876,7 +1012,13 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.env["CORRAL_JOBNAME"] = rec.spec.name;
   ls.env["CORRAL_QUEUE"] = rec.spec.queue;
   ls.env["CORRAL_O_WORKDIR"] = rec.spec.cwd;
-  ls.env["CORRAL_NCPUS"] = std::to_string(rec.spec.ncpus);
+  ls.env["CORRAL_NCPUS"] = std::to_string(want);
+  if (!rec.spec.pe.empty()) {
+    // Grid Engine's names for the granted parallel environment (qsub -pe).
+    ls.env["CORRAL_PE"] = rec.spec.pe;
+    ls.env["PE"] = rec.spec.pe;
+    ls.env["NSLOTS"] = std::to_string(want);
+  }
   ls.cwd = rec.spec.cwd;
   ls.stdout_path = rec.spec.stdout_path;
   ls.stderr_path = rec.spec.stderr_path;
@@ -898,13 +1040,16 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   if (rec.first_start < 0) rec.first_start = t;
   rec.last_start_priority = rec.priority;
   rec.cores = cores;
+  rec.suspended_seconds = 0;
+  rec.suspended_since = 0;
+  rec.held = false;
   rec.comment = d.reason;
   store_->put(rec);
   pending_.erase(rec.id);
   active_.insert(rec.id);
   next_poll_ = std::min(next_poll_, mono_now() + cfg_.poll_interval);
   log_line("job " + std::to_string(rec.id) + " started on cores " + join_ints(cores) + " as " +
-           rec.user);
+           rec.user + (rec.spec.pe.empty() ? "" : " (pe " + rec.spec.pe + ", " + std::to_string(want) + " slots)"));
   proto::Event e;
   e.kind = "started";
   e.job = rec.id;
@@ -913,6 +1058,38 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   e.submit_time = rec.submit_time;
   e.reason = d.reason;
   publish(e);
+}
+
+// Freezes or thaws a running/suspended job (a Suspend/Resume decision or an
+// admin command). Returns "" or the Launcher's error.
+std::string Daemon::suspend_resume(JobRecord& rec, bool sus, const std::string& reason) {
+  std::string id = std::to_string(rec.id);
+  std::string err = sus ? launcher_->suspend(rec.id) : launcher_->resume(rec.id);
+  if (!err.empty()) {
+    log_line("job " + id + ": " + (sus ? "suspend" : "resume") + " failed: " + err);
+    return err;
+  }
+  double t = now();
+  if (sus) {
+    rec.suspended_since = t;
+  } else {
+    rec.suspended_seconds = suspended_total(rec, t);
+    rec.suspended_since = 0;
+    rec.held = false;
+  }
+  rec.state = std::string(sus ? proto::state::kSuspended : proto::state::kRunning);
+  rec.comment = reason;
+  store_->put(rec);
+  log_line("job " + id + (sus ? " suspended" : " resumed") + (reason.empty() ? "" : ": " + reason));
+  proto::Event e;
+  e.kind = sus ? "suspended" : "resumed";
+  e.job = rec.id;
+  e.user = rec.user;
+  e.reason = reason;
+  e.cores = rec.cores;
+  publish(e);
+  dirty_ = true;
+  return "";
 }
 
 void Daemon::poll_launcher() {
@@ -939,7 +1116,11 @@ void Daemon::on_end(const node::JobEnd& e) {
 
 void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
   double t = now();
-  if (keep_work && rec.start_time > 0) rec.work_done += static_cast<std::int64_t>(t - rec.start_time);
+  if (keep_work && rec.start_time > 0)
+    rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
+  rec.suspended_seconds = suspended_total(rec, t);
+  rec.suspended_since = 0;
+  rec.held = false;
   rec.state = std::string(proto::state::kPending);
   rec.requeues += 1;
   rec.cores.clear();
@@ -960,6 +1141,9 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
 
 void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
   double t = now();
+  rec.suspended_seconds = suspended_total(rec, t);
+  rec.suspended_since = 0;
+  rec.held = false;
   rec.state = std::string(proto::state::kEnded);
   rec.end_reason = reason;
   rec.exit_code = exit_code;
@@ -1111,6 +1295,11 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.end_time = r.end_time;
   j.walltime = r.spec.walltime;
   j.ncpus = r.spec.ncpus;
+  j.pe = r.spec.pe;
+  j.slots_min = r.spec.pe.empty() ? r.spec.ncpus : r.spec.slots_min;
+  j.slots_max = r.spec.pe.empty() ? r.spec.ncpus : r.spec.slots_max;
+  j.slots = r.cores.empty() ? 0 : static_cast<int>(r.cores.size());
+  j.suspended_seconds = suspended_total(r, now());
   j.mem_mb = r.spec.mem_mb;
   j.jobfs_mb = r.spec.jobfs_mb;
   j.cores = r.cores;

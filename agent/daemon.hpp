@@ -89,6 +89,9 @@ class Daemon {
   void poll_launcher();
   void on_end(const node::JobEnd& e);
   void start_job(JobRecord& rec, const Decision& d);
+  std::string suspend_resume(JobRecord& rec, bool suspend, const std::string& reason);
+  proto::Message on_control(const Peer& p, const proto::ControlReq& r);
+  std::vector<Queue> snapshot_queues() const;
   void finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg);
   void requeue(JobRecord& rec, const std::string& why, bool keep_work);
   void notify_waiters(const JobRecord& rec);

@@ -48,10 +48,18 @@ struct JobRecord {
   bool requeue_requested = false;
   double cpu_seconds = 0;
   std::int64_t rss_mb = 0;
+  // Suspension (live part): seconds suspended during the current run (walltime
+  // excludes them), since when it is suspended (0: not), and whether an admin
+  // suspended it (`corral suspend`: only `corral resume` thaws it). The slots
+  // granted at the last start are cores.size().
+  double suspended_seconds = 0;
+  double suspended_since = 0;
+  bool held = false;
   MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
-                     requeue_requested, cpu_seconds, rss_mb)
+                     requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
+                     held)
 
   bool ended() const { return state == proto::state::kEnded; }
 };

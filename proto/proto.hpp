@@ -27,6 +27,8 @@ inline constexpr std::string_view kMagic = "corral";
 // Largest frame accepted on the local socket (scripts and environments are
 // copied at submit, as qsub does; 16 MiB is far beyond any sane one).
 inline constexpr std::uint32_t kMaxFrame = 16u << 20;
+// JobSpec::slots_max of an open range ("-pe NAME n-"): as many as the node has.
+inline constexpr std::int32_t kSlotsUnbounded = 0x7fffffff;
 
 class ProtoError : public std::runtime_error {
  public:
@@ -52,8 +54,16 @@ struct JobSpec {
   std::string stderr_path;       // -e; empty: <cwd>/<name>.e<id>
   std::string cwd;               // submitter's working directory
   std::vector<std::string> env;  // submitter's environment, KEY=VALUE
+  // Parallel environment slot range (qsub -pe NAME n-m; sge6-reservation-
+  // backfill.txt section 3): the job runs on the largest count in
+  // [slots_min, slots_max] it can get at its earliest start. pe empty: no
+  // range, ncpus is the count. Added after version 1 shipped: an older peer
+  // omits these keys (defaults: no range) or ignores them (map keys).
+  std::string pe;
+  std::int32_t slots_min = 0;    // 0: no range (ncpus)
+  std::int32_t slots_max = 0;    // kSlotsUnbounded: "n-" (the node's cores)
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
-                     script_name, stdout_path, stderr_path, cwd, env)
+                     script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max)
 };
 
 // A job as shown to users (stat, wait, node) and carried in events.
@@ -81,9 +91,19 @@ struct JobInfo {
   std::string stdout_path;
   std::string stderr_path;
   std::string comment;           // why it waits / what happened (scheduler reason)
+  // Added after version 1 (older peers omit or ignore them): the parallel
+  // environment request and the slots granted at the last start (0: never
+  // started; equals cores.size() on this node), and the seconds it spent
+  // suspended (not counted against its walltime).
+  std::string pe;
+  std::int32_t slots_min = 0;
+  std::int32_t slots_max = 0;
+  std::int32_t slots = 0;
+  double suspended_seconds = 0;
   MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
-                     cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment)
+                     cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
+                     slots_min, slots_max, slots, suspended_seconds)
 };
 
 // Node-local status: works without any mesh.
@@ -149,6 +169,20 @@ struct NodeRep {
   NodeStatus node;
   MSGPACK_DEFINE_MAP(node)
 };
+// Administrative control of one job (qsig/qhold/qrerun-like; added after
+// version 1: an older corrald answers "unknown message type"). action:
+// suspend | resume (root only) | requeue | checkpoint (owner or root).
+struct ControlReq {
+  std::uint64_t id = 0;
+  std::string action;
+  MSGPACK_DEFINE_MAP(id, action)
+};
+struct ControlRep {
+  std::uint64_t id = 0;
+  std::string state;             // state after the action was applied
+  std::string message;           // what was done (e.g. "requeue requested")
+  MSGPACK_DEFINE_MAP(id, state, message)
+};
 struct ErrorRep {
   std::string code;              // invalid | not_found | permission | busy | internal | proto
   std::string message;
@@ -187,7 +221,7 @@ struct Event {
 // ------------------------------------------------------------ envelope --
 
 using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
-                             WaitRep, NodeReq, NodeRep, ErrorRep, Event>;
+                             WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);

@@ -89,3 +89,93 @@ TEST_CASE("JSON output escapes and nulls", "[agent]") {
   CHECK(js.find("\"exit_code\":0") != std::string::npos);
   CHECK(js.find("\"end_reason\":\"completed\"") != std::string::npos);
 }
+
+TEST_CASE("-pe slot ranges: Grid Engine forms, clear errors", "[agent]") {
+  using corral::proto::kSlotsUnbounded;
+  auto r = parse_slot_range("2-4");
+  CHECK((r.min == 2 && r.max == 4));
+  r = parse_slot_range("3");  // m = m-m
+  CHECK((r.min == 3 && r.max == 3));
+  r = parse_slot_range("-4");  // -m = 1-m
+  CHECK((r.min == 1 && r.max == 4));
+  r = parse_slot_range("2-");  // n- = n to infinity (the node caps it)
+  CHECK((r.min == 2 && r.max == kSlotsUnbounded));
+  CHECK_THROWS_WITH(parse_slot_range("0"), Catch::Contains("start at 1"));
+  CHECK_THROWS_WITH(parse_slot_range("0-4"), Catch::Contains("start at 1"));
+  CHECK_THROWS_WITH(parse_slot_range("4-2"), Catch::Contains("below the minimum"));
+  CHECK_THROWS_WITH(parse_slot_range("abc"), Catch::Contains("not a positive integer"));
+  CHECK_THROWS_WITH(parse_slot_range("2-4,8"), Catch::Contains("range lists"));
+  CHECK_THROWS_WITH(parse_slot_range("-"), Catch::Contains("no bound"));
+  CHECK_THROWS_WITH(parse_slot_range("1-2-3"), Catch::Contains("more than one"));
+  CHECK_THROWS_WITH(parse_slot_range(""), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(parse_slot_range("2.5"), Catch::Contains("not a positive integer"));
+  for (const char* bad : {"0", "4-2", "x-3", "3-x", " 2", "+2", "99999999999"})
+    CHECK_THROWS_AS(parse_slot_range(bad), UsageError);
+
+  const char* ok[] = {"submit", "-pe", "smp", "1-4", "-l", "walltime=60", "--wrap", "true"};
+  SubmitArgs a = parse_submit(8, const_cast<char**>(ok));
+  CHECK(a.spec.pe == "smp");
+  CHECK(a.spec.slots_min == 1);
+  CHECK(a.spec.slots_max == 4);
+  CHECK(a.spec.ncpus == 1);  // the minimum
+  CHECK(a.spec.walltime == 60);
+  const char* open[] = {"submit", "-pe", "mpi", "2-", "--wrap", "true"};
+  SubmitArgs o = parse_submit(6, const_cast<char**>(open));
+  CHECK(o.spec.slots_min == 2);
+  CHECK(o.spec.slots_max == kSlotsUnbounded);
+  CHECK(o.spec.ncpus == 2);
+
+  // -pe with ncpus= (either order) is refused: the range is the cpu count.
+  const char* both1[] = {"submit", "-pe", "smp", "1-4", "-l", "ncpus=2", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(8, const_cast<char**>(both1)), Catch::Contains("not both"));
+  const char* both2[] = {"submit", "-l", "walltime=5,ncpus=1", "-pe", "smp", "2", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(8, const_cast<char**>(both2)), Catch::Contains("not both"));
+  const char* missing[] = {"submit", "-pe", "smp"};
+  CHECK_THROWS_WITH(parse_submit(3, const_cast<char**>(missing)), Catch::Contains("-pe needs"));
+  const char* twice[] = {"submit", "-pe", "smp", "2", "-pe", "smp", "3", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(9, const_cast<char**>(twice)), Catch::Contains("twice"));
+  const char* badname[] = {"submit", "-pe", "s m p", "2", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(6, const_cast<char**>(badname)), Catch::Contains("invalid parallel environment name"));
+  const char* zero[] = {"submit", "-pe", "smp", "0", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(6, const_cast<char**>(zero)), Catch::Contains("invalid -pe slot range '0'"));
+}
+
+TEST_CASE("stat JSON shows the slot range and the granted slots", "[agent]") {
+  corral::proto::JobInfo j;
+  j.id = 9;
+  j.state = "running";
+  j.ncpus = 1;
+  j.pe = "smp";
+  j.slots_min = 1;
+  j.slots_max = 4;
+  j.slots = 2;
+  j.cores = {0, 1};
+  std::string js = to_json(j);
+  CHECK(js.find("\"pe\":\"smp\"") != std::string::npos);
+  CHECK(js.find("\"slots_min\":1") != std::string::npos);
+  CHECK(js.find("\"slots_max\":4") != std::string::npos);
+  CHECK(js.find("\"slots\":2") != std::string::npos);
+  j.slots_max = corral::proto::kSlotsUnbounded;
+  j.slots = 0;
+  j.pe.clear();
+  js = to_json(j);
+  CHECK(js.find("\"slots_max\":null") != std::string::npos);
+  CHECK(js.find("\"slots\":null") != std::string::npos);
+  CHECK(js.find("\"pe\":null") != std::string::npos);
+}
+
+TEST_CASE("suspend/resume/requeue/checkpoint arguments", "[agent]") {
+  const char* a[] = {"requeue", "4", "5.node1", "--socket", "/tmp/s"};
+  ControlArgs c = parse_control(5, const_cast<char**>(a));
+  CHECK(c.action == "requeue");
+  CHECK(c.ids == std::vector<std::uint64_t>{4, 5});
+  CHECK(c.socket == "/tmp/s");
+  const char* none[] = {"suspend"};
+  CHECK_THROWS_WITH(parse_control(1, const_cast<char**>(none)), Catch::Contains("missing job id"));
+  const char* bad[] = {"resume", "x1"};
+  CHECK_THROWS_WITH(parse_control(2, const_cast<char**>(bad)), Catch::Contains("invalid job id"));
+  const char* opt[] = {"resume", "-f", "3"};
+  CHECK_THROWS_WITH(parse_control(3, const_cast<char**>(opt)), Catch::Contains("unknown option"));
+  const char* zero[] = {"resume", "0"};
+  CHECK_THROWS_AS(parse_control(2, const_cast<char**>(zero)), UsageError);
+}

@@ -188,3 +188,78 @@ TEST_CASE("frames split and join across reads", "[proto]") {
   std::string f;
   CHECK_THROWS_WITH(bad.next(f), Catch::Contains("exceeds"));
 }
+
+TEST_CASE("slot ranges and control requests round-trip; older peers still decode", "[proto]") {
+  SubmitReq r;
+  r.spec.pe = "smp";
+  r.spec.slots_min = 2;
+  r.spec.slots_max = kSlotsUnbounded;
+  Message m = decode(encode(r));
+  const JobSpec& s = std::get<SubmitReq>(m).spec;
+  CHECK(s.pe == "smp");
+  CHECK(s.slots_min == 2);
+  CHECK(s.slots_max == kSlotsUnbounded);
+
+  // A version-1 submitter that never heard of -pe: no range.
+  {
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> pk(buf);
+    pk.pack_array(4);
+    pk.pack(kMagic);
+    pk.pack(kVersion);
+    pk.pack(std::string_view("submit_req"));
+    pk.pack_map(1);
+    pk.pack(std::string_view("spec"));
+    pk.pack_map(2);
+    pk.pack(std::string_view("name"));
+    pk.pack(std::string_view("a"));
+    pk.pack(std::string_view("ncpus"));
+    pk.pack(3);
+    Message o = decode(std::string(buf.data(), buf.size()));
+    const JobSpec& os = std::get<SubmitReq>(o).spec;
+    CHECK(os.ncpus == 3);
+    CHECK(os.name == "a");
+    CHECK(os.pe.empty());
+    CHECK(os.slots_min == 0);
+    CHECK(os.slots_max == 0);
+  }
+  // A reader that does not know a key (a newer peer's field) ignores it.
+  {
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> pk(buf);
+    pk.pack_array(4);
+    pk.pack(kMagic);
+    pk.pack(kVersion);
+    pk.pack(std::string_view("stat_req"));
+    pk.pack_map(2);
+    pk.pack(std::string_view("id"));
+    pk.pack(4);
+    pk.pack(std::string_view("from_the_future"));
+    pk.pack(std::string_view("x"));
+    Message n = decode(std::string(buf.data(), buf.size()));
+    CHECK(std::get<StatReq>(n).id == 4);
+  }
+
+  JobInfo j;
+  j.pe = "mpi";
+  j.slots_min = 1;
+  j.slots_max = 4;
+  j.slots = 2;
+  j.suspended_seconds = 2.5;
+  Message w = decode(encode(WaitRep{j}));
+  const JobInfo& wj = std::get<WaitRep>(w).job;
+  CHECK(wj.pe == "mpi");
+  CHECK(wj.slots == 2);
+  CHECK(wj.slots_max == 4);
+  CHECK(wj.suspended_seconds == 2.5);
+
+  Message c = decode(encode(ControlReq{7, "suspend"}));
+  REQUIRE(std::holds_alternative<ControlReq>(c));
+  CHECK(std::get<ControlReq>(c).id == 7);
+  CHECK(std::get<ControlReq>(c).action == "suspend");
+  CHECK(type_name(c) == "control_req");
+  Message cr = decode(encode(ControlRep{7, "suspended", "suspended"}));
+  REQUIRE(std::holds_alternative<ControlRep>(cr));
+  CHECK(std::get<ControlRep>(cr).state == "suspended");
+  CHECK(type_name(cr) == "control_rep");
+}

@@ -112,11 +112,88 @@ void apply_resources(const std::string& list, proto::JobSpec& spec) {
   if (!list.empty() && list.back() == ',') throw UsageError("trailing ',' in -l " + list);
 }
 
+SlotRange parse_slot_range(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return UsageError("invalid -pe slot range '" + text + "' (" + why +
+                      "; use n-m, n, -m or n-, e.g. 2-8)");
+  };
+  if (text.empty()) throw bad("empty");
+  if (text.find(',') != std::string::npos) throw bad("range lists are not supported, give one range");
+  auto number = [&](const std::string& t) -> std::int32_t {
+    if (!all_digits(t)) throw bad("'" + t + "' is not a positive integer");
+    long long v = std::stoll(t);
+    if (v == 0) throw bad("slot counts start at 1");
+    if (v > 1000000) throw bad("'" + t + "' is too large");
+    return static_cast<std::int32_t>(v);
+  };
+  SlotRange r;
+  std::size_t dash = text.find('-');
+  if (dash == std::string::npos) {
+    r.min = r.max = number(text);  // "m" = m-m
+  } else {
+    if (text.find('-', dash + 1) != std::string::npos) throw bad("more than one '-'");
+    std::string lo = text.substr(0, dash), hi = text.substr(dash + 1);
+    if (lo.empty() && hi.empty()) throw bad("no bound given");
+    r.min = lo.empty() ? 1 : number(lo);                          // "-m" = 1-m
+    r.max = hi.empty() ? proto::kSlotsUnbounded : number(hi);     // "n-" = n-infinity
+    if (r.max < r.min)
+      throw bad("the maximum " + hi + " is below the minimum " + lo);
+  }
+  return r;
+}
+
+void apply_pe(const std::string& name, const std::string& range, proto::JobSpec& spec) {
+  if (name.empty() || name.size() > 64)
+    throw UsageError("-pe needs a parallel environment name (1-64 characters) and a slot range, e.g. -pe smp 2-8");
+  for (unsigned char c : name)
+    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '*'))
+      throw UsageError("invalid parallel environment name '" + name +
+                       "' (letters, digits, _ - . * only)");
+  SlotRange r = parse_slot_range(range);
+  spec.pe = name;
+  spec.slots_min = r.min;
+  spec.slots_max = r.max;
+  spec.ncpus = r.min;
+}
+
+std::uint64_t parse_job_id(const std::string& s) {
+  std::string t = s;
+  std::size_t dot = t.find('.');  // accept "42.host" as PBS prints
+  if (dot != std::string::npos) t.resize(dot);
+  bool ok = !t.empty() && t.size() < 19;
+  for (char ch : t) ok = ok && ch >= '0' && ch <= '9';
+  if (!ok || std::stoull(t) == 0) throw UsageError("invalid job id '" + s + "'");
+  return std::stoull(t);
+}
+
+ControlArgs parse_control(int argc, char** argv) {
+  ControlArgs c;
+  c.action = argc > 0 ? argv[0] : "";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--socket") {
+      if (i + 1 >= argc) throw UsageError("--socket needs a path");
+      c.socket = argv[++i];
+    } else if (a.rfind("--socket=", 0) == 0) {
+      c.socket = a.substr(9);
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw UsageError("unknown option '" + a + "' (see corral " + c.action + " --help)");
+    } else {
+      c.ids.push_back(parse_job_id(a));
+    }
+  }
+  if (c.ids.empty()) throw UsageError("missing job id");
+  if (c.socket.empty()) c.socket = default_socket();
+  return c;
+}
+
 SubmitArgs parse_submit(int argc, char** argv) {
   SubmitArgs a;
   proto::JobSpec& s = a.spec;
   std::string script_path, wrap;
   bool have_wrap = false;
+  // -pe and -l ncpus= both name the cpu count: one of them only.
+  bool have_pe = false, have_ncpus = false;
   for (int i = 1; i < argc; ++i) {
     std::string o = argv[i];
     auto value = [&](const std::string& flag) -> std::string {
@@ -131,7 +208,20 @@ SubmitArgs parse_submit(int argc, char** argv) {
     if (is("--socket", false)) a.socket = value("--socket");
     else if (is("--wrap", false)) { wrap = value("--wrap"); have_wrap = true; }
     else if (o.rfind("--", 0) == 0 && o != "--") throw UsageError("unknown option '" + o + "'");
-    else if (is("-l", true)) apply_resources(value("-l"), s);
+    else if (o == "-pe") {
+      if (i + 2 >= argc) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
+      if (have_pe) throw UsageError("-pe given twice");
+      std::string name = argv[i + 1], range = argv[i + 2];
+      i += 2;
+      apply_pe(name, range, s);
+      have_pe = true;
+    } else if (is("-l", true)) {
+      std::string list = value("-l");
+      apply_resources(list, s);
+      std::stringstream ss(list);
+      for (std::string item; std::getline(ss, item, ',');)
+        have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
+    }
     else if (is("-q", true)) s.queue = value("-q");
     else if (is("-P", true)) s.project = value("-P");
     else if (is("-N", true)) s.name = value("-N");
@@ -152,6 +242,8 @@ SubmitArgs parse_submit(int argc, char** argv) {
       script_path = o;
     }
   }
+  if (have_pe && have_ncpus)
+    throw UsageError("give either -l ncpus=N or -pe NAME RANGE, not both (the slot range is the cpu count)");
   if (have_wrap && !script_path.empty()) throw UsageError("give a script or --wrap, not both");
   if (have_wrap) {
     if (wrap.empty()) throw UsageError("--wrap needs a command");
@@ -260,6 +352,12 @@ std::string to_json(const proto::JobInfo& j) {
   o += ",\"stdout\":" + esc(j.stdout_path);
   o += ",\"stderr\":" + esc(j.stderr_path);
   o += ",\"comment\":" + esc(j.comment);
+  o += ",\"pe\":" + (j.pe.empty() ? std::string("null") : esc(j.pe));
+  o += ",\"slots_min\":" + std::to_string(j.slots_min > 0 ? j.slots_min : j.ncpus);
+  o += ",\"slots_max\":" + (j.slots_max == proto::kSlotsUnbounded ? std::string("null")
+                                : std::to_string(j.slots_max > 0 ? j.slots_max : j.ncpus));
+  o += ",\"slots\":" + (j.slots > 0 ? std::to_string(j.slots) : std::string("null"));
+  o += ",\"suspended_seconds\":" + num(j.suspended_seconds);
   return o + "}";
 }
 

@@ -25,6 +25,17 @@ std::int64_t parse_size_mb(const std::string& text);
 // Applies one -l list ("walltime=1:00:00,ncpus=2,mem=4gb,jobfs=1gb").
 void apply_resources(const std::string& list, proto::JobSpec& spec);
 
+// A Grid Engine slot range (sge6-reservation-backfill.txt section 3):
+// "n-m", "n" (n-n), "-m" (1-m), "n-" (n to as many as the node has:
+// slots_max = proto::kSlotsUnbounded). Throws UsageError on 0, max < min,
+// range lists ("2-4,8") and anything else.
+struct SlotRange {
+  std::int32_t min = 1, max = 1;
+};
+SlotRange parse_slot_range(const std::string& text);
+// -pe NAME RANGE into spec (pe, slots_min, slots_max; ncpus = the minimum).
+void apply_pe(const std::string& name, const std::string& range, proto::JobSpec& spec);
+
 struct SubmitArgs {
   proto::JobSpec spec;           // without env/cwd (filled by the caller)
   std::string socket;
@@ -39,6 +50,17 @@ std::string default_socket();
 // One exchange with corrald. Throws std::runtime_error when it cannot be
 // reached or answers garbage.
 proto::Message request(const std::string& socket, const proto::Message& req);
+
+// `corral suspend|resume|requeue|checkpoint JOBID...` arguments (argv[0] is
+// the command): the ids and --socket. Throws UsageError.
+struct ControlArgs {
+  std::string action;
+  std::vector<std::uint64_t> ids;
+  std::string socket;
+};
+ControlArgs parse_control(int argc, char** argv);
+// "42" or "42.host" (as PBS prints) -> 42. Throws UsageError.
+std::uint64_t parse_job_id(const std::string& text);
 
 // JSON text of a job / node status.
 std::string to_json(const proto::JobInfo& j);

@@ -1,4 +1,5 @@
-// corral submit / stat / cancel / wait / node: talk to corrald on its local
+// corral submit / stat / cancel / wait / node / suspend / resume / requeue /
+// checkpoint: talk to corrald on its local
 // socket (tools/corral/client.hpp). Exit codes: 0 ok; 1 corrald refused or
 // cannot be reached; 2 bad usage; `wait` exits with the job's exit code.
 #include <unistd.h>
@@ -49,15 +50,7 @@ Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const 
   return c;
 }
 
-std::uint64_t parse_id(const std::string& s) {
-  std::string t = s;
-  std::size_t dot = t.find('.');  // accept "42.host" as PBS prints
-  if (dot != std::string::npos) t.resize(dot);
-  bool ok = !t.empty() && t.size() < 19;
-  for (char ch : t) ok = ok && ch >= '0' && ch <= '9';
-  if (!ok || std::stoull(t) == 0) throw UsageError("invalid job id '" + s + "'");
-  return std::stoull(t);
-}
+std::uint64_t parse_id(const std::string& s) { return parse_job_id(s); }
 
 // Runs `fn`, turning errors into messages and exit codes.
 template <class Fn>
@@ -121,7 +114,8 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
     std::string why = why_text(j);
     std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %5s %s\n",
                 static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
-                j.state.c_str(), j.queue.c_str(), j.ncpus, hms(j.walltime).c_str(), exitc.c_str(),
+                j.state.c_str(), j.queue.c_str(), j.slots > 0 ? j.slots : j.ncpus,
+                hms(j.walltime).c_str(), exitc.c_str(),
                 why.c_str());
   }
 }
@@ -136,8 +130,11 @@ int cmd_submit(int argc, char** argv) {
         std::printf(
             "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
             "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
-            "                     [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
-            "Prints the new job's id. The job keeps your environment and working directory.\n");
+            "                     [-pe NAME RANGE] [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
+            "Prints the new job's id. The job keeps your environment and working directory.\n"
+            "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
+            "  -m (1-m) or n- (n up to the node's cores); the job gets the largest count it can\n"
+            "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n");
         return 0;
       }
     }
@@ -253,6 +250,47 @@ int cmd_node(int argc, char** argv) {
                   clock_time(j.end_time).c_str(), exitc.c_str(), why_text(j).c_str());
     }
     return 0;
+  });
+}
+
+}  // namespace corral::cli
+
+namespace corral::cli {
+
+// suspend / resume (root) and requeue / checkpoint (owner or root) of running jobs.
+int cmd_control(int argc, char** argv) {
+  const char* cmd = argc > 0 ? argv[0] : "control";
+  return guarded(cmd, [&] {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        std::printf(
+            "usage: corral %s JOBID... [--socket PATH]\n"
+            "  suspend     freeze a running job (its cores go to other jobs, memory stays held;\n"
+            "              walltime stops); it stays suspended until `corral resume` (root only)\n"
+            "  resume      thaw a suspended job on its own cores (root only; refused while\n"
+            "              other jobs run on them)\n"
+            "  requeue     stop a running job and put it back in the queue (owner or root)\n"
+            "  checkpoint  signal the job to checkpoint (SIGUSR1 into CORRAL_CKPT_DIR), stop\n"
+            "              it and requeue it with CORRAL_RESTART=1 (owner or root)\n",
+            cmd);
+        return 0;
+      }
+    }
+    ControlArgs c = parse_control(argc, argv);
+    int rc = 0;
+    for (auto id : c.ids) {
+      proto::Message m = request(c.socket, proto::ControlReq{id, c.action});
+      if (auto* e = std::get_if<proto::ErrorRep>(&m)) {
+        std::fprintf(stderr, "corral %s: %s\n", cmd, e->message.c_str());
+        rc = 1;
+        continue;
+      }
+      proto::ControlRep rep = expect<proto::ControlRep>(m);
+      std::printf("%llu %s\n", static_cast<unsigned long long>(id),
+                  rep.message.empty() ? rep.state.c_str() : rep.message.c_str());
+    }
+    return rc;
   });
 }
 

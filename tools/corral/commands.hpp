@@ -7,4 +7,5 @@ int cmd_stat(int argc, char** argv);
 int cmd_cancel(int argc, char** argv);
 int cmd_wait(int argc, char** argv);
 int cmd_node(int argc, char** argv);
+int cmd_control(int argc, char** argv);  // suspend | resume | requeue | checkpoint JOBID
 }  // namespace corral::cli

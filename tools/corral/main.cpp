@@ -18,12 +18,16 @@ constexpr Sub kSubs[] = {
     {"cancel", corral::cli::cmd_cancel, "cancel a job: corral cancel JOBID"},
     {"wait", corral::cli::cmd_wait, "block until a job ends; exit with its exit code"},
     {"node", corral::cli::cmd_node, "node-local status: corral node [--json]"},
+    {"suspend", corral::cli::cmd_control, "freeze a running job until resumed (root)"},
+    {"resume", corral::cli::cmd_control, "thaw a suspended job (root)"},
+    {"requeue", corral::cli::cmd_control, "stop a running job and queue it again"},
+    {"checkpoint", corral::cli::cmd_control, "checkpoint a running job and requeue it"},
     {"sim", corral::cli::cmd_sim, "replay an SWF trace: corral sim TRACE [--policy P]"},
 };
 
 void usage(std::FILE* out) {
   std::fprintf(out, "usage: corral COMMAND [options]\n\ncommands:\n");
-  for (const Sub& s : kSubs) std::fprintf(out, "  %-8s %s\n", s.name, s.help);
+  for (const Sub& s : kSubs) std::fprintf(out, "  %-10s %s\n", s.name, s.help);
   std::fprintf(out, "\n'corral COMMAND --help' describes each command.\n");
 }
 }  // namespace

@@ -1,0 +1,270 @@
+// End-to-end, from the scheduling core's decisions to real processes: a
+// corrald --standalone on a declared 2-core node, the real corral binary.
+//   - `-pe smp 1-4` runs on the slot count the planner chose (issue 2):
+//     2 cores when 2 are free, 1 when 1 is; seen in stat JSON, the cpuset and
+//     the job's environment; kept across a restart.
+//   - NCI priority-run (nci-pbs-policy.txt "Job selection"): an express job
+//     suspends a normal one (freezer FROZEN), which resumes when it ends and
+//     completes; suspended time does not count against its walltime.
+//   - Admin suspend / resume / requeue / checkpoint (root or owner).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "harness.hpp"
+
+using harness::Agent;
+using harness::json_field;
+using harness::trim;
+
+namespace {
+constexpr int kNobody = 65534;
+
+#define SKIP_UNLESS_ROOT()                                      \
+  do {                                                          \
+    std::string why;                                            \
+    if (!harness::can_run(&why)) {                              \
+      WARN("skipped: " << why);                                 \
+      return;                                                   \
+    }                                                           \
+  } while (0)
+
+std::string stat_json(const Agent& a, const std::string& id) {
+  auto r = a.cli({"stat", id, "--json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  return r.out;
+}
+
+// Waits (up to `ms`) until the job's state is `want`; returns the last state.
+std::string wait_state(const Agent& a, const std::string& id, const std::string& want, int ms = 10000) {
+  std::string st;
+  for (int t = 0; t < ms; t += 20) {
+    st = json_field(stat_json(a, id), "state");
+    if (st == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return st;
+}
+
+// Waits until `path` has content (a job wrote it).
+std::string wait_file(const std::string& path, int ms = 10000) {
+  std::string s;
+  for (int t = 0; t < ms && (s = harness::slurp(path)).empty(); t += 20)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return s;
+}
+
+// The freezer state of the cgroup a process is in (v1), e.g. "FROZEN".
+std::string freezer_state(const std::string& pid) {
+  std::string cg = harness::slurp("/proc/" + pid + "/cgroup");
+  std::size_t p = cg.find(":freezer:");
+  if (p == std::string::npos) return "<no freezer cgroup>";
+  std::size_t e = cg.find('\n', p);
+  std::string path = cg.substr(p + 9, e - p - 9);
+  return trim(harness::slurp("/sys/fs/cgroup/freezer" + path + "/freezer.state"));
+}
+
+double num(const std::string& s) { return s == "null" || s.empty() ? -1 : std::stod(s); }
+
+// The job's view of what it was granted, written to work/<tag>.env.
+std::string probe(const std::string& tag, const std::string& then = "") {
+  return "{ echo ncpus=$CORRAL_NCPUS nslots=$NSLOTS pe=$PE; grep Cpus_allowed_list /proc/self/status; } > " +
+         tag + ".env; " + then;
+}
+}  // namespace
+
+TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 1 when 1 is", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("pe", {"--set", "declare_cores=2", "--set", "poll_interval=0.2"});
+  a.start();
+
+  // Two free cores: the largest count of the range the node has.
+  auto s = a.submit({"-N", "wide", "-pe", "smp", "1-4", "-l", "walltime=60", "--wrap", probe("wide")});
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(a.cli({"wait", id}).rc == 0);
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "pe") == "smp");
+  CHECK(json_field(js, "slots_min") == "1");
+  CHECK(json_field(js, "slots_max") == "2");  // "4" capped at the node's cores
+  CHECK(json_field(js, "slots") == "2");
+  CHECK(js.find("\"cores\":[0,1]") != std::string::npos);
+  std::string env = harness::slurp(a.dir + "/work/wide.env");
+  CHECK(env.find("ncpus=2 nslots=2 pe=smp") != std::string::npos);
+  CHECK(env.find("Cpus_allowed_list:\t0-1") != std::string::npos);
+
+  // One core busy: the range starts now on the one free core rather than wait.
+  auto b = a.submit({"-N", "blocker", "-l", "ncpus=1,walltime=600", "--wrap", "sleep 300"});
+  REQUIRE(b.rc == 0);
+  std::string bid = trim(b.out);
+  REQUIRE(wait_state(a, bid, "running") == "running");
+  auto n = a.submit({"-N", "narrow", "-pe", "smp", "1-4", "-l", "walltime=60", "--wrap",
+                     probe("narrow", "sleep 30")});
+  REQUIRE(n.rc == 0);
+  std::string nid = trim(n.out);
+  REQUIRE(wait_state(a, nid, "running") == "running");
+  js = stat_json(a, nid);
+  CHECK(json_field(js, "slots") == "1");
+  env = wait_file(a.dir + "/work/narrow.env");
+  CHECK(env.find("ncpus=1 nslots=1 pe=smp") != std::string::npos);
+  std::string bcores = stat_json(a, bid);
+  // The two jobs hold different cores.
+  CHECK(bcores.find("\"cores\":[" ) != std::string::npos);
+  CHECK(json_field(bcores, "slots") == "1");
+  auto node = a.cli({"node", "--json"});
+  CHECK(json_field(node.out, "slots_used") == "2");
+
+  // The grant and the range survive a restart (journal) while the job runs.
+  a.stop(SIGKILL);
+  a.start();
+  js = stat_json(a, nid);
+  CHECK(json_field(js, "state") == "running");
+  CHECK(json_field(js, "slots") == "1");
+  CHECK(json_field(js, "pe") == "smp");
+  CHECK(json_field(js, "slots_max") == "2");
+  REQUIRE(a.cli({"cancel", bid, nid}).rc == 0);
+
+  // Bad ranges and -pe with ncpus are refused before anything is queued.
+  auto both = a.submit({"-pe", "smp", "2", "-l", "ncpus=2", "--wrap", "true"});
+  CHECK(both.rc == 2);
+  CHECK(both.err.find("not both") != std::string::npos);
+  auto zero = a.submit({"-pe", "smp", "0-2", "--wrap", "true"});
+  CHECK(zero.rc == 2);
+  CHECK(zero.err.find("start at 1") != std::string::npos);
+  auto big = a.submit({"-pe", "smp", "3-", "--wrap", "true"});
+  CHECK(big.rc == 1);
+  CHECK(big.err.find("exceeds this node's 2 cores") != std::string::npos);
+}
+
+TEST_CASE("NCI priority-run through corrald: express suspends normal, which resumes and completes", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("nci", {"--set", "declare_cores=2", "--set", "nci=yes", "--set", "nci_require=walltime",
+                  "--set", "queues=normal:1,express:2", "--set", "poll_interval=0.2"});
+  a.start();
+  // About 3 s of its own time; a walltime of 6 s that the suspension would
+  // exceed if it counted.
+  auto s = a.submit({"-N", "long", "-l", "ncpus=2,walltime=6", "--wrap",
+                     "echo $$ > long.pid; i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done; "
+                     "echo finished > long.done"});
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(wait_state(a, id, "running") == "running");
+  std::string pid = trim(wait_file(a.dir + "/work/long.pid"));
+  REQUIRE(!pid.empty());
+  CHECK(freezer_state(pid) == "THAWED");
+
+  // No walltime: refused at submit by the NCI policy, with the reason.
+  auto nowall = a.submit({"-q", "express", "--wrap", "true"});
+  CHECK(nowall.rc == 1);
+  CHECK(nowall.err.find("walltime") != std::string::npos);
+
+  auto e = a.submit({"-N", "urgent", "-q", "express", "-l", "ncpus=2,walltime=60", "--wrap",
+                     "echo $$ > urgent.pid; sleep 4"});
+  REQUIRE(e.rc == 0);
+  std::string eid = trim(e.out);
+  REQUIRE(wait_state(a, eid, "running") == "running");
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "state") == "suspended");
+  CHECK(json_field(js, "comment").find("priority-run") != std::string::npos);
+  CHECK(freezer_state(pid) == "FROZEN");
+  std::string upid = trim(wait_file(a.dir + "/work/urgent.pid"));
+  CHECK(freezer_state(upid) == "THAWED");
+  CHECK(json_field(stat_json(a, eid), "cores") != "[]");
+
+  REQUIRE(a.cli({"wait", eid}).rc == 0);
+  auto w = a.cli({"wait", id});
+  INFO(a.log());
+  CHECK(w.rc == 0);
+  js = stat_json(a, id);
+  CHECK(json_field(js, "end_reason") == "completed");
+  CHECK(harness::slurp(a.dir + "/work/long.done") == "finished\n");
+  double sus = num(json_field(js, "suspended_seconds"));
+  double wall = num(json_field(js, "end_time")) - num(json_field(js, "start_time"));
+  CHECK(sus >= 3.0);  // the express job's 4 s, less scheduling slack
+  CHECK(wall > 6.0);  // longer than its walltime on the clock ...
+  CHECK(wall - sus < 6.0);  // ... but not in walltime, which excludes the suspension
+  std::string log = a.log();
+  CHECK(log.find("job " + id + " suspended") != std::string::npos);
+  CHECK(log.find("job " + id + " resumed") != std::string::npos);
+}
+
+TEST_CASE("admin suspend/resume (root), requeue and checkpoint (owner or root)", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("ctl", {"--set", "declare_cores=2", "--set", "poll_interval=0.2"});
+  a.start();
+  auto s = a.submit({"-N", "mine", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "echo $$ > mine.pid; echo run-$CORRAL_RESTART >> mine.runs; sleep 300"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(wait_state(a, id, "running") == "running");
+  std::string pid = trim(wait_file(a.dir + "/work/mine.pid"));
+
+  // Suspend and resume are root's.
+  auto nb = a.cli({"suspend", id}, kNobody);
+  CHECK(nb.rc == 1);
+  CHECK(nb.err.find("only root may suspend") != std::string::npos);
+  auto pend = a.cli({"resume", id});
+  CHECK(pend.rc == 1);
+  CHECK(pend.err.find("it is running") != std::string::npos);
+  auto sus = a.cli({"suspend", id});
+  INFO(sus.err);
+  CHECK(sus.rc == 0);
+  CHECK(sus.out == id + " suspended\n");
+  CHECK(json_field(stat_json(a, id), "state") == "suspended");
+  CHECK(freezer_state(pid) == "FROZEN");
+  // Held: a scheduling pass (triggered by a submit) does not thaw it.
+  auto other = a.submit({"-l", "ncpus=1", "--wrap", "true"});
+  REQUIRE(a.cli({"wait", trim(other.out)}).rc == 0);
+  CHECK(json_field(stat_json(a, id), "state") == "suspended");
+  auto res = a.cli({"resume", id});
+  CHECK(res.rc == 0);
+  CHECK(json_field(stat_json(a, id), "state") == "running");
+  CHECK(freezer_state(pid) == "THAWED");
+
+  // Requeue: someone else may not; the owner may. The job runs again.
+  auto stranger = a.cli({"requeue", id}, 65533);
+  CHECK(stranger.rc == 1);
+  CHECK(stranger.err.find("only its owner or root") != std::string::npos);
+  auto rq = a.cli({"requeue", id}, kNobody);
+  INFO(rq.err << a.log());
+  CHECK(rq.rc == 0);
+  std::string js;
+  for (int i = 0; i < 500; ++i) {
+    js = stat_json(a, id);
+    if (json_field(js, "requeues") == "1" && json_field(js, "state") == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(json_field(js, "requeues") == "1");
+  CHECK(json_field(js, "state") == "running");
+
+  // Checkpoint: the job gets its signal, stops, and restarts with CORRAL_RESTART=1.
+  for (int i = 0; i < 250 && harness::slurp(a.dir + "/work/mine.runs").size() < 12; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Work is kept in whole seconds: let it run for more than one.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto ck = a.cli({"checkpoint", id});
+  CHECK(ck.rc == 0);
+  for (int i = 0; i < 500; ++i) {
+    js = stat_json(a, id);
+    if (json_field(js, "requeues") == "2" && json_field(js, "state") == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(json_field(js, "requeues") == "2");
+  for (int i = 0; i < 250 && harness::slurp(a.dir + "/work/mine.runs").find("run-1") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(harness::slurp(a.dir + "/work/mine.runs") == "run-0\nrun-0\nrun-1\n");
+
+  auto unknown = a.cli({"suspend", "999"});
+  CHECK(unknown.rc == 1);
+  CHECK(unknown.err.find("unknown job id 999") != std::string::npos);
+  REQUIRE(a.cli({"cancel", id}).rc == 0);
+  a.cli({"wait", id});
+  auto ended = a.cli({"requeue", id});
+  CHECK(ended.rc == 1);
+  CHECK(ended.err.find("ended") != std::string::npos);
+}
