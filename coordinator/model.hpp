@@ -85,7 +85,9 @@ struct Job {
   // Policy state carried across cycles (updated through Plan::updates).
   double priority = 0;           // higher first
   int cycles_pending = 0;
-  int requeues = 0;
+  int requeues = 0;              // every requeue and checkpoint (any stage)
+  int pba_preemptions = 0;       // times PBA's preemption suspended or requeued it
+                                 // (PbaConfig::max_requeues bounds these only)
   double last_start_priority = 0;
   Time work_done = 0;            // seconds of work saved by checkpoints; a restart
                                  // only has (run time - work_done) left
@@ -110,6 +112,8 @@ struct RunningJob {
   bool suspended = false;        // frozen: cores free, memory/jobfs still held
   bool backfilled = false;       // started ahead of a reservation (checkpoint policy)
   Time suspended_for = 0;        // total seconds spent suspended so far
+  bool stopping = false;         // being checkpointed: holds its cores until
+                                 // expected_end, then leaves (no preemption victim)
 };
 
 // Everything the core may look at for one pass.
@@ -157,6 +161,8 @@ struct Decision {
   std::string reason;            // human-readable why (shown to users/admins)
   bool backfilled = false;       // Start: backfilled past a reservation under the
                                  // checkpoint policy (caller sets RunningJob::backfilled)
+  bool pba_preemption = false;   // Suspend/Requeue by PBA's one-for-one preemption
+                                 // (caller adds 1 to Job::pba_preemptions)
 };
 
 // Per-job policy state changes the caller must store before the next pass.

@@ -67,6 +67,8 @@ void on_requeue(Job& job) {
   job.cycles_pending = 0;
 }
 
+void on_pba_preemption(Job& job) { job.pba_preemptions += 1; }
+
 double next_priority(const Job& job, bool allocated, const PbaConfig& cfg) {
   double p;
   if (job.cycles_pending == 0) {
@@ -533,7 +535,11 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
   for (std::size_t i : run_idx) {
     const auto& r = snap.running[i];
     if (is_protected[i]) continue;
-    if (r.job.preempt == PreemptMode::Requeue && r.job.requeues >= cfg.max_requeues) continue;
+    // Being checkpointed: its slots free when the checkpoint is written; as a
+    // victim it would free nothing now and the preemptor's start would wait.
+    if (r.stopping) continue;
+    // The patent's bound on requeues, over PBA's own preemptions only (pba.hpp).
+    if (r.job.pba_preemptions >= cfg.max_requeues) continue;
     victims.push_back(i);
   }
   auto oversub = [&](const std::string& p) {
@@ -587,6 +593,7 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
       d.action = r.job.preempt == PreemptMode::Suspend ? Action::Suspend : Action::Requeue;
       d.job = r.job.id;
       d.at = now;
+      d.pba_preemption = true;
       d.reason = "PBA: slot given to job " + std::to_string(j.id) + " of under-subscribed project '" +
                  j.project + "' (allocation " + std::to_string(project_alloc[j.project]) + " slots)";
       plan.decisions.push_back(std::move(d));

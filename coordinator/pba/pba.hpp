@@ -8,6 +8,8 @@
 //   - on Start: set Job::last_start_priority = Job::priority (and first_start);
 //   - on Requeue / Checkpoint: Job::requeues += 1 and cycles_pending = 0 (PBA's
 //     own Requeue decisions also come with an update saying so);
+//   - on a Suspend / Requeue with Decision::pba_preemption: also
+//     Job::pba_preemptions += 1 (on_pba_preemption), the count max_requeues bounds;
 //   - on Demote: Job::queue = Decision::queue.
 //   - for throughput SLAs: count finished jobs per project in
 //     PbaConfig::jobs_done.
@@ -37,7 +39,14 @@ struct PbaConfig {
   double allocation_increment = 100;
   double cycle_increment = 1;
   double requeue_increment = 10;
-  int max_requeues = 3;            // a job requeued this often is not requeued again
+  // Patent: "ensure that a job that has already been re-queued a certain
+  // number of times is not re-queued again" (the re-queues that free a slot
+  // for an allocated job). Bounds Job::pba_preemptions, PBA's own suspensions
+  // and requeues of the job, not the requeues and checkpoints of other stages
+  // (checkpoint backfilling, selective preemption keep the work and have
+  // their own bounds). Suspensions count too: a job suspended over and over
+  // loses its slot as surely as one requeued.
+  int max_requeues = 3;            // a job PBA preempted this often is not preempted again
 
   // Preemption ("pending for more than a predetermined period").
   bool preempt = true;
@@ -87,6 +96,7 @@ bool covers(const Allocation& a, const Job& job);
 void apply_update(Job& job, const JobUpdate& u);  // priority, cycles_pending
 void on_start(Job& job, Time now);                // last_start_priority, first_start
 void on_requeue(Job& job);                        // requeues + 1, cycles_pending = 0
+void on_pba_preemption(Job& job);                 // pba_preemptions + 1 (Decision::pba_preemption)
 
 // The job's priority after one more pending cycle. `allocated`: the job
 // matches an allocation this week (gets the +100 once, then +1 per cycle).

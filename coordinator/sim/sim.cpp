@@ -516,6 +516,7 @@ class Simulator {
     if (opt_.checkpoint_cost > 0) {
       // It holds its resources while the checkpoint is written.
       r.st = St::Checkpointing;
+      rj.stopping = true;  // PBA must not pick it as a victim: it is leaving already
       rj.expected_end = now_ + opt_.checkpoint_cost;
       rj.backfilled = false;  // its cores come back when the checkpoint is written
       heap_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
@@ -525,7 +526,7 @@ class Simulator {
     return true;
   }
 
-  bool do_requeue(std::size_t idx) {
+  bool do_requeue(std::size_t idx, bool by_pba = false) {
     Rec& r = recs_[idx];
     if (r.st != St::Running && r.st != St::Suspended) return false;
     if (r.st == St::Suspended) --suspended_;
@@ -533,16 +534,18 @@ class Simulator {
     if (r.st == St::Running) segment(idx, rj, now_, false);
     ++r.requeues;
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
+    if (by_pba) pba::on_pba_preemption(rj.job);  // the count PBA's requeue bound reads
     ++res_.preemptions;
     requeue(idx, std::move(rj.job));  // work since the last checkpoint is lost
     return true;
   }
 
-  bool do_suspend(std::size_t idx) {
+  bool do_suspend(std::size_t idx, bool by_pba = false) {
     Rec& r = recs_[idx];
     if (r.st != St::Running) return false;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     ++snap_.running_version;
+    if (by_pba) pba::on_pba_preemption(rj.job);
     segment(idx, rj, now_, false);
     charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
@@ -613,8 +616,8 @@ class Simulator {
       bool stopped = false;
       switch (d.action) {
         case Action::Checkpoint: stopped = do_checkpoint(idx); break;
-        case Action::Requeue: stopped = do_requeue(idx); break;
-        case Action::Suspend: stopped = do_suspend(idx); break;
+        case Action::Requeue: stopped = do_requeue(idx, d.pba_preemption); break;
+        case Action::Suspend: stopped = do_suspend(idx, d.pba_preemption); break;
         default: break;
       }
       if (stopped && !pacc_.empty()) count_preemption(idx, d.reason);

@@ -58,6 +58,8 @@ struct World {
       else if (RunningJob* r = running(u.job)) apply_update(r->job, u);
     }
     for (const auto& d : p.decisions) {
+      if (d.pba_preemption)
+        if (RunningJob* r = running(d.job)) on_pba_preemption(r->job);
       if (d.action == Action::Requeue) requeue(d.job);
       if (d.action == Action::Demote) pending(d.job)->queue = d.queue;
     }
@@ -535,7 +537,7 @@ TEST_CASE("preemption: a 2-slot allocated job frees 2 slots, or none when it can
     a.week = IsoWeek{2026, 48};
     a.slots = 3;
     REQUIRE_FALSE(set_allocation(w.cfg.plan, a, w.snap.now));
-    w.running(1)->job.requeues = w.cfg.max_requeues;  // may not be requeued again
+    w.running(1)->job.pba_preemptions = w.cfg.max_requeues;  // may not be requeued again
     CHECK(w.pass().decisions.empty());
   }
 }
@@ -595,5 +597,47 @@ TEST_CASE("service levels: a throughput project behind its deadline is ordered f
     w.pass();
     CHECK(w.order() == std::vector<JobId>{2, 1});
     CHECK(w.pending(2)->priority == 120);  // the boost orders; it is not stored
+  }
+}
+
+TEST_CASE("requeue bound: only PBA's own preemptions count, suspensions included", "[preempt][bound]") {
+  World w(1, kPlan);
+  w.cfg.require_project_tag = false;
+  run_at(w, 1, "", w.snap.now - 100, 0);
+  w.submit(10, "chip", "alice", w.snap.now - 1000);
+  SECTION("checkpointed and requeued by other stages many times: still a victim") {
+    w.running(1)->job.requeues = 5;  // e.g. checkpoint backfilling, selective preemption
+    Plan p = w.pass();
+    auto rq = of(p, Action::Requeue);
+    REQUIRE(rq.size() == 1);
+    CHECK(rq[0].pba_preemption);
+    CHECK(w.pending(1)->pba_preemptions == 1);  // the caller counted it (contract)
+    CHECK(w.pending(1)->requeues == 6);
+  }
+  SECTION("preempted max_requeues times by PBA: not again") {
+    w.running(1)->job.pba_preemptions = w.cfg.max_requeues;
+    CHECK(w.pass().decisions.empty());
+  }
+  SECTION("a suspend-mode job at the bound is not suspended again") {
+    w.running(1)->job.preempt = PreemptMode::Suspend;
+    w.running(1)->job.pba_preemptions = w.cfg.max_requeues;
+    CHECK(w.pass().decisions.empty());
+    w.running(1)->job.pba_preemptions = w.cfg.max_requeues - 1;
+    auto su = of(w.pass(), Action::Suspend);
+    REQUIRE(su.size() == 1);
+    CHECK(su[0].pba_preemption);
+    CHECK(w.running(1)->job.pba_preemptions == w.cfg.max_requeues);
+  }
+}
+
+TEST_CASE("preemption: a job being checkpointed is no victim", "[preempt]") {
+  World w(2, kPlan);
+  w.cfg.require_project_tag = false;
+  run_at(w, 1, "", w.snap.now - 5000, 0);
+  run_at(w, 2, "", w.snap.now - 10, 1);  // newest: the least valued
+  SECTION("running: the newest goes") { CHECK(victim_of(w) == 2); }
+  SECTION("stopping already (its slots free when its checkpoint is written): the other one") {
+    w.running(2)->stopping = true;
+    CHECK(victim_of(w) == 1);
   }
 }
