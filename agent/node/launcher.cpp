@@ -383,18 +383,22 @@ struct Launcher::Impl {
   }
 
   void save_record(std::uint64_t id, const Job& j) const {
-    std::string tmp = record_path(id) + ".tmp";
-    {
-      std::ofstream o(tmp, std::ios::trunc);
-      o << "id=" << id << "\npid=" << j.shepherd << "\nuid=" << j.spec.uid << "\ngid=" << j.spec.gid
-        << "\nuser=" << esc(j.spec.user) << "\nwalltime_s=" << j.spec.walltime_s << "\nmem_mb=" << j.spec.mem_mb
-        << "\njobfs_mb=" << j.spec.jobfs_mb << "\njobfs_dir=" << esc(j.jobfs_dir) << "\nckpt_dir=" << esc(j.ckpt_dir)
-        << "\nown_ckpt_dir=" << j.own_ckpt_dir << "\nckpt_signal=" << j.spec.ckpt_signal
-        << "\nckpt_grace_s=" << j.spec.ckpt_grace_s << "\nsuspended=" << j.suspended << "\nacc_ms=" << j.acc_ms
-        << "\nrun_started_ms=" << j.run_started_ms << "\nckpt_deadline_ms=" << j.ckpt_deadline_ms
-        << "\nserved=" << j.served << "\n";
-    }
-    ::rename(tmp.c_str(), record_path(id).c_str());
+    std::ostringstream o;
+    o << "id=" << id << "\npid=" << j.shepherd << "\nuid=" << j.spec.uid << "\ngid=" << j.spec.gid
+      << "\nuser=" << esc(j.spec.user) << "\nwalltime_s=" << j.spec.walltime_s << "\nmem_mb=" << j.spec.mem_mb
+      << "\njobfs_mb=" << j.spec.jobfs_mb << "\njobfs_dir=" << esc(j.jobfs_dir) << "\nckpt_dir=" << esc(j.ckpt_dir)
+      << "\nown_ckpt_dir=" << j.own_ckpt_dir << "\nckpt_signal=" << j.spec.ckpt_signal
+      << "\nckpt_grace_s=" << j.spec.ckpt_grace_s << "\nsuspended=" << j.suspended << "\nacc_ms=" << j.acc_ms
+      << "\nrun_started_ms=" << j.run_started_ms << "\nckpt_deadline_ms=" << j.ckpt_deadline_ms
+      << "\nserved=" << j.served << "\n";
+    // Written whole to a temp file, then renamed: a reader never sees half a record.
+    std::string text = o.str(), final_path = record_path(id), tmp = final_path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (ok) ::rename(tmp.c_str(), final_path.c_str());
+    else ::unlink(tmp.c_str());
   }
 
   std::optional<Job> load_record(std::uint64_t id) const {
@@ -758,7 +762,9 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     return std::string("job ") + std::to_string(id) + ": " + e.what();
   }
 
-  std::map<std::string, std::string> env = spec.env;
+  // Moved out: the Job keeps its spec for the job's life, not a copy of its environment.
+  std::map<std::string, std::string> env = std::move(spec.env);
+  spec.env.clear();
   if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   std::string bin_err;
   std::string binary = resolve_binary(spec.argv[0], env["PATH"], cwd, bin_err);
