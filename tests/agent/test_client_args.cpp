@@ -132,6 +132,8 @@ TEST_CASE("-pe slot ranges: Grid Engine forms, clear errors", "[agent]") {
   CHECK_THROWS_WITH(parse_submit(8, const_cast<char**>(both2)), Catch::Contains("not both"));
   const char* missing[] = {"submit", "-pe", "smp"};
   CHECK_THROWS_WITH(parse_submit(3, const_cast<char**>(missing)), Catch::Contains("-pe needs"));
+  const char* flag[] = {"submit", "-pe", "smp", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(5, const_cast<char**>(flag)), Catch::Contains("-pe needs"));
   const char* twice[] = {"submit", "-pe", "smp", "2", "-pe", "smp", "3", "--wrap", "true"};
   CHECK_THROWS_WITH(parse_submit(9, const_cast<char**>(twice)), Catch::Contains("twice"));
   const char* badname[] = {"submit", "-pe", "s m p", "2", "--wrap", "true"};

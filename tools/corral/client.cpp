@@ -212,6 +212,9 @@ SubmitArgs parse_submit(int argc, char** argv) {
       if (i + 2 >= argc) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
       if (have_pe) throw UsageError("-pe given twice");
       std::string name = argv[i + 1], range = argv[i + 2];
+      if (name.rfind("-", 0) == 0 || range.rfind("--", 0) == 0)
+        throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8 (got '-pe " +
+                         name + " " + range + "')");
       i += 2;
       apply_pe(name, range, s);
       have_pe = true;
