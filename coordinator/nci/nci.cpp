@@ -160,6 +160,11 @@ double suspension_score(const Job& s, const RunningJob& v, Time now, int s_runni
   return score;
 }
 
+bool window_closed(const Job& job, Time now, const NciConfig& cfg) {
+  return (cfg.window_cycles > 0 && job.cycles_pending >= cfg.window_cycles) ||
+         (cfg.window_wait > 0 && now - job.submit >= cfg.window_wait);
+}
+
 // ------------------------------------------------------------------ cycle --
 
 namespace {
@@ -795,8 +800,7 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
       plan.decisions.push_back(std::move(d));
       q = bonus->name;
     }
-    const bool must = j.cycles_pending >= cfg.window_cycles ||
-                      (cfg.window_wait > 0 && snap.now - j.submit >= cfg.window_wait);
+    const bool must = window_closed(j, snap.now, cfg);
     live.push_back({idx, q, cy.prio_of(q), must});
   }
 
@@ -841,20 +845,19 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
   for (std::size_t i = 0; i < live.size(); ++i)
     if (pinned[i]) first.push_back(i);
   std::vector<std::size_t> must;
-  std::map<std::string, std::vector<std::size_t>> rest;  // queue -> live, shuffled
-  for (std::size_t i : order) {
-    if (pinned[i]) continue;
-    if (live[i].must)
-      must.push_back(i);
-    else
-      rest[live[i].queue].push_back(i);
-  }
+  for (std::size_t i : order)
+    if (!pinned[i] && live[i].must) must.push_back(i);
   std::stable_sort(must.begin(), must.end(), [&](std::size_t a, std::size_t b) {
     const Job& x = snap.pending[live[a].idx];
     const Job& y = snap.pending[live[b].idx];
+    // Longest waiting first: by time when the window is a time bound.
+    if (cfg.window_wait > 0 && x.submit != y.submit) return x.submit < y.submit;
     if (x.cycles_pending != y.cycles_pending) return x.cycles_pending > y.cycles_pending;
     return x.submit < y.submit;
   });
+  std::map<std::string, std::vector<std::size_t>> rest;  // queue -> live, shuffled
+  for (std::size_t i : order)
+    if (!pinned[i] && !live[i].must) rest[live[i].queue].push_back(i);
   std::map<std::string, std::vector<std::uint32_t>> susp;  // queue -> runs
   for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri) {
     const Run& r = cy.runs[ri];
@@ -972,8 +975,7 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   for (std::size_t k = std::min(st.pinned, st.order.size()); k < st.order.size(); ++k) {
     if (st.order[k] >= snap.pending.size()) continue;
     const Job& j = snap.pending[st.order[k]];
-    if (j.cycles_pending >= cfg.window_cycles || (cfg.window_wait > 0 && snap.now - j.submit >= cfg.window_wait))
-      return with_queues(false);
+    if (window_closed(j, snap.now, cfg)) return with_queues(false);
   }
   const std::unordered_set<JobId> freed(st.freed.begin(), st.freed.end());
   std::unordered_set<JobId> resumed;

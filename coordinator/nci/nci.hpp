@@ -78,9 +78,18 @@ struct NciConfig {
   // without bound: see nci_claims.
   bool claim_suspended_cores = true;
 
-  // Start window: a job pending this many cycles (or this long, if > 0) must
-  // start: it is tried before every other job, may suspend any running job
-  // that is not itself protected, and holds back later jobs that would delay it.
+  // Start window ("Job start time window": every job starts "within a
+  // reasonable window around the time when they become eligible to run"): a
+  // job whose window has closed must start: it is tried before every other
+  // job, may suspend any running job that is not itself protected, and holds
+  // back later jobs that would delay it (the planner reserves for it).
+  // Closed after `window_cycles` pending cycles (<= 0: never by cycles) or,
+  // if `window_wait` > 0, `window_wait` seconds after it became eligible
+  // (its submit time; a requeued job keeps it). The time form is a stated
+  // bound when nothing goes ahead of window jobs: the start comes at most
+  // window_wait + the time for the jobs running then to end (their
+  // walltimes, stretched by suspension) after submit. Jobs an earlier stage
+  // pins ahead (PBA's allocated class) can break it: bench/projects/RESULTS.md.
   int window_cycles = 48;
   Time window_wait = 0;
   // Each pending cycle lowers a job's shuffle score by this many cpus, so a
@@ -128,6 +137,9 @@ double suspension_score(const Job& suspender, const RunningJob& victim, Time now
 // The time a running job reaches its walltime: suspended time does not count
 // ("walltime ... If a job is suspended, its wall clock time will also be suspended").
 Time walltime_deadline(const RunningJob& rj);
+
+// Has this job's start window closed (NciConfig::window_cycles / window_wait)?
+bool window_closed(const Job& job, Time now, const NciConfig& cfg);
 
 // ----------------------------------------------------------------- cycle --
 

@@ -729,6 +729,19 @@ class Simulator {
     res_.has_projects = true;
     res_.pending_threshold = threshold;
     res_.projects.resize(pacc_.size());
+    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) {
+      // The start window's stated bound (nci.hpp): window + longest request.
+      Time longest = 0;
+      for (std::size_t i = 0; i < n_; ++i) longest = std::max(longest, tr_.jobs[i].estimate);
+      res_.start_window = cfg_.nci.window_wait;
+      res_.window_bound = cfg_.nci.window_wait + longest;
+      for (std::size_t i = 0; i < n_; ++i) {
+        if (recs_[i].st == St::Rejected) continue;
+        const Time w = (recs_[i].first_start >= 0 ? recs_[i].first_start : t1) - tr_.jobs[i].submit;
+        if (w > res_.window_bound) ++res_.jobs_past_window;
+        res_.max_wait_past_window = std::max(res_.max_wait_past_window, w - res_.window_bound);
+      }
+    }
     std::vector<double> wsum(pacc_.size(), 0);
     std::vector<std::size_t> waited(pacc_.size(), 0);
     for (std::size_t i = 0; i < n_; ++i) {
@@ -893,6 +906,12 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
       p += "}";
     }
     kv("pending_threshold", std::to_string(r.pending_threshold));
+    if (r.start_window > 0) {
+      kv("start_window", std::to_string(r.start_window));
+      kv("window_bound", std::to_string(r.window_bound));
+      kv("jobs_past_window", std::to_string(r.jobs_past_window));
+      kv("max_wait_past_window", std::to_string(r.max_wait_past_window));
+    }
     kv("projects", p + "}");
   }
   o += "}";

@@ -128,6 +128,14 @@ struct SimResult {
   bool has_projects = false;        // SimOptions::projects: `projects` is in the JSON
   Time pending_threshold = 0;       // PbaConfig::preempt_after used for the figures
   std::vector<ProjectResult> projects;  // the plan's projects in file order, then "(none)"
+  // NCI's start window as a time bound (projects with nci.window_wait > 0):
+  // every job should start within start_window + the longest request of the
+  // trace (window_bound) of its submit; jobs_past_window counts those that
+  // did not, max_wait_past_window is the longest (wait - window_bound), >= 0.
+  Time start_window = 0;            // 0: no time window (nothing reported)
+  Time window_bound = 0;
+  std::size_t jobs_past_window = 0;
+  Time max_wait_past_window = 0;
   std::vector<NciReport> weekly;        // SimOptions::weekly_reports: one per week
 };
 

@@ -89,6 +89,12 @@ const char* kHelp =
     "                       start window, grants)\n"
     "  --pending-threshold T  with --projects: wait before an allocated job may\n"
     "                       preempt (default 300s)\n"
+    "  --start-window T     with --nci: a job's start window also closes T after\n"
+    "                       its submit (then it heads the order); the JSON reports\n"
+    "                       the jobs that waited past T + the longest request\n"
+    "                       (default 0: the window is counted in cycles only)\n"
+    "  --pba-max-requeues N with --projects: a job PBA preempted N times is not\n"
+    "                       preempted again (default 3)\n"
     "  --help               this text\n"
     "Times accept a suffix s, m, h or d (e.g. --aging 24h).\n"
     "Default: --policy checkpoint --order lxf --predict --repredict --preempt\n"
@@ -171,6 +177,8 @@ int cmd_sim(int argc, char** argv) {
   std::string projects_path;
   bool nci = false;
   Time pending_threshold = -1;
+  Time start_window = -1;    // -1: use_projects' default
+  int pba_max_requeues = -1;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i], val;
@@ -279,6 +287,10 @@ int cmd_sim(int argc, char** argv) {
         nci = true;
       } else if (a == "--pending-threshold") {
         pending_threshold = parse_time(a, value());
+      } else if (a == "--start-window") {
+        start_window = parse_time(a, value());
+      } else if (a == "--pba-max-requeues") {
+        pba_max_requeues = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
       } else if (a.size() > 1 && a[0] == '-') {
         throw UsageError("unknown option '" + a + "' (see corral sim --help)");
       } else if (trace_path.empty()) {
@@ -294,6 +306,8 @@ int cmd_sim(int argc, char** argv) {
       throw UsageError("--report/--report-json need --projects FILE");
     if ((nci || pending_threshold >= 0) && projects_path.empty())
       throw UsageError(std::string(nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
+    if (start_window >= 0 && !nci) throw UsageError("--start-window needs --nci");
+    if (pba_max_requeues >= 0 && projects_path.empty()) throw UsageError("--pba-max-requeues needs --projects FILE");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 2;
@@ -346,6 +360,8 @@ int cmd_sim(int argc, char** argv) {
     sim::use_projects(opt, pr.plan, nci);
     opt.weekly_reports = !report_path.empty() || !report_json_path.empty();
     if (pending_threshold >= 0) opt.sched.pba.preempt_after = pending_threshold;
+    if (start_window >= 0) opt.sched.nci.window_wait = start_window;
+    if (pba_max_requeues >= 0) opt.sched.pba.max_requeues = pba_max_requeues;
   }
 
   try {

@@ -3,6 +3,7 @@
 // memory of running + suspended jobs), suspension included.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -213,4 +214,36 @@ TEST_CASE("without the window the big jobs wait much longer", "[nci][window]") {
   }
   WARN("max wait with window " << worst_on << " s, without " << worst_off << " s");
   CHECK(worst_on < worst_off);
+}
+
+TEST_CASE("start window as a time bound: every job starts within window_wait + the running jobs' time",
+          "[nci][window]") {
+  // The window closes window_wait seconds after submit (cycles not counted):
+  // the job then heads the order, so it waits at most for the jobs running
+  // then to end, each at most its walltime x 2 when suspended (the XFactor
+  // kept near 1.25), plus the cycle granularity.
+  NciConfig cfg = cfg_on();
+  cfg.window_cycles = 0;      // off: the bound is in seconds only
+  cfg.window_wait = 20 * 60;
+  cfg.parallel_min_cpus = 8;
+  NciConfig off = cfg;
+  off.window_wait = 0;        // no window at all
+  off.age_cpus_per_cycle = 0;
+  Time worst_excess = std::numeric_limits<Time>::min(), worst_off_excess = std::numeric_limits<Time>::min();
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    INFO("seed " << seed);
+    const Outcome a = simulate(seed, cfg, 300, 6 * 86400);
+    const Outcome b = simulate(seed, off, 300, 6 * 86400);
+    REQUIRE(a.violation.empty());
+    REQUIRE(b.violation.empty());
+    CHECK(a.unfinished == 0);
+    const Time bound = cfg.window_wait + 2 * a.max_walltime + 2 * 60;
+    CHECK(a.max_wait <= bound);
+    worst_excess = std::max(worst_excess, a.max_wait - bound);
+    worst_off_excess = std::max(worst_off_excess, b.max_wait - (cfg.window_wait + 2 * b.max_walltime + 2 * 60));
+  }
+  WARN("longest wait minus the bound: " << worst_excess << " s with the window, " << worst_off_excess
+                                        << " s without");
+  // Without the window the same bound is broken: the window is what gives it.
+  CHECK(worst_off_excess > 0);
 }
