@@ -173,3 +173,46 @@ TEST_CASE("config: file keys, flags override, bad keys are clear errors", "[agen
                     Catch::Contains("unknown option"));
   std::system(("rm -rf " + d).c_str());
 }
+
+TEST_CASE("journal keeps a job's slot range, granted cores and suspension (live part)", "[agent]") {
+  std::string d = tmpdir();
+  {
+    Store s(d + "/state");
+    JobRecord r = job(s.next_id(), "pe");
+    r.spec.pe = "smp";
+    r.spec.slots_min = 1;
+    r.spec.slots_max = 4;
+    r.state = "suspended";
+    r.cores = {0, 1};
+    r.suspended_seconds = 12.5;
+    r.suspended_since = 1700000000.0;
+    r.held = true;
+    s.put(r);
+    s.flush();
+  }
+  Store s(d + "/state");
+  const JobRecord* r = s.find(1);
+  REQUIRE(r);
+  CHECK(r->spec.pe == "smp");
+  CHECK(r->spec.slots_min == 1);
+  CHECK(r->spec.slots_max == 4);
+  CHECK(r->cores == std::vector<int>{0, 1});
+  CHECK(r->suspended_seconds == 12.5);
+  CHECK(r->suspended_since == 1700000000.0);
+  CHECK(r->held);
+  (void)!std::system(("rm -rf " + d).c_str());
+}
+
+TEST_CASE("config: nci and nci_require keys", "[agent]") {
+  corral::agent::Config c;
+  CHECK_FALSE(c.nci);
+  corral::agent::set_config_key(c, "nci", "yes");
+  CHECK(c.nci);
+  corral::agent::set_config_key(c, "nci_require", "walltime, mem");
+  CHECK(c.nci_require == std::vector<std::string>{"walltime", "mem"});
+  corral::agent::set_config_key(c, "nci_require", "none");
+  CHECK(c.nci_require.empty());
+  CHECK_THROWS_WITH(corral::agent::set_config_key(c, "nci_require", "walltime,gpus"),
+                    Catch::Contains("nci_require"));
+  CHECK_THROWS_AS(corral::agent::set_config_key(c, "nci", "maybe"), std::invalid_argument);
+}
