@@ -28,6 +28,7 @@ using namespace corral;
 int main(int argc, char** argv) {
   std::string path = std::string(CORRAL_TRACES) + "/CTC-SP2-1996-3.1-cln.swf.gz";
   int runs = 3;
+  bool driver = true;
   std::vector<Backfill> policies;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -41,8 +42,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       policies.push_back(b);
+    } else if (a == "--no-driver") {
+      driver = false;  // skip the first-fit driver figure (e.g. under perf)
     } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "sim_speed: unknown option %s\nusage: sim_speed [TRACE] [--runs N] [--policy P]...\n", a.c_str());
+      std::fprintf(stderr, "sim_speed: unknown option %s\nusage: sim_speed [TRACE] [--runs N] [--policy P]... [--no-driver]\n", a.c_str());
       return 2;
     } else {
       path = a;
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
   // The driver's own cost: the same replay with a trivial first-fit pass (any
   // job that fits starts; queues stay short as under EASY) instead of the core:
   // shows how much of the time is the simulator, how much the planner.
-  {
+  if (driver) {
     sim::SimOptions opt;
     opt.scheduler = [](const Snapshot& s, const SchedConfig&, std::uint64_t) {
       Plan p;

@@ -1116,46 +1116,69 @@ struct Planner::Impl {
     }
   }
 
-  // Brings the mirror up to snap.running; records the net changes.
+  // Brings the mirror up to snap.running; records the net changes. An entry
+  // that only moved (a swap-remove by the caller) is found among the removed
+  // ones and moved with its record: its cores are not released and re-taken.
+  std::vector<std::uint32_t> fd_changed;  // scratch: positions that differ
+  std::vector<RunRec> fd_pool;            // scratch: records of the removed entries
+  bool f_same(const RunRec& r, const RunningJob& rj, std::uint64_t version) const {
+    return rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
+           rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
+           (version != 0 || r.same(rj.placement));  // model.hpp: placement fixed per (id, start)
+  }
   void f_diff(const Snapshot& s) {
     f_removed.clear();
     f_added.clear();
+    fd_changed.clear();
     const std::size_t nr = s.running.size(), no = fr.size();
+    for (std::size_t k = 0; k < std::max(nr, no); ++k)
+      if (k >= nr || k >= no || !f_same(fr[k], s.running[k], s.running_version))
+        fd_changed.push_back(static_cast<std::uint32_t>(k));
+    if (fd_changed.empty()) return;
+    std::size_t pooled = 0;
+    for (std::uint32_t k : fd_changed) {
+      if (k >= no) break;
+      if (fd_pool.size() <= pooled) fd_pool.emplace_back();
+      std::swap(fd_pool[pooled++], fr[k]);
+    }
     if (fr.size() < nr) fr.resize(nr);
-    for (std::size_t k = 0; k < std::max(nr, no); ++k) {
+    for (std::uint32_t k : fd_changed) {
+      if (k >= nr) break;
+      const RunningJob& rj = s.running[k];
       RunRec& r = fr[k];
-      if (k < nr && k < no) {
-        const RunningJob& rj = s.running[k];
-        if (rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
-            rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
-            (s.running_version != 0 || r.same(rj.placement)))  // model.hpp: placement fixed per (id, start)
-          continue;
-      }
-      if (k < no) {
-        f_apply(r, -1);
-        if (r.holds && r.empty_pl()) --fr_bad;
-        f_removed.push_back({r.id, r.end, r.on_up, r.holds});
-      }
-      if (k < nr) {
-        const RunningJob& rj = s.running[k];
-        r.id = rj.job.id;
-        r.start = rj.start;
-        r.end = rj.expected_end;
-        r.slots = rj.slots;
-        r.suspended = rj.suspended;
-        r.backfilled = rj.backfilled;
-        r.holds = !rj.suspended;
-        r.set(rj.placement);
-        r.on_up = 0;
-        for (const Placement& p : rj.placement)
-          if (p.node < fl_nn && fl_up[p.node]) r.on_up += static_cast<int>(p.slots);
-        if (r.holds && r.empty_pl()) ++fr_bad;
-        f_apply(r, +1);
-        f_added.push_back({r.id, r.end, r.on_up, r.holds});
-      }
+      bool moved = false;
+      for (std::size_t m = 0; m < pooled; ++m)
+        if (f_same(fd_pool[m], rj, s.running_version)) {
+          std::swap(r, fd_pool[m]);
+          std::swap(fd_pool[m], fd_pool[--pooled]);
+          moved = true;
+          break;
+        }
+      if (moved) continue;
+      r.id = rj.job.id;
+      r.start = rj.start;
+      r.end = rj.expected_end;
+      r.slots = rj.slots;
+      r.suspended = rj.suspended;
+      r.backfilled = rj.backfilled;
+      r.holds = !rj.suspended;
+      r.set(rj.placement);
+      r.on_up = 0;
+      for (const Placement& p : rj.placement)
+        if (p.node < fl_nn && fl_up[p.node]) r.on_up += static_cast<int>(p.slots);
+      if (r.holds && r.empty_pl()) ++fr_bad;
+      f_apply(r, +1);
+      f_added.push_back({r.id, r.end, r.on_up, r.holds});
+    }
+    for (std::size_t m = 0; m < pooled; ++m) {
+      const RunRec& r = fd_pool[m];
+      f_apply(r, -1);
+      if (r.holds && r.empty_pl()) --fr_bad;
+      f_removed.push_back({r.id, r.end, r.on_up, r.holds});
     }
     fr.resize(nr);
-    // A job moved by a swap-remove shows up as removed and added unchanged.
+    // An entry whose flags changed but not its release shows up as removed
+    // and added unchanged: the pair cancels.
     for (std::size_t a = 0; a < f_added.size(); ++a)
       for (std::size_t b = 0; b < f_removed.size(); ++b) {
         const Change& x = f_added[a];

@@ -1,6 +1,7 @@
 #include "coordinator/planner/profile.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace corral {
 
@@ -50,6 +51,8 @@ std::size_t Profile::points() const {
 }
 
 std::pair<std::size_t, std::size_t> Profile::locate(Time t) const {
+  // Most queries start at the origin (now): no search.
+  if (t <= origin_) return {0, 0};
   // Last block whose first point is <= t, then the last point <= t in it.
   const auto bit = std::upper_bound(firsts_.begin(), firsts_.end(), t);
   const std::size_t lo = bit == firsts_.begin() ? 0 : static_cast<std::size_t>(bit - firsts_.begin()) - 1;
@@ -99,7 +102,13 @@ void Profile::maybe_split(std::size_t bi) {
 }
 
 std::pair<std::size_t, std::size_t> Profile::split_at(Time t) {
-  auto [b, i] = locate(t);
+  // earliest() remembers where its answer is: the reservation that follows
+  // it starts there, so no search is needed.
+  auto [b, i] = hint_gen_ == gen_ && hint_t_ == t ? std::pair<std::size_t, std::size_t>{hint_b_, hint_i_} : locate(t);
+  return insert_point(b, i, t);
+}
+
+std::pair<std::size_t, std::size_t> Profile::insert_point(std::size_t b, std::size_t i, Time t) {
   auto& p = blocks_[b].p;
   if (p[i].t == t) return {b, i};
   // The new point repeats its left neighbour's value: min/max stay valid.
@@ -109,12 +118,43 @@ std::pair<std::size_t, std::size_t> Profile::split_at(Time t) {
   return locate(t);
 }
 
+// After points [i, e) of block bl changed by delta: its min/max without a
+// rescan unless a changed point held the extreme that moved away.
+void Profile::refresh_range(Block& bl, std::size_t i, std::size_t e, std::int64_t delta) {
+  std::int64_t cmin = bl.p[i].f, cmax = cmin;
+  for (std::size_t k = i + 1; k < e; ++k) {
+    cmin = std::min(cmin, bl.p[k].f);
+    cmax = std::max(cmax, bl.p[k].f);
+  }
+  if (delta < 0) {
+    if (cmax - delta + bl.lazy >= bl.mx) {
+      refresh(bl);
+      return;
+    }
+    bl.mn = std::min(bl.mn, cmin + bl.lazy);
+  } else {
+    if (cmin - delta + bl.lazy <= bl.mn) {
+      refresh(bl);
+      return;
+    }
+    bl.mx = std::max(bl.mx, cmax + bl.lazy);
+  }
+}
+
 void Profile::add(Time t0, Time t1, std::int64_t delta) {
   t0 = std::max(t0, origin_);
   if (t1 <= t0 || delta == 0) return;
-  ++gen_;
-  if (t1 < kForever) split_at(t1);
   auto [b, i] = split_at(t0);
+  ++gen_;
+  if (t1 < kForever) {
+    // t1 is found walking forward from t0 (windows are usually short).
+    const auto [b1, i1] = locate_from(b, i, t1);
+    if (blocks_[b1].p[i1].t != t1) {
+      const std::size_t nblocks = blocks_.size();
+      insert_point(b1, i1, t1);
+      if (blocks_.size() != nblocks && b1 == b) std::tie(b, i) = locate(t0);  // t0's block was split
+    }
+  }
   // Walk forward from t0: whole blocks before t1 take the delta lazily, the
   // block holding t1 point by point.
   for (; b < blocks_.size(); ++b, i = 0) {
@@ -128,7 +168,7 @@ void Profile::add(Time t0, Time t1, std::int64_t delta) {
     }
     std::size_t e = i;
     while (e < bl.p.size() && bl.p[e].t < t1) bl.p[e++].f += delta;
-    if (e > i) refresh(bl);
+    if (e > i) refresh_range(bl, i, e, delta);
     if (e < bl.p.size()) break;
   }
 }
@@ -208,47 +248,50 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
   t0 = std::max(t0, origin_);
   if (need <= 0) return t0;
   if (need > capacity_) return kForever;
-  // Positions (block, index) walk forward only; one binary search per round.
+  // One forward walk: a candidate is the first point with free >= need; the
+  // window after it is scanned until its end or the first shortage, where
+  // the search for the next candidate resumes. Every point is read once;
+  // blocks that cannot hold a candidate (max < need) or a shortage (min >=
+  // need) inside the window are skipped whole.
   auto [b, i] = locate(t0);
-  auto val = [&](std::size_t bb, std::size_t ii) { return blocks_[bb].p[ii].f + blocks_[bb].lazy; };
-  // Advance (b, i) to the first point at/after it with free >= need.
-  auto seek_ok = [&]() -> bool {
-    for (; b < blocks_.size(); ++b, i = 0) {
+  const std::size_t nb = blocks_.size();
+  for (;;) {
+    // Seek the next candidate.
+    for (;; ++b, i = 0) {
+      if (b == nb) return kForever;
       const Block& bl = blocks_[b];
       if (i == 0 && bl.mx < need) continue;
-      for (; i < bl.p.size(); ++i)
-        if (val(b, i) >= need) return true;
+      const std::int64_t want = need - bl.lazy;
+      while (i < bl.p.size() && bl.p[i].f < want) ++i;
+      if (i < bl.p.size()) break;
     }
-    return false;
-  };
-  if (!seek_ok()) return kForever;
-  for (;;) {
     const Time cand = std::max(blocks_[b].p[i].t, t0);
     const Time end = sat_add(cand, dur);
-    // Each round jumps past the LAST shortage inside [cand, end), so short
-    // gaps are skipped together rather than one by one.
-    auto [eb, ei] = end >= kForever ? std::pair<std::size_t, std::size_t>{blocks_.size() - 1, blocks_.back().p.size() - 1}
-                                    : locate_from(b, i, end - 1);
-    bool found = false;
-    for (;;) {
-      const Block& bl = blocks_[eb];
-      const std::size_t lo = eb == b ? i : 0;
-      if (!(lo == 0 && bl.mn >= need)) {
-        for (std::size_t k = ei + 1; k-- > lo;)
-          if (val(eb, k) < need) {
-            ei = k;
-            found = true;
-            break;
-          }
+    // Scan the window (cand, end) for a shortage.
+    std::size_t sb = b, si = i + 1;
+    bool short_found = false;
+    for (; sb < nb; ++sb, si = 0) {
+      const Block& bl = blocks_[sb];
+      const std::size_t n = bl.p.size();
+      if (si >= n) continue;
+      if (bl.p[si].t >= end) break;
+      if (si == 0 && bl.mn >= need && bl.p[n - 1].t < end) continue;  // no shortage in it
+      const std::int64_t want = need - bl.lazy;
+      while (si < n && bl.p[si].t < end && bl.p[si].f >= want) ++si;
+      if (si < n) {
+        short_found = bl.p[si].t < end;
+        break;
       }
-      if (found || eb == b) break;
-      --eb;
-      ei = blocks_[eb].p.size() - 1;
     }
-    if (!found) return cand;
-    b = eb;
-    i = ei + 1;
-    if (!seek_ok()) return kForever;
+    if (!short_found) {
+      hint_gen_ = gen_;
+      hint_t_ = cand;
+      hint_b_ = b;
+      hint_i_ = i;
+      return cand;
+    }
+    b = sb;
+    i = si + 1;
   }
 }
 

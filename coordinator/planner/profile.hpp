@@ -75,7 +75,10 @@ class Profile {
   std::pair<std::size_t, std::size_t> locate_from(std::size_t b, std::size_t i, Time t) const;
   // Makes sure a breakpoint exists exactly at t; returns its location.
   std::pair<std::size_t, std::size_t> split_at(Time t);
+  // Same, given the location of the point whose segment contains t.
+  std::pair<std::size_t, std::size_t> insert_point(std::size_t b, std::size_t i, Time t);
   void refresh(Block& b);
+  void refresh_range(Block& b, std::size_t i, std::size_t e, std::int64_t delta);
   void maybe_split(std::size_t bi);
 
   Time origin_ = 0;
@@ -85,6 +88,10 @@ class Profile {
   // run_end_now cache: value per need, valid when stamp == gen_.
   std::uint64_t gen_ = 1;
   std::vector<std::pair<std::uint64_t, Time>> cache_;
+  // Where earliest() found its answer (valid while hint_gen_ == gen_).
+  mutable std::uint64_t hint_gen_ = 0;
+  mutable Time hint_t_ = 0;
+  mutable std::size_t hint_b_ = 0, hint_i_ = 0;
 };
 
 }  // namespace corral

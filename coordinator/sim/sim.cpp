@@ -622,7 +622,7 @@ class Simulator {
       }
       if (stopped && !pacc_.empty()) count_preemption(idx, d.reason);
     }
-    for (const Decision& d : plan.decisions) {
+    for (Decision& d : plan.decisions) {
       std::size_t idx = index_of(d.job);
       if (idx == n_) continue;
       Rec& r = recs_[idx];
@@ -638,7 +638,7 @@ class Simulator {
           take(slots, d.placement);
           r.starting = true;
           r.start_slots = slots;
-          r.start_place = d.placement;
+          r.start_place = std::move(d.placement);  // the plan is ours: no copy
           r.start_backfilled = d.backfilled;
           any_start = true;
           break;

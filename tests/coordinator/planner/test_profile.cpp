@@ -82,3 +82,49 @@ TEST_CASE("profile build from release events and run_end", "[planner][profile]")
   CHECK(p.next_change(0) == 100);
   CHECK(p.run_end_now(1) == 100);
 }
+
+// The conservative planner's pattern: earliest() then a debit at its answer
+// (the profile reuses the location earliest() found), mixed with credits
+// (checkpointed jobs give cores back) and debits from the origin.
+TEST_CASE("profile earliest-then-reserve and credits match brute force", "[planner][profile]") {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 30; ++round) {
+    const std::int64_t cap = 1 + static_cast<std::int64_t>(rng() % 40);
+    Profile p;
+    p.reset(0, cap);
+    Brute b(cap);
+    std::vector<std::pair<std::pair<Time, Time>, std::int64_t>> done;  // debits that may be credited back
+    for (int op = 0; op < 500; ++op) {
+      const int kind = static_cast<int>(rng() % 4);
+      if (kind == 0 && !done.empty()) {  // credit a earlier debit back
+        const std::size_t k = rng() % done.size();
+        const auto [w, d] = done[k];
+        p.add(w.first, w.second, -d);
+        b.add(w.first, std::min<Time>(w.second, kH + 1), -d);
+        done[k] = done.back();
+        done.pop_back();
+        continue;
+      }
+      const std::int64_t need = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(cap));
+      const Time dur = 1 + static_cast<Time>(rng() % 70);
+      const Time t0 = kind == 1 ? 0 : static_cast<Time>(rng() % 200);
+      const Time t = p.earliest(need, dur, t0);
+      REQUIRE(t == b.earliest(need, dur, t0));
+      if (t >= kForever || t + dur > kH) continue;
+      p.add(t, t + dur, -need);
+      b.add(t, t + dur, -need);
+      done.push_back({{t, t + dur}, -need});
+      for (Time q = 0; q <= kH; q += 7) REQUIRE(p.free_at(q) == b.at(q));
+    }
+    for (int q = 0; q < 100; ++q) {
+      const Time a = static_cast<Time>(rng() % 350);
+      const Time dur = 1 + static_cast<Time>(rng() % 80);
+      REQUIRE(p.min_free(a, a + dur) == b.minf(a, a + dur));
+      const std::int64_t need = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(cap));
+      Time want = kForever;  // first time >= a with free < need (constant past kH)
+      for (Time x = a; x <= kH && want == kForever; ++x)
+        if (b.at(x) < need) want = x;
+      REQUIRE(p.run_end(a, need) == want);
+    }
+  }
+}
