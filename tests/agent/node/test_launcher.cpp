@@ -626,3 +626,75 @@ TEST_CASE("a dead shepherd server is restarted by the next start", "[node][launc
   CHECK(e->reason == EndReason::Completed);
   CHECK(n.leftovers().empty());
 }
+
+TEST_CASE("the server is every job's parent and reaper; a leftover slot of the same id is replaced",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  // A leftover slot named like the next job (an earlier life), with limits the job must not get.
+  n.L->cgroups().create(slot_name(60), SlotLimits{{}, {}, 8});
+  // Each job prints its parent's pid and command line, then exits with its own code.
+  const std::string probe = "echo $PPID; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; "
+                            "cat /sys/fs/cgroup/memory/" + n.cfg.cgroup_parent + "/job.$CORRAL_JOBID/memory.limit_in_bytes; exit ";
+  REQUIRE(n.L->start(n.spec(60, {"/bin/sh", "-c", probe + "3"})) == "");
+  REQUIRE(n.L->start(n.spec(61, {"/bin/sh", "-c", probe + "4"})) == "");
+  std::optional<JobEnd> e60, e61;  // both ends, whichever comes first
+  REQUIRE(wait_until([&] {
+    for (auto& e : n.L->poll()) (e.id == 60 ? e60 : e61) = e;
+    return e60 && e61;
+  }, 10000));
+  REQUIRE(e60);
+  REQUIRE(e61);
+  CHECK(e60->exit_code == 3);
+  CHECK(e61->exit_code == 4);
+  std::istringstream o60(n.out(60)), o61(n.out(61));
+  std::string ppid60, ppid61, cmd60, cmd61, lim60;
+  std::getline(o60, ppid60);
+  std::getline(o60, cmd60);
+  std::getline(o60, lim60);
+  std::getline(o61, ppid61);
+  std::getline(o61, cmd61);
+  // One server forked nothing per job: both jobs are its direct children.
+  CHECK(!ppid60.empty());
+  CHECK(ppid60 == ppid61);
+  CHECK(cmd60.find("corral-shepherd --server") != std::string::npos);
+  CHECK(cmd61 == cmd60);
+  // The leftover's 8 MB limit is gone: the job got a fresh slot without a limit.
+  CHECK(lim60.size() > 12);
+  // The server reaped both: no zombie child of it is left.
+  bool zombie = false;
+  for (auto& d : std::filesystem::directory_iterator("/proc")) {
+    std::string s = slurp(d.path().string() + "/stat");
+    auto r = s.rfind(')');
+    if (r == std::string::npos) continue;
+    std::istringstream in(s.substr(r + 2));
+    std::string state, ppid;
+    in >> state >> ppid;
+    zombie |= ppid == ppid60 && state == "Z";
+  }
+  CHECK(!zombie);
+  CHECK(n.leftovers().empty());
+}
+
+TEST_CASE("a server outlives its launcher until its last job ends, and writes that job's status",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  REQUIRE(n.L->start(n.spec(62, {"/bin/sh", "-c", "sleep 0.3; exit 7"})) == "");
+  REQUIRE(wait_until([&] { return !n.L->cgroups().pids(slot_name(62)).empty(); }, 5000));
+  n.L.reset();  // the agent goes; the job runs on, its server stays for it
+  nap(800);     // the job ends while no launcher watches
+  std::string status = slurp(n.cfg.state_dir + "/job.62.exit");
+  REQUIRE(!status.empty());
+  CHECK(WIFEXITED(std::stoi(status)));
+  CHECK(WEXITSTATUS(std::stoi(status)) == 7);
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  REQUIRE(rec.size() == 1);
+  CHECK(rec[0].adopted);
+  auto e = n.wait_end(62, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 7);
+  CHECK(n.leftovers().empty());
+}
