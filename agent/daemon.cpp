@@ -853,6 +853,7 @@ Snapshot Daemon::snapshot(Time t) const {
     j.priority = r.priority;
     j.cycles_pending = r.cycles_pending;
     j.requeues = r.requeues;
+    j.pba_preemptions = r.pba_preemptions;
     j.last_start_priority = r.last_start_priority;
     j.work_done = r.work_done;
     j.first_start = static_cast<Time>(r.first_start);
@@ -930,7 +931,10 @@ void Daemon::apply(const Plan& plan) {
           break;
         }
         if (!sus && rec->held) break;  // suspended by an admin: only `corral resume` thaws it
-        suspend_resume(*rec, sus, d.reason);
+        if (suspend_resume(*rec, sus, d.reason).empty() && sus && d.pba_preemption) {
+          rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
+          store_->put(*rec);
+        }
         break;
       }
       case Action::Requeue:
@@ -943,6 +947,7 @@ void Daemon::apply(const Plan& plan) {
           break;
         }
         rec->requeue_requested = true;
+        if (d.pba_preemption) rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
         rec->comment = d.reason;
         store_->put(*rec);
         log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (d.reason.empty() ? "" : ": " + d.reason));

@@ -39,6 +39,7 @@ struct JobRecord {
   double end_time = 0;
   std::vector<int> cores;
   std::int32_t requeues = 0;
+  std::int32_t pba_preemptions = 0;  // PBA's own suspensions/requeues of it (its requeue bound)
   double priority = 0;           // scheduling policy state (Plan::updates)
   std::int32_t cycles_pending = 0;
   double last_start_priority = 0;
@@ -59,7 +60,7 @@ struct JobRecord {
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
-                     held)
+                     held, pba_preemptions)
 
   bool ended() const { return state == proto::state::kEnded; }
 };

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerates the figures of bench/projects/RESULTS.md: the KTH-SP2 trace
-# replayed without allocations, with the project plan (PBA), and with the plan
-# plus the NCI stage. Run from the repository root:
+# replayed without allocations, with the project plan (PBA; also with PBA's
+# requeue bound at 4), with the plan plus the NCI stage, and with NCI's start
+# window as a time bound (1 day). Run from the repository root:
 #   CORRAL=build/tools/corral bench/projects/run.sh
 # Prints a Markdown table; the raw JSON goes to $OUT (default /tmp/corral-projects).
 set -eu
@@ -12,17 +13,22 @@ OUT=${OUT:-/tmp/corral-projects}
 mkdir -p "$OUT"
 "$CORRAL" sim "$TRACE" > "$OUT/base.json"
 "$CORRAL" sim "$TRACE" --projects "$PLAN" > "$OUT/pba.json"
+"$CORRAL" sim "$TRACE" --projects "$PLAN" --pba-max-requeues 4 > "$OUT/pba4.json"
 "$CORRAL" sim "$TRACE" --projects "$PLAN" --nci > "$OUT/nci.json"
+"$CORRAL" sim "$TRACE" --projects "$PLAN" --nci --start-window 1d > "$OUT/nciw.json"
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
-runs = [("no allocations", "base"), ("--projects (PBA)", "pba"), ("--projects --nci", "nci")]
+runs = [("no allocations", "base"), ("--projects (PBA)", "pba"), ("--projects --pba-max-requeues 4", "pba4"),
+        ("--projects --nci", "nci"), ("--projects --nci --start-window 1d", "nciw")]
 d = {k: json.load(open(f"{out}/{k}.json")) for _, k in runs}
-print("| run | utilization | mean wait (s) | max wait (s) | makespan (s) | preemptions |")
-print("|---|---|---|---|---|---|")
+print("| run | utilization | mean wait (s) | max wait (s) | makespan (s) | preemptions | max wait past threshold (s), per project | start window: bound (s), jobs past it, longest past (s) |")
+print("|---|---|---|---|---|---|---|---|")
 for name, k in runs:
     r = d[k]
-    print(f"| {name} | {r['utilization']:.4f} | {r['mean_wait']:.0f} | {r['max_wait']} | {r['makespan']} | {r['preemptions']} |")
+    past = " / ".join(str(v["max_wait_past_threshold"]) for p, v in r.get("projects", {}).items() if p != "(none)") or "-"
+    win = f"{r['window_bound']}, {r['jobs_past_window']}, {r['max_wait_past_window']}" if "window_bound" in r else "-"
+    print(f"| {name} | {r['utilization']:.4f} | {r['mean_wait']:.0f} | {r['max_wait']} | {r['makespan']} | {r['preemptions']} | {past} | {win} |")
 for name, k in runs[1:]:
     r = d[k]
     print()
