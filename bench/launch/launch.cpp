@@ -5,7 +5,10 @@
 // idle CPU over ~5 s (utime+stime from /proc/PID/stat), and the CPU each launch costs: the agent's,
 // the shepherd server's, and that of the shepherds + jobs (cpuacct of the agent's cgroup parent);
 // cpu_bound_launches_per_s = cores / that total, what the cores would sustain with nothing else
-// running (this machine is shared: loadavg_1m is printed with the figures). Needs root.
+// running (this machine is shared: loadavg_1m is printed with the figures).
+// jobs_reaped_by_server_cpu_ms_per_job cross-checks the jobs' share: the server reaps every job,
+// so its children's CPU is the jobs' whole CPU (the cpuacct figure misses the few syscalls a job
+// makes before it joins its slot). Needs root.
 //
 //   build/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--paced 100] [--idle 5]
 #include <poll.h>
@@ -106,8 +109,9 @@ double cpu_ticks(pid_t pid) {
 }
 
 // CPU seconds of every process named `comm` whose parent is `ppid` (the shepherd server);
-// *pid_out: one of them.
-double children_cpu_s(pid_t ppid, const std::string& comm, pid_t* pid_out = nullptr) {
+// *pid_out: one of them. reaped: the CPU of their own reaped children instead (cutime+cstime):
+// the server reaps every job, so this is the jobs' whole CPU, also before they joined their slot.
+double children_cpu_s(pid_t ppid, const std::string& comm, pid_t* pid_out = nullptr, bool reaped = false) {
   double ticks = 0;
   std::error_code ec;
   for (auto& e : std::filesystem::directory_iterator("/proc", ec)) {
@@ -122,7 +126,8 @@ double children_cpu_s(pid_t ppid, const std::string& comm, pid_t* pid_out = null
     std::string f;
     while (ss >> f) v.push_back(f);
     if (v.size() > 12 && std::atoi(v[1].c_str()) == ppid) {
-      ticks += std::atof(v[11].c_str()) + std::atof(v[12].c_str());
+      std::size_t k = reaped ? 13 : 11;
+      if (v.size() > k + 1) ticks += std::atof(v[k].c_str()) + std::atof(v[k + 1].c_str());
       if (pid_out) *pid_out = static_cast<pid_t>(std::atol(n.c_str()));
     }
   }
@@ -248,6 +253,7 @@ int main(int argc, char** argv) {
   long tck = sysconf(_SC_CLK_TCK);
   double cpu_burst0 = cpu_ticks(pid);
   double server0 = children_cpu_s(pid, "corral-shepherd"), slots0 = slots_cpu_s(cg);
+  double reaped0 = children_cpu_s(pid, "corral-shepherd", nullptr, true);
   double t_sub0 = now_s();
   // Pipelined, up to 32 submits in flight (as many clients at once would be).
   int sent = 0, acked = 0;
@@ -270,9 +276,12 @@ int main(int argc, char** argv) {
   pid_t server = 0;
   double server_cpu_s = children_cpu_s(pid, "corral-shepherd", &server) - server0, jobs_cpu_s = slots_cpu_s(cg) - slots0;
   double server_rss = server > 0 ? rss_mb(server) : 0;
+  double reaped_cpu_s = children_cpu_s(pid, "corral-shepherd", nullptr, true) - reaped0;
   // CPU per launch of everything on the launch path (agent, shepherd server, shepherds + jobs):
   // what the machine's cores would sustain if nothing else ran on them.
-  double cpu_ms_per_job = (agent_cpu_burst_s + server_cpu_s + jobs_cpu_s) * 1000.0 / jobs;
+  // The jobs' share: the larger of the cpuacct figure and the server's reaped children (the latter
+  // also holds what a job spends before it joins its slot).
+  double cpu_ms_per_job = (agent_cpu_burst_s + server_cpu_s + std::max(jobs_cpu_s, reaped_cpu_s)) * 1000.0 / jobs;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   std::vector<double> lat;
   double first_start = 1e300, last_start = 0;
@@ -362,13 +371,14 @@ int main(int argc, char** argv) {
       "\"agent_rss_mb\":{\"start\":%.1f,\"after_burst\":%.1f,\"peak\":%.1f,\"idle\":%.1f},"
       "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f,\"agent_cpu_ms_per_job\":%.3f,"
       "\"server_cpu_ms_per_job\":%.3f,\"shepherd_and_job_cpu_ms_per_job\":%.3f,\"cpu_ms_per_launch\":%.3f,"
-      "\"cpu_bound_launches_per_s\":%.1f,\"server_rss_mb\":%.1f,"
+      "\"cpu_bound_launches_per_s\":%.1f,\"server_rss_mb\":%.1f,\"jobs_reaped_by_server_cpu_ms_per_job\":%.3f,"
       "\"bare_spawn_2wide_per_s\":%.1f,\"bare_spawn_cpu_ms\":%.3f,\"loadavg_1m\":%.2f}\n",
       jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
       pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0,
       agent_cpu_burst_s * 1000.0 / jobs, server_cpu_s * 1000.0 / jobs, jobs_cpu_s * 1000.0 / jobs, cpu_ms_per_job,
-      cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, server_rss, bare_rate, bare_cpu_ms, load1);
+      cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, server_rss,
+      reaped_cpu_s * 1000.0 / jobs, bare_rate, bare_cpu_ms, load1);
   return ok ? 0 : 1;
 }
