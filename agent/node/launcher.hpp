@@ -2,9 +2,10 @@
 // Each job runs as its submitting user (setgroups from the user's group list, setgid, setuid in
 // the child; root only if root submitted), in a new session (so its whole process tree can be
 // signalled), inside its slot cgroups (cpuset of whole cores, memory limit, freezer).
-// A small "shepherd" process (forked by the corral-shepherd server, or from the agent as a
-// fallback) sits between the agent and the job: it waits for the job and writes its exit status to
-// the state dir, so a restarted agent can adopt still-running jobs and still learn how they ended.
+// A "shepherd" outside the agent is each job's parent: the corral-shepherd server (one process
+// for all jobs; or, as a fallback, a process forked from the agent per job). It waits for the job
+// and writes its exit status to the state dir, so a restarted agent can adopt still-running jobs
+// and still learn how they ended.
 // Limits enforced (NCI policy, seeds/nci-pbs-policy.txt): walltime (suspended time excluded),
 // memory (cgroup limit; OOM kill detected and reported), jobfs (size polled, killed above it),
 // cpus (cpuset). Every end says why (EndReason + message).
@@ -76,8 +77,8 @@ struct LauncherConfig {
   std::string hostname;                          // default: the topology's hostname
   std::int64_t jobfs_check_ms = 1000;            // how often jobfs size is measured
   bool keep_ckpt_on_end = false;  // else the ckpt dir is removed when a job ends for good
-  // corral-shepherd binary, posix_spawn()ed once as a server that forks a shepherd per job (cheap:
-  // neither the agent nor an exec is paid per job). Empty: next to the running program (or its
+  // corral-shepherd binary, posix_spawn()ed once as a server that vforks every job and reaps it
+  // (cheap: no fork of the agent, no process but the job per job). Empty: next to the running program (or its
   // node/ subdir), the build path, the install path; "fork" or none found: the shepherd is forked
   // from the agent (slower: copy-on-write of the agent; start() then always waits for the exec).
   std::string shepherd;
