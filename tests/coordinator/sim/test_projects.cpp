@@ -268,6 +268,13 @@ TEST_CASE("corral sim --projects: a bad plan file is refused with its line numbe
   CHECK(run_cli(d + "/t.swf --nci", err) == 2);
   CHECK(err.find("--projects") != std::string::npos);
   CHECK(run_cli(d + "/t.swf --projects " + d + "/good.plan --nci", err) == 0);
+  CHECK(run_cli(d + "/t.swf --projects " + d + "/good.plan --start-window 1d", err) == 2);
+  CHECK(err.find("--start-window needs --nci") != std::string::npos);
+  CHECK(run_cli(d + "/t.swf --projects " + d + "/good.plan --nci --start-window soon", err) == 2);
+  CHECK(run_cli(d + "/t.swf --pba-max-requeues 4", err) == 2);
+  CHECK(err.find("--projects") != std::string::npos);
+  CHECK(run_cli(d + "/t.swf --projects " + d + "/good.plan --pba-max-requeues -1", err) == 2);
+  CHECK(run_cli(d + "/t.swf --projects " + d + "/good.plan --nci --start-window 2h --pba-max-requeues 4", err) == 0);
   std::remove((d + "/t.swf").c_str());
   std::remove((d + "/bad.plan").c_str());
   std::remove((d + "/good.plan").c_str());
