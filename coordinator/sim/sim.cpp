@@ -735,11 +735,25 @@ class Simulator {
       for (std::size_t i = 0; i < n_; ++i) longest = std::max(longest, tr_.jobs[i].estimate);
       res_.start_window = cfg_.nci.window_wait;
       res_.window_bound = cfg_.nci.window_wait + longest;
+      // Jobs that fit beside every project's allocation at once: PBA may
+      // hand the allocated slots back to the projects within its threshold,
+      // so only these have room that no allocation can claim.
+      int peak_alloc = 0;
+      for (Time w = pba::week_start(pba::iso_week(t0)); w < t1; w += pba::kWeek) {
+        int sum = 0;
+        for (const auto& pd : plan.projects) sum += plan.allocated_slots(pd.name, w);
+        peak_alloc = std::max(peak_alloc, sum);
+      }
+      res_.window_narrow_procs = std::max<std::int64_t>(0, total_ - peak_alloc);
       for (std::size_t i = 0; i < n_; ++i) {
         if (recs_[i].st == St::Rejected) continue;
         const Time w = (recs_[i].first_start >= 0 ? recs_[i].first_start : t1) - tr_.jobs[i].submit;
         if (w > res_.window_bound) ++res_.jobs_past_window;
         res_.max_wait_past_window = std::max(res_.max_wait_past_window, w - res_.window_bound);
+        if (tr_.jobs[i].procs <= res_.window_narrow_procs) {
+          if (w > res_.window_bound) ++res_.narrow_jobs_past_window;
+          res_.max_wait_past_window_narrow = std::max(res_.max_wait_past_window_narrow, w - res_.window_bound);
+        }
       }
     }
     std::vector<double> wsum(pacc_.size(), 0);
@@ -911,6 +925,9 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
       kv("window_bound", std::to_string(r.window_bound));
       kv("jobs_past_window", std::to_string(r.jobs_past_window));
       kv("max_wait_past_window", std::to_string(r.max_wait_past_window));
+      kv("window_narrow_procs", std::to_string(r.window_narrow_procs));
+      kv("narrow_jobs_past_window", std::to_string(r.narrow_jobs_past_window));
+      kv("max_wait_past_window_narrow", std::to_string(r.max_wait_past_window_narrow));
     }
     kv("projects", p + "}");
   }

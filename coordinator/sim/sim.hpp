@@ -136,6 +136,12 @@ struct SimResult {
   Time window_bound = 0;
   std::size_t jobs_past_window = 0;
   Time max_wait_past_window = 0;
+  // The same for the jobs of at most window_narrow_procs processors (the
+  // machine minus the largest total of the weekly allocations): they fit
+  // beside the allocations, which PBA may reclaim for the projects at any time.
+  std::int64_t window_narrow_procs = 0;
+  std::size_t narrow_jobs_past_window = 0;
+  Time max_wait_past_window_narrow = 0;
   std::vector<NciReport> weekly;        // SimOptions::weekly_reports: one per week
 };
 

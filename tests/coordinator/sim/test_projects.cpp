@@ -219,6 +219,12 @@ TEST_CASE("sim --projects --nci with a start window in seconds: figures reported
     }
     CHECK(r.jobs_past_window == past);
     CHECK(r.max_wait_past_window == worst);
+    CHECK(r.window_narrow_procs == 16 - 2);  // the machine minus chip's 2 slots
+    std::size_t narrow_past = 0;
+    for (std::size_t i = 0; i < r.per_job.size(); ++i)
+      if (r.per_job[i].procs <= 14 && r.per_job[i].first_start - r.per_job[i].submit > r.window_bound) ++narrow_past;
+    CHECK(r.narrow_jobs_past_window == narrow_past);
+    CHECK(r.narrow_jobs_past_window <= r.jobs_past_window);
     // Measured, not proven: window jobs queue behind one another and
     // suspension stretches the jobs they wait for, so a few jobs pass
     // window + longest request; none passes window + twice it (the form the
