@@ -1242,7 +1242,7 @@ struct Planner::Impl {
   }
   // A reservation of the cores-only path (no placement: nodes are chosen at start).
   static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
-    Decision dec;
+    Decision dec;  // not emplace_back(): value-initialization zero-fills the whole Decision first
     dec.action = Action::Reserve;
     dec.job = j.id;
     dec.at = at;

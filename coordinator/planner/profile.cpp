@@ -10,27 +10,34 @@ void Profile::build(Time origin, std::int64_t capacity, std::int64_t free0,
   origin_ = origin;
   capacity_ = capacity;
   ++gen_;
-  blocks_.clear();
-  firsts_.clear();
-  std::vector<Point> pts;
-  pts.reserve(events.size() + 1);
-  pts.push_back({origin, free0});
+  // Blocks are refilled in place: their point vectors keep their storage
+  // across builds (the planner rebuilds a profile every pass).
+  std::size_t nb = 0;
+  auto next_block = [&]() -> Block& {
+    if (nb == blocks_.size()) blocks_.emplace_back();
+    Block& b = blocks_[nb++];
+    b.p.clear();
+    b.lazy = 0;
+    return b;
+  };
+  Block* cur = &next_block();
+  cur->p.push_back({origin, free0});
+  Point last = cur->p.front();
   for (const auto& [t, d] : events) {
-    if (t <= origin) {
-      pts.front().f += d;  // events are sorted: only the first point exists yet
-    } else if (pts.back().t == t) {
-      pts.back().f += d;
-    } else {
-      pts.push_back({t, pts.back().f + d});
+    if (t <= origin || last.t == t) {  // events are sorted: merge into the last point
+      last.f += d;
+      cur->p.back().f = last.f;
+      continue;
     }
+    if (cur->p.size() == kBlock) cur = &next_block();
+    last = {t, last.f + d};
+    cur->p.push_back(last);
   }
-  for (std::size_t i = 0; i < pts.size(); i += kBlock) {
-    Block b;
-    const std::size_t e = std::min(pts.size(), i + kBlock);
-    b.p.assign(pts.begin() + static_cast<std::ptrdiff_t>(i), pts.begin() + static_cast<std::ptrdiff_t>(e));
-    refresh(b);
-    firsts_.push_back(b.p.front().t);
-    blocks_.push_back(std::move(b));
+  blocks_.resize(nb);
+  firsts_.resize(nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    refresh(blocks_[b]);
+    firsts_[b] = blocks_[b].p.front().t;
   }
 }
 

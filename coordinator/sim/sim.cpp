@@ -165,6 +165,7 @@ class Simulator {
   Planner planner_;  // scratch buffers reused across passes
   SimResult res_;
   std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
+  std::vector<std::size_t> leaving_, leave_pos_;  // scratch (pass): jobs leaving pending, their positions
 
   // ---- project figures (SimOptions::projects)
   struct ProjAcc {
@@ -641,12 +642,14 @@ class Simulator {
           r.start_place = std::move(d.placement);  // the plan is ours: no copy
           r.start_backfilled = d.backfilled;
           any_start = true;
+          leaving_.push_back(idx);
           break;
         }
         case Action::Reject:
           if (r.st == St::Pending) {
             r.st = St::Rejected;
             any_start = true;  // removed from pending below
+            leaving_.push_back(idx);
           }
           break;
         case Action::Demote:
@@ -658,10 +661,33 @@ class Simulator {
       }
     }
     if (!any_start) return;
-    // One sweep moves every started job from pending to running.
     auto& pend = snap_.pending;
-    std::size_t w = 0;
-    for (std::size_t i = 0; i < pend.size(); ++i) {
+    // Pending stays sorted by internal id (arrivals in trace order, requeues
+    // at their submit-order place): the leaving jobs are found by binary
+    // search, and only the jobs behind the first of them move.
+    leave_pos_.clear();
+    for (std::size_t idx : leaving_) {
+      const JobId id = jid(idx);
+      auto it = std::lower_bound(pend.begin(), pend.end(), id, [](const Job& a, JobId b) { return a.id < b; });
+      if (it == pend.end() || it->id != id) {  // not sorted after all: one sweep over every job
+        leave_pos_.clear();
+        break;
+      }
+      leave_pos_.push_back(static_cast<std::size_t>(it - pend.begin()));
+    }
+    const bool by_pos = !leave_pos_.empty();
+    leaving_.clear();
+    std::sort(leave_pos_.begin(), leave_pos_.end());
+    leave_pos_.erase(std::unique(leave_pos_.begin(), leave_pos_.end()), leave_pos_.end());
+    // One sweep moves every started job from pending to running.
+    std::size_t w = by_pos ? leave_pos_.front() : 0;
+    std::size_t next_leave = 0;
+    for (std::size_t i = w; i < pend.size(); ++i) {
+      if (by_pos && (next_leave == leave_pos_.size() || i != leave_pos_[next_leave])) {
+        pend[w++] = std::move(pend[i]);  // w < i here: a job ahead of it left
+        continue;
+      }
+      ++next_leave;
       std::size_t idx = static_cast<std::size_t>(pend[i].id - 1);
       Rec& r = recs_[idx];
       if (r.starting) {
