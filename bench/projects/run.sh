@@ -22,12 +22,14 @@ out = sys.argv[1]
 runs = [("no allocations", "base"), ("--projects (PBA)", "pba"), ("--projects --pba-max-requeues 4", "pba4"),
         ("--projects --nci", "nci"), ("--projects --nci --start-window 1d", "nciw")]
 d = {k: json.load(open(f"{out}/{k}.json")) for _, k in runs}
-print("| run | utilization | mean wait (s) | max wait (s) | makespan (s) | preemptions | max wait past threshold (s), per project | start window: bound (s), jobs past it, longest past (s) |")
+print("| run | utilization | mean wait (s) | max wait (s) | makespan (s) | preemptions | max wait past threshold (s), per project | start window: bound (s), jobs past it, longest past (s); the same for jobs beside the allocations |")
 print("|---|---|---|---|---|---|---|---|")
 for name, k in runs:
     r = d[k]
     past = " / ".join(str(v["max_wait_past_threshold"]) for p, v in r.get("projects", {}).items() if p != "(none)") or "-"
-    win = f"{r['window_bound']}, {r['jobs_past_window']}, {r['max_wait_past_window']}" if "window_bound" in r else "-"
+    win = (f"{r['window_bound']}, {r['jobs_past_window']}, {r['max_wait_past_window']}; "
+           f"<= {r['window_narrow_procs']} procs: {r['narrow_jobs_past_window']}, {r['max_wait_past_window_narrow']}"
+           if "window_bound" in r else "-")
     print(f"| {name} | {r['utilization']:.4f} | {r['mean_wait']:.0f} | {r['max_wait']} | {r['makespan']} | {r['preemptions']} | {past} | {win} |")
 for name, k in runs[1:]:
     r = d[k]
