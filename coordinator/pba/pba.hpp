@@ -42,10 +42,10 @@ struct PbaConfig {
   // Patent: "ensure that a job that has already been re-queued a certain
   // number of times is not re-queued again" (the re-queues that free a slot
   // for an allocated job). Bounds Job::pba_preemptions, PBA's own suspensions
-  // and requeues of the job, not the requeues and checkpoints of other stages
-  // (checkpoint backfilling, selective preemption keep the work and have
-  // their own bounds). Suspensions count too: a job suspended over and over
-  // loses its slot as surely as one requeued.
+  // and requeues of the job, not the checkpoints of other stages (checkpoint
+  // backfilling, selective preemption: they keep the work, and selective
+  // preemption has its own bound). Suspensions count too: a job suspended
+  // over and over loses its slot as surely as one requeued.
   int max_requeues = 3;            // a job PBA preempted this often is not preempted again
 
   // Preemption ("pending for more than a predetermined period").
