@@ -581,8 +581,8 @@ struct Launcher::Impl {
       if (!err.empty()) e.message += "; cleanup: " + err;
       return e;
     }
-    // Our own child is reaped here. The server's shepherd has written the status and left the slot
-    // (or, if not yet, destroy() in cleanup() stops it with the job's leftovers): no wait for it.
+    // Our own (fork fallback) shepherd is reaped here. A served job's status was written before
+    // its server reported the end or reaped it; what the job left is stopped by cleanup().
     if (j.our_child) wind_down(id, j);
     // Only the memory figures are used here (was it the limit that killed it?): no reads without one.
     SlotUsage u;
@@ -790,6 +790,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   }
   // A fresh (non-restart) start must not see an earlier run's checkpoint. The common case (no
   // such dir, the root exists) is one mkdir; the root is made and leftovers removed only when needed.
+  ec.clear();  // (the jobfs steps above may have left it set)
   bool made = ::mkdir(j.ckpt_dir.c_str(), 0700) == 0;
   if (!made && errno == EEXIST && j.own_ckpt_dir && !spec.restart) {
     fs::remove_all(j.ckpt_dir, ec);
