@@ -255,50 +255,104 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
   t0 = std::max(t0, origin_);
   if (need <= 0) return t0;
   if (need > capacity_) return kForever;
-  // One forward walk: a candidate is the first point with free >= need; the
-  // window after it is scanned until its end or the first shortage, where
-  // the search for the next candidate resumes. Every point is read once;
-  // blocks that cannot hold a candidate (max < need) or a shortage (min >=
-  // need) inside the window are skipped whole.
+  // A candidate is the first point with free >= need. Its window is scanned
+  // forward, the next candidate sought after the first shortage, for the
+  // first 64 window points of the call (small profiles: no search at all);
+  // after that a window is checked from its end backwards, so a round jumps
+  // past the LAST shortage inside it and long stretches of short gaps are
+  // skipped together (large profiles). Blocks whose max (seek) or
+  // min (window) decides are skipped whole.
   auto [b, i] = locate(t0);
   const std::size_t nb = blocks_.size();
-  for (;;) {
-    // Seek the next candidate.
-    for (;; ++b, i = 0) {
-      if (b == nb) return kForever;
+  auto val = [&](std::size_t bb, std::size_t ii) { return blocks_[bb].p[ii].f + blocks_[bb].lazy; };
+  // Advance (b, i) to the first point at/after it with free >= need.
+  auto seek_ok = [&]() -> bool {
+    for (; b < nb; ++b, i = 0) {
       const Block& bl = blocks_[b];
       if (i == 0 && bl.mx < need) continue;
       const std::int64_t want = need - bl.lazy;
       while (i < bl.p.size() && bl.p[i].f < want) ++i;
-      if (i < bl.p.size()) break;
+      if (i < bl.p.size()) return true;
     }
+    return false;
+  };
+  auto answer = [&](Time cand) {
+    hint_gen_ = gen_;  // the point holding cand, for the add() that usually follows
+    hint_t_ = cand;
+    hint_b_ = b;
+    hint_i_ = i;
+    return cand;
+  };
+  if (!seek_ok()) return kForever;
+  int budget = 64;  // window points scanned forward in this call, then jumps
+  for (;;) {
     const Time cand = std::max(blocks_[b].p[i].t, t0);
     const Time end = sat_add(cand, dur);
-    // Scan the window (cand, end) for a shortage.
+    // Forward probe of the window (cand, end).
     std::size_t sb = b, si = i + 1;
-    bool short_found = false;
-    for (; sb < nb; ++sb, si = 0) {
+    enum { kClear, kShort, kFar } res = kFar;
+    for (;;) {
+      if (si >= blocks_[sb].p.size()) {
+        if (++sb == nb) {
+          res = kClear;
+          break;
+        }
+        si = 0;
+        const Block& bl = blocks_[sb];
+        if (bl.p.front().t >= end) {
+          res = kClear;
+          break;
+        }
+        if (bl.mn >= need && bl.p.back().t < end) {  // no shortage in the whole block
+          si = bl.p.size();
+          --budget;
+          continue;
+        }
+      }
       const Block& bl = blocks_[sb];
-      const std::size_t n = bl.p.size();
-      if (si >= n) continue;
-      if (bl.p[si].t >= end) break;
-      if (si == 0 && bl.mn >= need && bl.p[n - 1].t < end) continue;  // no shortage in it
-      const std::int64_t want = need - bl.lazy;
-      while (si < n && bl.p[si].t < end && bl.p[si].f >= want) ++si;
-      if (si < n) {
-        short_found = bl.p[si].t < end;
+      if (bl.p[si].t >= end) {
+        res = kClear;
         break;
       }
+      if (bl.p[si].f + bl.lazy < need) {
+        res = kShort;
+        break;
+      }
+      if (--budget < 0) break;  // (sb, si) is a point, unchecked
+      ++si;
     }
-    if (!short_found) {
-      hint_gen_ = gen_;
-      hint_t_ = cand;
-      hint_b_ = b;
-      hint_i_ = i;
-      return cand;
+    if (res == kClear) return answer(cand);
+    if (res == kShort && budget > 0) {  // forward mode: the next candidate follows it
+      b = sb;
+      i = si + 1;
+      if (!seek_ok()) return kForever;
+      continue;
     }
-    b = sb;
-    i = si + 1;
+    // (sb, si) has t < end and is a shortage (kShort) or unchecked (kFar);
+    // everything before it is clear. Find the last shortage in
+    // [t(sb, si), end) scanning backwards, and jump past it.
+    auto [eb, ei] = end >= kForever ? std::pair<std::size_t, std::size_t>{nb - 1, blocks_.back().p.size() - 1}
+                                    : locate_from(sb, si, end - 1);
+    bool found = false;
+    for (;;) {
+      const Block& bl = blocks_[eb];
+      const std::size_t lo = eb == sb ? si : 0;
+      if (!(lo == 0 && bl.mn >= need)) {
+        for (std::size_t k = ei + 1; k-- > lo;)
+          if (val(eb, k) < need) {
+            ei = k;
+            found = true;
+            break;
+          }
+      }
+      if (found || eb == sb) break;
+      --eb;
+      ei = blocks_[eb].p.size() - 1;
+    }
+    if (!found) return answer(cand);
+    b = eb;
+    i = ei + 1;
+    if (!seek_ok()) return kForever;
   }
 }
 

@@ -128,3 +128,38 @@ TEST_CASE("profile earliest-then-reserve and credits match brute force", "[plann
     }
   }
 }
+
+// Many blocks and long windows (the paths that jump to a window's end and
+// scan backwards, and skip whole blocks), against a brute-force array.
+TEST_CASE("profile with thousands of points matches brute force", "[planner][profile]") {
+  constexpr Time H = 6000;
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 3; ++round) {
+    const std::int64_t cap = 8 + static_cast<std::int64_t>(rng() % 24);
+    Profile p;
+    p.reset(0, cap);
+    std::vector<std::int64_t> f(H + 1, cap);
+    auto minf = [&](Time a, Time e) {
+      std::int64_t m = f[static_cast<std::size_t>(std::min(a, H))];
+      for (Time t = a; t < e && t <= H; ++t) m = std::min(m, f[static_cast<std::size_t>(t)]);
+      return m;
+    };
+    auto brute_earliest = [&](std::int64_t need, Time dur, Time t0) {
+      for (Time t = t0; t <= H; ++t)
+        if (minf(t, t + dur) >= need) return t;
+      return kForever;
+    };
+    for (int op = 0; op < 2500; ++op) {
+      const std::int64_t need = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(cap));
+      const Time dur = 1 + static_cast<Time>(rng() % (rng() % 4 == 0 ? 1500 : 40));
+      const Time t0 = static_cast<Time>(rng() % 3000);
+      const Time t = p.earliest(need, dur, t0);
+      REQUIRE(t == brute_earliest(need, dur, t0));
+      if (t >= kForever || t + dur > H) continue;
+      p.add(t, t + dur, -need);
+      for (Time x = t; x < t + dur; ++x) f[static_cast<std::size_t>(x)] -= need;
+    }
+    REQUIRE(p.points() > 300);  // ten blocks or more
+    for (Time x = 0; x <= H; x += 13) REQUIRE(p.free_at(x) == f[static_cast<std::size_t>(x)]);
+  }
+}
