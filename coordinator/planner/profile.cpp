@@ -267,12 +267,19 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
   auto val = [&](std::size_t bb, std::size_t ii) { return blocks_[bb].p[ii].f + blocks_[bb].lazy; };
   // Advance (b, i) to the first point at/after it with free >= need.
   auto seek_ok = [&]() -> bool {
-    for (; b < nb; ++b, i = 0) {
-      const Block& bl = blocks_[b];
-      if (i == 0 && bl.mx < need) continue;
+    std::size_t bb = b, ii = i;  // locals: the loops keep them in registers
+    for (; bb < nb; ++bb, ii = 0) {
+      const Block& bl = blocks_[bb];
+      if (ii == 0 && bl.mx < need) continue;
+      const Point* q = bl.p.data();
+      const std::size_t n = bl.p.size();
       const std::int64_t want = need - bl.lazy;
-      while (i < bl.p.size() && bl.p[i].f < want) ++i;
-      if (i < bl.p.size()) return true;
+      while (ii < n && q[ii].f < want) ++ii;
+      if (ii < n) {
+        b = bb;
+        i = ii;
+        return true;
+      }
     }
     return false;
   };
@@ -291,35 +298,32 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
     // Forward probe of the window (cand, end).
     std::size_t sb = b, si = i + 1;
     enum { kClear, kShort, kFar } res = kFar;
-    for (;;) {
-      if (si >= blocks_[sb].p.size()) {
-        if (++sb == nb) {
-          res = kClear;
-          break;
-        }
-        si = 0;
-        const Block& bl = blocks_[sb];
-        if (bl.p.front().t >= end) {
-          res = kClear;
-          break;
-        }
-        if (bl.mn >= need && bl.p.back().t < end) {  // no shortage in the whole block
-          si = bl.p.size();
-          --budget;
-          continue;
-        }
-      }
-      const Block& bl = blocks_[sb];
-      if (bl.p[si].t >= end) {
+    for (;; ++sb, si = 0) {
+      if (sb == nb) {
         res = kClear;
         break;
       }
-      if (bl.p[si].f + bl.lazy < need) {
-        res = kShort;
+      const Block& bl = blocks_[sb];
+      const Point* q = bl.p.data();
+      const std::size_t n = bl.p.size();
+      if (si >= n) continue;
+      if (q[si].t >= end) {
+        res = kClear;
         break;
       }
-      if (--budget < 0) break;  // (sb, si) is a point, unchecked
-      ++si;
+      if (si == 0 && bl.mn >= need && q[n - 1].t < end) {  // no shortage in the whole block
+        --budget;
+        continue;
+      }
+      const std::int64_t want = need - bl.lazy;
+      const std::size_t from = si;
+      const std::size_t cap = budget > 0 ? std::min(n, si + static_cast<std::size_t>(budget)) : si;
+      while (si < cap && q[si].t < end && q[si].f >= want) ++si;
+      budget -= static_cast<int>(si - from);
+      if (si == n) continue;
+      if (q[si].t >= end) res = kClear;
+      else if (si < cap) res = kShort;  // else kFar: (sb, si) unchecked, t < end
+      break;
     }
     if (res == kClear) return answer(cand);
     if (res == kShort && budget > 0) {  // forward mode: the next candidate follows it
