@@ -1,7 +1,7 @@
 // A resource utilization diagram (sge6-reservation-backfill.txt, section 4):
 // the free amount of one resource instance as a step function of time.
 //
-// Stored as sorted breakpoints (time, free) split into blocks of 16-32
+// Stored as sorted breakpoints (time, free) split into blocks of 32-64
 // points (square-root decomposition). Every block keeps the min/max free of its
 // points plus a lazy offset, so a range debit touches only the two edge blocks
 // point by point, and "earliest time with `need` free for `dur` seconds"
@@ -68,7 +68,7 @@ class Profile {
     std::int64_t lazy = 0;
     std::int64_t mn = 0, mx = 0;  // of p[i].f + lazy
   };
-  static constexpr std::size_t kBlock = 16;
+  static constexpr std::size_t kBlock = 32;
 
   // Block and index of the point whose segment contains t (t >= origin).
   std::pair<std::size_t, std::size_t> locate(Time t) const;
