@@ -67,10 +67,11 @@ std::string freezer_state(const std::string& pid) {
 
 double num(const std::string& s) { return s == "null" || s.empty() ? -1 : std::stod(s); }
 
-// The job's view of what it was granted, written to work/<tag>.env.
+// The job's view of what it was granted, written to work/<tag>.env. Written
+// aside and renamed, so wait_file never sees the first line without the second.
 std::string probe(const std::string& tag, const std::string& then = "") {
   return "{ echo ncpus=$CORRAL_NCPUS nslots=$NSLOTS pe=$PE; grep Cpus_allowed_list /proc/self/status; } > " +
-         tag + ".env; " + then;
+         tag + ".env.part && mv " + tag + ".env.part " + tag + ".env; " + then;
 }
 }  // namespace
 
