@@ -72,6 +72,7 @@ struct NodeAlloc {
   std::int64_t mem, jobfs;
   const Amounts* cons;   // per-slot consumables of the job (host level), may be null
   int slots;             // slots on this node (for consumables)
+  bool ghost;            // last pass's pin of a later job (conservative; see Impl::pins)
 };
 
 struct Req {
@@ -216,6 +217,43 @@ struct Planner::Impl {
   std::vector<std::vector<NodeAlloc>> nalloc;
   std::vector<std::vector<std::uint8_t>> queue_hosts;       // per queue: eligible mask (lazy)
   std::vector<std::uint8_t> queue_hosts_built;
+
+  // ---- conservative: last pass's host pins (kept between passes)
+  // A node-bound reservation is pinned to hosts. The next conservative pass
+  // puts last pass's pins of still-pending jobs into the host plan as
+  // "ghosts": a job ahead of a pinned job prefers hosts and times that leave
+  // the pin free, but only when that changes neither its start time nor its
+  // slots; a job drops its own ghost when its turn comes. So a job ahead
+  // never waits for a later job's pin, and a pinned job keeps its start
+  // unless a job ahead of it could start no later than promised only on its
+  // hosts.
+  struct Pin {
+    JobId job;
+    Time at, dur;
+    int slots;
+    std::vector<Placement> pl;
+  };
+  std::vector<Pin> pins, next_pins;
+  bool use_ghosts = true;        // false: node_peak/next_event ignore ghosts
+  std::size_t ghosts_live = 0;   // jobs whose ghost is still in nalloc
+  std::unordered_set<JobId> ghost_jobs;
+  std::unordered_map<JobId, const Pin*> pin_of;   // this pass's valid pins
+
+  // A job whose start time and slots are those of its pin keeps the pin's
+  // hosts when they still hold it (ties in host choice would otherwise move
+  // it onto hosts an earlier-promised job could take, see pins).
+  void prefer_pin(const Job& j, const Req& r, Time t, Time d, int s, std::vector<Placement>& pl) {
+    auto it = pin_of.find(j.id);
+    if (it == pin_of.end()) return;
+    const Pin& p = *it->second;
+    if (p.at != t || p.slots != s) return;
+    if (!r.node_bound && !nalloc_built) return;
+    ensure_nalloc();
+    for (const Placement& q : p.pl)
+      if (!eligible(r.queue, q.node) || node_slots(q.node, j, r, t, d) < static_cast<int>(q.slots)) return;
+    pl = p.pl;
+    for (Placement& q : pl) q.cores.clear();
+  }
 
   // ---- scratch
   std::vector<std::pair<Time, std::int64_t>> events;
@@ -553,7 +591,7 @@ struct Planner::Impl {
         nalloc[p.node].push_back({now, end, rj.job.id, holds_cores[ri] ? sl : 0,
                                   holds_other[ri] ? ceil_div(rj.job.mem_mb * sl, tot) : 0,
                                   holds_other[ri] ? ceil_div(rj.job.jobfs_mb * sl, tot) : 0,
-                                  holds_other[ri] ? &rj.job.consumables : nullptr, sl});
+                                  holds_other[ri] ? &rj.job.consumables : nullptr, sl, false});
       }
     }
     for (const auto& [di, bk] : pass_allocs) {
@@ -562,12 +600,12 @@ struct Planner::Impl {
     }
   }
 
-  void add_nalloc(const Job* j, Time t0, Time t1, int slots, const std::vector<Placement>& pl) {
+  void add_nalloc(const Job* j, Time t0, Time t1, int slots, const std::vector<Placement>& pl, bool ghost = false) {
     const int tot = std::max(1, slots);
     for (const Placement& p : pl) {
       const int sl = static_cast<int>(p.slots);
       nalloc[p.node].push_back({t0, t1, j->id, sl, ceil_div(j->mem_mb * sl, tot), ceil_div(j->jobfs_mb * sl, tot),
-                                &j->consumables, sl});
+                                &j->consumables, sl, ghost});
     }
   }
 
@@ -576,15 +614,16 @@ struct Planner::Impl {
   std::int64_t node_peak(std::uint32_t n, Time t, Time e, F qty) const {
     std::int64_t peak = 0;
     const auto& v = nalloc[n];
+    const bool skip_ghosts = !use_ghosts;
     auto at = [&](Time c) {
       std::int64_t u = 0;
       for (const NodeAlloc& a : v)
-        if (a.t0 <= c && c < a.t1) u += qty(a);
+        if (a.t0 <= c && c < a.t1 && !(a.ghost && skip_ghosts)) u += qty(a);
       return u;
     };
     peak = at(t);
     for (const NodeAlloc& a : v)
-      if (a.t0 > t && a.t0 < e) peak = std::max(peak, at(a.t0));
+      if (a.t0 > t && a.t0 < e && !(a.ghost && skip_ghosts)) peak = std::max(peak, at(a.t0));
     return peak;
   }
 
@@ -657,6 +696,7 @@ struct Planner::Impl {
     if (nalloc_built)
       for (const auto& v : nalloc)
         for (const NodeAlloc& a : v) {
+          if (a.ghost && !use_ghosts) continue;
           if (a.t0 > t) nx = std::min(nx, a.t0);
           if (a.t1 > t) nx = std::min(nx, a.t1);
         }
@@ -708,23 +748,19 @@ struct Planner::Impl {
       add_nalloc(&j, t, sat_add(t, d), s, plan.decisions[di].placement);
   }
 
-  // Tries to start j now for duration d (slots capped at smax). Returns true if started.
-  bool try_start(Plan& plan, const Job& j, const Req& r, Time d, int smax, bool backfilled) {
+  // Slots and hosts for j starting now for duration d (slots capped at smax);
+  // false if it cannot start now.
+  bool probe_start(const Job& j, const Req& r, Time d, int smax, int& s, std::vector<Placement>& pl) {
     const int smin = j.slots_min;
     if (smin > smax || smin > free_now) return false;  // O(1) rejection
-    int s = agg_slots(r, now, d, smin, std::min(smax, static_cast<int>(std::min<std::int64_t>(free_now, smax))));
+    s = agg_slots(r, now, d, smin, std::min(smax, static_cast<int>(std::min<std::int64_t>(free_now, smax))));
     if (s < smin) return false;
-    std::vector<Placement> pl;
-    if (r.node_bound) {
+    pl.clear();
+    if (r.node_bound || nalloc_built) {
+      // Node-bound: checked host by host. Cores-only while host-level
+      // (pinned) reservations exist: only take cores that stay free on their
+      // host for the whole run, so none of them slips.
       ensure_nalloc();
-      std::int64_t tot = node_scan(j, r, now, d);
-      if (tot >= smin && cfg->may_place) tot = filter_avail(j);
-      if (tot < smin) return false;
-      s = static_cast<int>(std::min<std::int64_t>(s, tot));
-      pl = pick_from_avail(s);
-    } else if (nalloc_built) {
-      // Host-level (pinned) reservations exist: only take cores that stay
-      // free on their host for the whole run, so none of them slips.
       std::int64_t tot = node_scan(j, r, now, d);
       if (tot >= smin && cfg->may_place) tot = filter_avail(j);
       if (tot < smin) return false;
@@ -733,17 +769,29 @@ struct Planner::Impl {
     } else {
       pl = place_cores_now(s);
     }
+    return true;
+  }
+
+  // Tries to start j now for duration d (slots capped at smax). Returns true if started.
+  bool try_start(Plan& plan, const Job& j, const Req& r, Time d, int smax, bool backfilled) {
+    int s = 0;
+    std::vector<Placement> pl;
+    if (!probe_start(j, r, d, smax, s, pl)) return false;
     commit(plan, j, r, Action::Start, now, d, s, std::move(pl), backfilled);
     return true;
   }
 
-  // Reserves the earliest start for j; false if it can never be planned.
-  bool reserve(Plan& plan, const Job& j, const Req& r, Time d, Time* at = nullptr) {
+  // Earliest start (t), slots (s) and, for host-level jobs, hosts (pl) for j;
+  // false if it can never be planned.
+  bool find_reservation(const Job& j, const Req& r, Time d, Time& t, int& s, std::vector<Placement>& pl) {
     const int smin = j.slots_min;
-    Time t = agg_earliest(r, d, smin, now);
-    const bool need_hosts = r.node_bound || cfg->monitor;
-    std::vector<Placement> pl;
-    int s = 0;
+    t = agg_earliest(r, d, smin, now);
+    // Conservative with a host-level plan: every reservation is pinned, so
+    // the pins of later jobs are made around real hosts (an unpinned
+    // cores-only reservation ahead may need the very cores they pin).
+    const bool need_hosts = r.node_bound || cfg->monitor || (nalloc_built && cfg->backfill == Backfill::Conservative);
+    pl.clear();
+    s = 0;
     if (need_hosts) {
       ensure_nalloc();
       for (int guard = 0; t < kForever && guard < 100000; ++guard) {
@@ -760,8 +808,58 @@ struct Planner::Impl {
       s = static_cast<int>(std::min<std::int64_t>(s, tot));
       pl = pick_from_avail(s);
     }
+    return true;
+  }
+
+  // Reserves the earliest start for j; false if it can never be planned.
+  bool reserve(Plan& plan, const Job& j, const Req& r, Time d, Time* at = nullptr) {
+    Time t = kForever;
+    int s = 0;
+    std::vector<Placement> pl;
+    bool ok = find_reservation(j, r, d, t, s, pl);
+    if (ghosts_live > 0) {
+      // Later jobs' pins only steer the choice of hosts: if avoiding them
+      // would give j a later start or fewer slots, j ignores them (see pins).
+      use_ghosts = false;
+      Time t0 = kForever;
+      int s0 = 0;
+      std::vector<Placement> pl0;
+      const bool ok0 = find_reservation(j, r, d, t0, s0, pl0);
+      use_ghosts = true;
+      if (ok0 && (!ok || t0 != t || s0 != s)) {
+        t = t0;
+        s = s0;
+        pl = std::move(pl0);
+        ok = true;
+      }
+    }
+    if (!ok) return false;
+    if (!pl.empty()) prefer_pin(j, r, t, d, s, pl);
+    if (cfg->backfill == Backfill::Conservative && nalloc_built && !pl.empty())
+      next_pins.push_back({j.id, t, d, s, pl});
     commit(plan, j, r, Action::Reserve, t, d, s, std::move(pl), false);
     if (at) *at = t;
+    return true;
+  }
+
+  // Tries to start j now, preferring hosts no later job's pin needs; ignores
+  // the pins if avoiding them would not start j now or give it fewer slots
+  // (a later job's pin never delays j).
+  bool start_pref(Plan& plan, const Job& j, const Req& r, Time d, int smax, bool backfilled) {
+    if (ghosts_live == 0 && pin_of.empty()) return try_start(plan, j, r, d, smax, backfilled);
+    int s = 0, s0 = 0;
+    std::vector<Placement> pl, pl0;
+    const bool ok = probe_start(j, r, d, smax, s, pl);
+    use_ghosts = false;
+    const bool ok0 = probe_start(j, r, d, smax, s0, pl0);
+    use_ghosts = true;
+    if (!ok0) return false;
+    if (!ok || s != s0) {
+      s = s0;
+      pl = std::move(pl0);
+    }
+    prefer_pin(j, r, now, d, s, pl);
+    commit(plan, j, r, Action::Start, now, d, s, std::move(pl), backfilled);
     return true;
   }
 
@@ -872,8 +970,54 @@ struct Planner::Impl {
     return cfg->checkpoint_cost > 0 ? false : try_start(plan, head, r, d, head.slots_max, false);
   }
 
+  // Conservative: loads last pass's pins of jobs in this pass's order as
+  // ghosts (a pin is skipped if its job's duration or slot range changed, or
+  // it names a node that is gone or down).
+  void load_ghosts(const PassState& st) {
+    ghosts_live = 0;
+    ghost_jobs.clear();
+    pin_of.clear();
+    use_ghosts = true;
+    if (cfg->backfill != Backfill::Conservative || pins.empty()) return;
+    std::unordered_map<JobId, const Pin*> by;
+    for (const Pin& p : pins) by.emplace(p.job, &p);
+    for (std::uint32_t idx : st.order) {
+      if (idx >= snap->pending.size()) continue;
+      const Job& j = snap->pending[idx];
+      auto it = by.find(j.id);
+      if (it == by.end()) continue;
+      const Pin& p = *it->second;
+      if (p.at < now || p.dur != planned_duration(j, *cfg) || p.slots < j.slots_min || p.slots > j.slots_max) continue;
+      bool ok = true;
+      for (const Placement& q : p.pl)
+        if (q.node >= snap->nodes.size() || !snap->nodes[q.node].up) ok = false;
+      if (!ok || !ghost_jobs.insert(j.id).second) continue;
+      pin_of.emplace(j.id, &p);
+      ensure_nalloc();
+      add_nalloc(&j, p.at, sat_add(p.at, p.dur), p.slots, p.pl, true);
+      ++ghosts_live;
+    }
+  }
+
+  void drop_ghost(JobId id) {
+    if (!ghost_jobs.erase(id)) return;
+    for (auto& v : nalloc)
+      v.erase(std::remove_if(v.begin(), v.end(), [id](const NodeAlloc& a) { return a.ghost && a.job == id; }), v.end());
+    --ghosts_live;
+  }
+
   void run(const PassState& st, Plan& plan) {
     pass_allocs.clear();
+    next_pins.clear();
+    load_ghosts(st);
+    if (cfg->backfill == Backfill::Conservative && !nalloc_built)
+      for (std::uint32_t idx : st.order) {
+        // A node-bound job in the pass: plan every reservation host by host.
+        if (idx < snap->pending.size() && resolve(snap->pending[idx], req).empty() && req.node_bound) {
+          ensure_nalloc();
+          break;
+        }
+      }
     const Backfill pol = cfg->backfill;
     if (pol == Backfill::Conservative) plan.decisions.reserve(plan.decisions.size() + st.order.size());
     int reservations_left = pol == Backfill::Conservative ? -1
@@ -893,8 +1037,9 @@ struct Planner::Impl {
         continue;
       }
       const Time d = planned_duration(j, *cfg);
+      if (ghosts_live > 0) drop_ghost(j.id);
       if (!blocked || pol != Backfill::Checkpoint) {
-        if (try_start(plan, j, req, d, j.slots_max, false)) continue;
+        if (start_pref(plan, j, req, d, j.slots_max, false)) continue;
       } else {
         // Non-head job under the checkpoint policy: fewer slots than the head;
         // (b) it can run alongside the head's reservation, else (a) its
@@ -929,6 +1074,11 @@ struct Planner::Impl {
       blocked = true;
       if (free_now <= 0 && reservations_left == 0 && pol != Backfill::Checkpoint) break;  // nothing else can start
     }
+    pin_of.clear();
+    pins.swap(next_pins);
+    next_pins.clear();
+    ghost_jobs.clear();
+    ghosts_live = 0;
   }
 
   // ============================================================ fast path
@@ -1303,6 +1453,7 @@ struct Planner::Impl {
     cfg = &c;
     now = s.now;
     out = &plan;
+    pins.clear();  // a cores-only pass pins nothing
     if (pol == Backfill::Conservative) {
       fast_conservative(s, c, st, plan);
     } else {

@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include "coordinator/planner/planner.hpp"
 #include "tests/coordinator/planner/helpers.hpp"
@@ -297,4 +298,87 @@ TEST_CASE("easy equals the textbook algorithm on single-core nodes", "[planner][
     CHECK(started(p) == want);
   }
   CHECK(blocked_cases > 100);
+}
+
+namespace {
+
+// Runs conservative passes over a random workload in which every job ends
+// exactly at its expected end; returns the number of promise checks made and
+// counts (in `slips`) jobs that started later than an earlier pass promised.
+// One Planner is kept across the passes, as the coordinator and simulator do.
+struct SlipRun {
+  int checks = 0, slips = 0;
+  std::string first;
+};
+
+SlipRun slip_run(std::uint64_t seed, int rounds, bool ranges) {
+  std::mt19937_64 rng(seed);
+  SlipRun out;
+  for (int round = 0; round < rounds; ++round) {
+    Snapshot s = random_snapshot(rng, 15);
+    if (!ranges)
+      for (Job& j : s.pending) j.slots_max = j.slots_min;
+    PlannerConfig c = cfg_of(Backfill::Conservative);
+    Planner planner;
+    std::map<JobId, Time> promised;
+    for (int step = 0; step < 12 && !s.pending.empty(); ++step) {
+      Plan p;
+      planner.plan(s, c, fifo(s), p);
+      check_no_overcommit(s, p, c);
+      Time next = kForever;
+      std::vector<Job> still;
+      for (const Job& j : s.pending) {
+        const Decision* st = find(p, j.id, Action::Start);
+        const Decision* rv = find(p, j.id, Action::Reserve);
+        const Time at = st ? st->at : rv ? rv->at : kForever;
+        if (promised.count(j.id)) {
+          ++out.checks;
+          if (at > promised[j.id]) {
+            if (out.slips++ == 0)
+              out.first = "round " + std::to_string(round) + " step " + std::to_string(step) + " job " +
+                          std::to_string(j.id) + " promised " + std::to_string(promised[j.id]) + " now " +
+                          std::to_string(at) + " mem " + std::to_string(j.mem_mb);
+          }
+        }
+        promised[j.id] = at;
+        if (st) {
+          RunningJob r;
+          r.job = j;
+          r.start = s.now;
+          r.expected_end = s.now + planned_duration(j, c);
+          r.slots = st->slots;
+          r.placement = st->placement;
+          s.running.push_back(r);
+        } else {
+          still.push_back(j);
+          if (rv) next = std::min(next, rv->at);
+        }
+      }
+      s.pending = still;
+      for (const RunningJob& r : s.running) next = std::min(next, r.expected_end);
+      if (next >= kForever) break;
+      s.now = std::max(next, s.now + 1);
+      std::vector<RunningJob> alive;
+      for (const RunningJob& r : s.running)
+        if (r.expected_end > s.now) alive.push_back(r);
+      s.running = alive;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conservative: node-bound (memory) reservations never slip when jobs end on time", "[planner][property]") {
+  const SlipRun r = slip_run(4242, 200, false);
+  INFO(r.first);
+  CHECK(r.checks > 500);
+  CHECK(r.slips == 0);
+}
+
+TEST_CASE("conservative: reservations of slot-range jobs never slip when jobs end on time", "[planner][property]") {
+  const SlipRun r = slip_run(99, 200, true);
+  INFO(r.first);
+  CHECK(r.checks > 500);
+  CHECK(r.slips == 0);
 }
