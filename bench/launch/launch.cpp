@@ -96,6 +96,18 @@ std::string proc_field(pid_t pid, const std::string& key) {
 double rss_mb(pid_t pid, const char* key = "VmRSS") {
   return std::atof(proc_field(pid, key).c_str()) / 1024.0;
 }
+// Whole machine, from /proc/stat's first line: {busy ticks (all but idle and iowait), all ticks}.
+// Tells a CPU-bound burst (cores busy with anything: the launch path, kernel threads that tear
+// down cgroups and run RCU callbacks, this bench's client, other load) from a latency-bound one.
+std::pair<double, double> machine_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  double v[10] = {0}, all = 0;
+  for (int i = 0; i < 10 && (in >> v[i]); ++i) {}
+  for (int i = 0; i < 8; ++i) all += v[i];  // guest times are already in user/nice
+  return {all - v[3] - v[4], all};
+}
 double cpu_ticks(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -254,6 +266,9 @@ int main(int argc, char** argv) {
   double cpu_burst0 = cpu_ticks(pid);
   double server0 = children_cpu_s(pid, "corral-shepherd"), slots0 = slots_cpu_s(cg);
   double reaped0 = children_cpu_s(pid, "corral-shepherd", nullptr, true);
+  auto mach0 = machine_ticks();
+  rusage self0{};
+  ::getrusage(RUSAGE_SELF, &self0);
   double t_sub0 = now_s();
   // Pipelined, up to 32 submits in flight (as many clients at once would be).
   int sent = 0, acked = 0;
@@ -272,6 +287,11 @@ int main(int argc, char** argv) {
   double t_sub1 = now_s();
   bool ok = wait_ended(static_cast<std::size_t>(jobs), 600);
   double t_end = now_s();
+  auto mach1 = machine_ticks();
+  rusage self1{};
+  ::getrusage(RUSAGE_SELF, &self1);
+  auto tv_s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  double bench_cpu_s = tv_s(self1.ru_utime) - tv_s(self0.ru_utime) + tv_s(self1.ru_stime) - tv_s(self0.ru_stime);
   double agent_cpu_burst_s = (cpu_ticks(pid) - cpu_burst0) / static_cast<double>(tck);
   pid_t server = 0;
   double server_cpu_s = children_cpu_s(pid, "corral-shepherd", &server) - server0, jobs_cpu_s = slots_cpu_s(cg) - slots0;
@@ -372,13 +392,16 @@ int main(int argc, char** argv) {
       "\"agent_idle_cpu_pct\":%.3f,\"idle_window_s\":%.1f,\"agent_cpu_ms_per_job\":%.3f,"
       "\"server_cpu_ms_per_job\":%.3f,\"shepherd_and_job_cpu_ms_per_job\":%.3f,\"cpu_ms_per_launch\":%.3f,"
       "\"cpu_bound_launches_per_s\":%.1f,\"server_rss_mb\":%.1f,\"jobs_reaped_by_server_cpu_ms_per_job\":%.3f,"
-      "\"bare_spawn_2wide_per_s\":%.1f,\"bare_spawn_cpu_ms\":%.3f,\"loadavg_1m\":%.2f}\n",
+      "\"bare_spawn_2wide_per_s\":%.1f,\"bare_spawn_cpu_ms\":%.3f,\"loadavg_1m\":%.2f,"
+      "\"burst_machine_busy_pct\":%.1f,\"burst_machine_cpu_ms_per_launch\":%.3f,\"bench_client_cpu_ms_per_job\":%.3f}\n",
       jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
       pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0,
       agent_cpu_burst_s * 1000.0 / jobs, server_cpu_s * 1000.0 / jobs, jobs_cpu_s * 1000.0 / jobs, cpu_ms_per_job,
       cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, server_rss,
-      reaped_cpu_s * 1000.0 / jobs, bare_rate, bare_cpu_ms, load1);
+      reaped_cpu_s * 1000.0 / jobs, bare_rate, bare_cpu_ms, load1,
+      mach1.second > mach0.second ? 100.0 * (mach1.first - mach0.first) / (mach1.second - mach0.second) : 0.0,
+      (mach1.first - mach0.first) * 1000.0 / static_cast<double>(tck) / jobs, bench_cpu_s * 1000.0 / jobs);
   return ok ? 0 : 1;
 }
