@@ -1001,8 +1001,10 @@ struct Planner::Impl {
 
   void drop_ghost(JobId id) {
     if (!ghost_jobs.erase(id)) return;
-    for (auto& v : nalloc)
+    for (const Placement& q : pin_of.at(id)->pl) {
+      auto& v = nalloc[q.node];
       v.erase(std::remove_if(v.begin(), v.end(), [id](const NodeAlloc& a) { return a.ghost && a.job == id; }), v.end());
+    }
     --ghosts_live;
   }
 

@@ -311,13 +311,29 @@ struct SlipRun {
   std::string first;
 };
 
-SlipRun slip_run(std::uint64_t seed, int rounds, bool ranges) {
+SlipRun slip_run(std::uint64_t seed, int rounds, bool ranges, bool hosts = false) {
   std::mt19937_64 rng(seed);
   SlipRun out;
   for (int round = 0; round < rounds; ++round) {
     Snapshot s = random_snapshot(rng, 15);
     if (!ranges)
       for (Job& j : s.pending) j.slots_max = j.slots_min;
+    if (hosts) {
+      // Host consumables (2 "gpu" on every other node) and a queue restricted
+      // to the first half of the nodes: node-bound without memory.
+      Queue all, part;
+      all.name = "all";
+      part.name = "part";
+      for (std::size_t n = 0; n < s.nodes.size(); ++n) {
+        if (n % 2 == 0) s.nodes[n].consumables["gpu"] = 2;
+        if (n < s.nodes.size() / 2) part.hosts.push_back(s.nodes[n].name);
+      }
+      s.queues = {all, part};
+      for (Job& j : s.pending) {
+        if (rng() % 4 == 0) j.consumables["gpu"] = 1;
+        if (rng() % 4 == 0) j.queue = "part";
+      }
+    }
     PlannerConfig c = cfg_of(Backfill::Conservative);
     Planner planner;
     std::map<JobId, Time> promised;
@@ -371,6 +387,14 @@ SlipRun slip_run(std::uint64_t seed, int rounds, bool ranges) {
 
 TEST_CASE("conservative: node-bound (memory) reservations never slip when jobs end on time", "[planner][property]") {
   const SlipRun r = slip_run(4242, 200, false);
+  INFO(r.first);
+  CHECK(r.checks > 500);
+  CHECK(r.slips == 0);
+}
+
+TEST_CASE("conservative: host-consumable and host-restricted reservations never slip when jobs end on time",
+          "[planner][property]") {
+  const SlipRun r = slip_run(31337, 200, false, true);
   INFO(r.first);
   CHECK(r.checks > 500);
   CHECK(r.slips == 0);
