@@ -238,6 +238,8 @@ struct Planner::Impl {
   std::size_t ghosts_live = 0;   // jobs whose ghost is still in nalloc
   std::unordered_set<JobId> ghost_jobs;
   std::unordered_map<JobId, const Pin*> pin_of;   // this pass's valid pins
+  std::uint64_t scan_work = 0;                    // node_scan work this pass (nodes and allocations)
+  static constexpr std::uint64_t kPinWork = 20'000'000;
 
   // A job whose start time and slots are those of its pin keeps the pin's
   // hosts when they still hold it (ties in host choice would otherwise move
@@ -630,6 +632,7 @@ struct Planner::Impl {
   // Slots job j may have on node n over [t, t+d).
   int node_slots(std::uint32_t n, const Job& j, const Req& r, Time t, Time d) {
     const Node& nd = snap->nodes[n];
+    scan_work += nalloc[n].size();
     const Time e = sat_add(t, d);
     std::int64_t s = nd.cores - node_peak(n, t, e, [](const NodeAlloc& a) { return std::int64_t{a.cores}; });
     if (t == now) s = std::min<std::int64_t>(s, node_free[n]);
@@ -656,6 +659,7 @@ struct Planner::Impl {
   // Host-level availability at t; returns total slots (avail filled).
   std::int64_t node_scan(const Job& j, const Req& r, Time t, Time d) {
     avail.clear();
+    scan_work += snap->nodes.size();
     std::int64_t tot = 0;
     for (std::uint32_t n = 0; n < snap->nodes.size(); ++n) {
       if (!eligible(r.queue, n)) continue;
@@ -789,7 +793,11 @@ struct Planner::Impl {
     // Conservative with a host-level plan: every reservation is pinned, so
     // the pins of later jobs are made around real hosts (an unpinned
     // cores-only reservation ahead may need the very cores they pin).
-    const bool need_hosts = r.node_bound || cfg->monitor || (nalloc_built && cfg->backfill == Backfill::Conservative);
+    // Bounded per pass (kPinWork): pinning costs a host-level search per
+    // reservation, so a large pass stops pinning cores-only jobs (their
+    // later node-bound jobs may then slip, as without pins).
+    const bool need_hosts = r.node_bound || cfg->monitor ||
+                            (nalloc_built && cfg->backfill == Backfill::Conservative && scan_work < kPinWork);
     pl.clear();
     s = 0;
     if (need_hosts) {
@@ -816,24 +824,13 @@ struct Planner::Impl {
     Time t = kForever;
     int s = 0;
     std::vector<Placement> pl;
-    bool ok = find_reservation(j, r, d, t, s, pl);
-    if (ghosts_live > 0) {
-      // Later jobs' pins only steer the choice of hosts: if avoiding them
-      // would give j a later start or fewer slots, j ignores them (see pins).
-      use_ghosts = false;
-      Time t0 = kForever;
-      int s0 = 0;
-      std::vector<Placement> pl0;
-      const bool ok0 = find_reservation(j, r, d, t0, s0, pl0);
-      use_ghosts = true;
-      if (ok0 && (!ok || t0 != t || s0 != s)) {
-        t = t0;
-        s = s0;
-        pl = std::move(pl0);
-        ok = true;
-      }
-    }
+    // Later jobs' pins only steer the choice of hosts: j's start and slots
+    // are found without them; it avoids them only if that keeps both (pins).
+    use_ghosts = ghosts_live == 0;
+    const bool ok = find_reservation(j, r, d, t, s, pl);
+    use_ghosts = true;
     if (!ok) return false;
+    if (ghosts_live > 0 && !pl.empty() && node_scan(j, r, t, d) >= s) pl = pick_from_avail(s);
     if (!pl.empty()) prefer_pin(j, r, t, d, s, pl);
     if (cfg->backfill == Backfill::Conservative && nalloc_built && !pl.empty())
       next_pins.push_back({j.id, t, d, s, pl});
@@ -847,16 +844,16 @@ struct Planner::Impl {
   // (a later job's pin never delays j).
   bool start_pref(Plan& plan, const Job& j, const Req& r, Time d, int smax, bool backfilled) {
     if (ghosts_live == 0 && pin_of.empty()) return try_start(plan, j, r, d, smax, backfilled);
-    int s = 0, s0 = 0;
-    std::vector<Placement> pl, pl0;
+    int s = 0;
+    std::vector<Placement> pl;
+    use_ghosts = ghosts_live == 0;
     const bool ok = probe_start(j, r, d, smax, s, pl);
-    use_ghosts = false;
-    const bool ok0 = probe_start(j, r, d, smax, s0, pl0);
     use_ghosts = true;
-    if (!ok0) return false;
-    if (!ok || s != s0) {
-      s = s0;
-      pl = std::move(pl0);
+    if (!ok) return false;
+    if (ghosts_live > 0 && (r.node_bound || nalloc_built)) {
+      std::int64_t tot = node_scan(j, r, now, d);
+      if (tot >= s && cfg->may_place) tot = filter_avail(j);
+      if (tot >= s) pl = pick_from_avail(s);
     }
     prefer_pin(j, r, now, d, s, pl);
     commit(plan, j, r, Action::Start, now, d, s, std::move(pl), backfilled);
@@ -1011,6 +1008,7 @@ struct Planner::Impl {
   void run(const PassState& st, Plan& plan) {
     pass_allocs.clear();
     next_pins.clear();
+    scan_work = 0;
     load_ghosts(st);
     if (cfg->backfill == Backfill::Conservative && !nalloc_built)
       for (std::uint32_t idx : st.order) {

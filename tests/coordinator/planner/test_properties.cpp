@@ -192,8 +192,9 @@ TEST_CASE("conservative: reservations never slip when jobs end on time", "[plann
   std::mt19937_64 rng(4242);
   for (int round = 0; round < 25; ++round) {
     Snapshot s = random_snapshot(rng, 15);
-    // Cores and global licences (aggregate diagrams). Host-level jobs (memory)
-    // can slip when a job ahead of them is placed on their host: see planner.hpp.
+    // Cores and global licences (aggregate diagrams), one-shot plan_pass.
+    // Host-level jobs keep their promise only with a kept Planner (it
+    // remembers last pass's pins): see the node-bound tests below and planner.hpp.
     for (Job& j : s.pending) { j.slots_max = j.slots_min; j.mem_mb = 0; }
     PlannerConfig c = cfg_of(Backfill::Conservative);
     std::map<JobId, Time> promised;
