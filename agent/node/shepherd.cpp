@@ -1,7 +1,9 @@
 // corral-shepherd --server: the one process the Launcher posix_spawns (once, not per job) and
 // asks, over a socket, to start jobs. It is the shepherd of every job it starts: it vforks the
 // job (no fork of anything per job: a fork, even of this small static process, cost ~1 ms of page
-// table copies and faults on this machine, bench/launch/RESULTS.md) and is its reaper.
+// table copies and faults on this machine, bench/launch/RESULTS.md) and is its reaper. The vfork
+// runs on a launch thread, so a slow cgroup join before the job's execve does not stop the main
+// thread from reaping the other jobs (RESULTS.md, round 3).
 //
 // The job's side of the vfork starts its own session, joins its slot cgroups (writes "0" to each
 // cgroup.procs), takes the user's groups/gid/uid, cwd, stdout/err opened as the user, and execs.
@@ -23,18 +25,23 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -172,6 +179,16 @@ struct Kid {
 };
 std::vector<Kid> g_kids;
 
+// The vfork happens on a launch thread (vfork suspends only the calling thread): the job's setup
+// before its execve (cgroup joins: the cpuset one waits for an RCU grace period now and then,
+// up to ~4.6 ms measured, bench/launch/RESULTS.md round 3) no longer keeps the main thread from
+// reaping the other jobs and queueing their next starts. g_mu guards g_kids, g_queue, g_busy.
+std::mutex g_mu;
+std::condition_variable g_cv;
+std::deque<Request> g_queue;
+bool g_busy = false;  // the launch thread holds a request (its child may not be in g_kids yet)
+int g_launched = -1;  // eventfd: the launch thread finished one (the main thread reaps again)
+
 // Starts one job: vfork (the job borrows this process's memory until its execve: no page tables
 // copied, no copy-on-write faults, no fork of a shepherd per job), then tells the agent.
 void start(const Request& r) {
@@ -197,8 +214,32 @@ void start(const Request& r) {
     report_fail(r, stage, e, -1);
     return;
   }
+  // Registered and reported under the lock: the main thread cannot reap it (and report it ended)
+  // before the agent has its "running" record.
+  std::lock_guard<std::mutex> g(g_mu);
   g_kids.push_back(Kid{jp, r.id, r.exit_file});
   corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(jp), corral::node::kWakeRunning);
+}
+
+// The launch thread: starts queued requests one at a time, in the order they came.
+void launch_loop() {
+  while (true) {
+    Request r;
+    {
+      std::unique_lock<std::mutex> g(g_mu);
+      g_cv.wait(g, [] { return !g_queue.empty(); });
+      r = std::move(g_queue.front());
+      g_queue.pop_front();
+      g_busy = true;
+    }
+    start(r);
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      g_busy = false;
+    }
+    std::uint64_t one = 1;
+    (void)!::write(g_launched, &one, sizeof one);
+  }
 }
 
 // Reaps every exited child. A job's status is written (exit file) while it is still a zombie
@@ -206,6 +247,7 @@ void start(const Request& r) {
 // what an agent that adopted the job after a restart relies on. Returns false once no child
 // is left at all (ECHILD).
 bool reap() {
+  std::lock_guard<std::mutex> g(g_mu);
   while (true) {
     siginfo_t si{};
     if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
@@ -215,6 +257,10 @@ bool reap() {
     if (si.si_pid == 0) return true;  // children, none exited
     pid_t pid = si.si_pid;
     auto it = std::find_if(g_kids.begin(), g_kids.end(), [pid](const Kid& k) { return k.pid == pid; });
+    // Not ours yet, while a launch is in flight: it may be that job (exited before it was
+    // registered, or failed: start() waits for that one itself). Left for the next reap, which
+    // the launch thread's eventfd triggers.
+    if (it == g_kids.end() && g_busy) return true;
     if (it != g_kids.end()) {
       // The wait status as waitpid() would give it.
       int st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
@@ -251,17 +297,32 @@ int main(int argc, char** argv) {
   ::sigprocmask(SIG_BLOCK, &chld, nullptr);
   int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) return 4;
+  g_launched = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (g_launched < 0) return 4;
+  std::thread(launch_loop).detach();  // SIGCHLD stays blocked there too (inherited mask)
   bool agent = true;  // the request socket is open
   while (true) {
-    // Without the agent, the server stays until its last job (and what it left) is reaped.
-    if (!agent && !reap()) return 0;
-    struct pollfd p[2] = {{sfd, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0) continue;
+    // Without the agent, the server stays until its last job (and what it left) is reaped, and
+    // until every request it read has been started.
+    if (!agent) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> g(g_mu);
+        idle = g_queue.empty() && !g_busy;
+      }
+      if (idle && !reap()) return 0;
+    }
+    struct pollfd p[3] = {{sfd, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}, {g_launched, POLLIN, 0}};
+    if (::poll(p, 3, -1) < 0) continue;
+    if (p[2].revents & POLLIN) {
+      std::uint64_t n;
+      (void)!::read(g_launched, &n, sizeof n);
+    }
     if (p[0].revents & POLLIN) {
       struct signalfd_siginfo ss[16];
       while (::read(sfd, ss, sizeof ss) > 0) {}
-      reap();
     }
+    if (p[0].revents & POLLIN || p[2].revents & POLLIN) reap();
     if (!(p[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     std::uint32_t len = 0;
     if (!read_full(kReq, &len, sizeof len) || len > (64u << 20)) {  // closed, or not our protocol
@@ -280,6 +341,10 @@ int main(int argc, char** argv) {
       if (r.id != 0 && !r.fail_file.empty()) report_fail(r, "shepherd request", EINVAL, -1);
       continue;
     }
-    start(r);
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      g_queue.push_back(std::move(r));
+    }
+    g_cv.notify_one();
   }
 }

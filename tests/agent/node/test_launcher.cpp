@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <map>
 
 #include "helpers.hpp"
 
@@ -696,5 +697,43 @@ TEST_CASE("a server outlives its launcher until its last job ends, and writes th
   REQUIRE(e);
   CHECK(e->reason == EndReason::Failed);
   CHECK(e->exit_code == 7);
+  CHECK(n.leftovers().empty());
+}
+
+// The server vforks on its launch thread while its main thread reaps: jobs that exit at once,
+// started in a burst with a failing launch among them, each end with its own code, once.
+TEST_CASE("a burst of jobs that exit at once: every status exact, a failed launch among them",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.L.reset();
+  n.cfg.async_start = true;
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  std::string fifo = n.dir.path + "/burst.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+  const std::uint64_t first = 70, last = 99, bad = 85;
+  for (std::uint64_t id = first; id <= last; ++id) {
+    auto s = n.spec(id, {"/bin/sh", "-c", "exit " + std::to_string(id % 40)});
+    if (id == bad) s.stdout_path = fifo;  // fails in the job's setup, on the server's launch thread
+    REQUIRE(n.L->start(s) == "");
+  }
+  std::map<std::uint64_t, JobEnd> ends;
+  bool twice = false;
+  REQUIRE(wait_until([&] {
+    for (auto& e : n.L->poll()) twice |= !ends.emplace(e.id, e).second;
+    return ends.size() == last - first + 1;
+  }, 20000));
+  CHECK(!twice);
+  for (auto& [id, e] : ends) {
+    INFO("job " << id << ": " << e.message);
+    if (id == bad) {
+      CHECK(e.reason == EndReason::LaunchFailed);
+      CHECK_THAT(e.message, Catch::Contains("open stdout " + fifo));
+    } else {
+      CHECK(e.exit_code == static_cast<int>(id % 40));
+      CHECK(e.reason == (id % 40 == 0 ? EndReason::Completed : EndReason::Failed));
+    }
+  }
+  CHECK(n.L->jobs().empty());
   CHECK(n.leftovers().empty());
 }
