@@ -38,8 +38,8 @@
 //    kPinWork budget, a cores-only reservation ahead is unpinned and may take
 //    a later pin's cores when it starts; (3) plan_pass() (no kept Planner) has
 //    no memory of pins, so a node-bound reservation can slip as before (7 of
-//    17465 promises in the memory test, 6 of 18828 with slot ranges; a kept
-//    Planner without the pin-all rule above: 134 in the memory test).
+//    17465 promises in the memory test, 6 of 18828 with slot ranges; the
+//    planner before the pins: 134 in the memory test).
 //  * Job::consumables are per slot. A name found in Snapshot::global is debited
 //    there (level G), in the job's Queue::consumables (level Q, one cluster-wide
 //    pool per queue) and on every host that defines it (level H). A name
