@@ -310,7 +310,9 @@ int main(int argc, char** argv) {
         std::lock_guard<std::mutex> g(g_mu);
         idle = g_queue.empty() && !g_busy;
       }
-      if (idle && !reap()) return 0;
+      // _exit: a plain return would run the static destructors, and glibc's condition variable
+      // destructor waits for the launch thread, which waits on it forever.
+      if (idle && !reap()) ::_exit(0);
     }
     struct pollfd p[3] = {{sfd, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}, {g_launched, POLLIN, 0}};
     if (::poll(p, 3, -1) < 0) continue;

@@ -683,8 +683,17 @@ TEST_CASE("a server outlives its launcher until its last job ends, and writes th
   Node n("corral_t_launch");
   REQUIRE(n.L->start(n.spec(62, {"/bin/sh", "-c", "sleep 0.3; exit 7"})) == "");
   REQUIRE(wait_until([&] { return !n.L->cgroups().pids(slot_name(62)).empty(); }, 5000));
+  // The server: the job's parent.
+  std::string jst = slurp("/proc/" + std::to_string(n.L->cgroups().pids(slot_name(62)).at(0)) + "/stat");
+  std::istringstream jin(jst.substr(jst.rfind(')') + 2));
+  std::string jstate;
+  pid_t server = 0;
+  jin >> jstate >> server;
+  REQUIRE(server > 1);
   n.L.reset();  // the agent goes; the job runs on, its server stays for it
   nap(800);     // the job ends while no launcher watches
+  // ... and then the server is gone too (reaped by this process, its parent).
+  CHECK(wait_until([&] { return ::waitpid(server, nullptr, WNOHANG) == server || ::kill(server, 0) != 0; }, 3000));
   std::string status = slurp(n.cfg.state_dir + "/job.62.exit");
   REQUIRE(!status.empty());
   CHECK(WIFEXITED(std::stoi(status)));
