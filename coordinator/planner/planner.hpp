@@ -29,11 +29,12 @@
 //    job avoids the ghost when that changes neither its start nor its slots
 //    (a later job's pin never delays an earlier job), a job drops its own
 //    ghost when its turn comes and keeps its old hosts when its start and
-//    slots are unchanged. Tested: with every job ending on time, no job (memory,
-//    global licences, slot ranges, cores-only) starts later than any pass
-//    promised (test_properties.cpp, 200 random workloads each, ~17-19k
-//    promises per test; 3000 workloads each checked once). Remaining cases: (1) by design, a job ahead that can start
-//    earlier than its own promise (or with more slots) only on a later job's
+//    slots are unchanged. Tested: with every job ending on time, no job
+//    (memory, host consumables, host-restricted queue, global licences, slot
+//    ranges, cores-only) starts later than any pass promised
+//    (test_properties.cpp, 200 random workloads each, ~17-19k promises per
+//    test; 3000 workloads each checked once). Remaining cases: (1) by
+//    design, a job ahead that can start earlier than its own promise (or with more slots) only on a later job's
 //    pinned hosts takes them, and that later job may slip; (2) past the
 //    kPinWork budget, a cores-only reservation ahead is unpinned and may take
 //    a later pin's cores when it starts; (3) plan_pass() (no kept Planner) has
