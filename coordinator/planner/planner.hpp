@@ -34,8 +34,9 @@
 //    ranges, cores-only) starts later than any pass promised
 //    (test_properties.cpp, 200 random workloads each, ~17-19k promises per
 //    test; 3000 workloads each checked once). Remaining cases: (1) by
-//    design, a job ahead that can start earlier than its own promise (or with more slots) only on a later job's
-//    pinned hosts takes them, and that later job may slip; (2) past the
+//    design, a job ahead that can start earlier than its own promise (or
+//    with more slots) only on a later job's pinned hosts takes them, and
+//    that later job may slip; (2) past the
 //    kPinWork budget, a cores-only reservation ahead is unpinned and may take
 //    a later pin's cores when it starts; (3) plan_pass() (no kept Planner) has
 //    no memory of pins, so a node-bound reservation can slip as before (7 of
