@@ -188,18 +188,61 @@ TEST_CASE("easy never delays the head job's reservation", "[planner][property]")
   CHECK(checked > 10);
 }
 
-TEST_CASE("conservative: reservations never slip when jobs end on time", "[planner][property]") {
-  std::mt19937_64 rng(4242);
-  for (int round = 0; round < 25; ++round) {
+namespace {
+
+// Runs conservative passes over a random workload in which every job ends
+// exactly at its expected end; returns the number of promise checks made and
+// counts (in `slips`) jobs that started later than an earlier pass promised.
+// One Planner is kept across the passes, as the coordinator and simulator do,
+// unless `one_shot` (a fresh plan_pass each pass).
+struct SlipOptions {
+  int rounds = 200;
+  bool ranges = false;     // keep the random slot ranges
+  bool hosts = false;      // host consumables and a host-restricted queue
+  bool no_memory = false;  // cores-only jobs
+  bool one_shot = false;
+};
+
+struct SlipRun {
+  int checks = 0, slips = 0;
+  std::string first;
+};
+
+SlipRun slip_run(std::uint64_t seed, const SlipOptions& o) {
+  std::mt19937_64 rng(seed);
+  SlipRun out;
+  for (int round = 0; round < o.rounds; ++round) {
     Snapshot s = random_snapshot(rng, 15);
-    // Cores and global licences (aggregate diagrams), one-shot plan_pass.
-    // Host-level jobs keep their promise only with a kept Planner (it
-    // remembers last pass's pins): see the node-bound tests below and planner.hpp.
-    for (Job& j : s.pending) { j.slots_max = j.slots_min; j.mem_mb = 0; }
+    for (Job& j : s.pending) {
+      if (!o.ranges) j.slots_max = j.slots_min;
+      if (o.no_memory) j.mem_mb = 0;
+    }
+    if (o.hosts) {
+      // Host consumables (2 "gpu" on every other node) and a queue restricted
+      // to the first half of the nodes: node-bound without memory.
+      Queue all, part;
+      all.name = "all";
+      part.name = "part";
+      for (std::size_t n = 0; n < s.nodes.size(); ++n) {
+        if (n % 2 == 0) s.nodes[n].consumables["gpu"] = 2;
+        if (n < s.nodes.size() / 2) part.hosts.push_back(s.nodes[n].name);
+      }
+      s.queues = {all, part};
+      for (Job& j : s.pending) {
+        if (rng() % 4 == 0) j.consumables["gpu"] = 1;
+        if (rng() % 4 == 0) j.queue = "part";
+      }
+    }
     PlannerConfig c = cfg_of(Backfill::Conservative);
+    Planner planner;
     std::map<JobId, Time> promised;
     for (int step = 0; step < 12 && !s.pending.empty(); ++step) {
-      Plan p = run(s, c);
+      Plan p;
+      if (o.one_shot)
+        p = run(s, c);
+      else
+        planner.plan(s, c, fifo(s), p);
+      check_no_overcommit(s, p, c);
       Time next = kForever;
       std::vector<Job> still;
       for (const Job& j : s.pending) {
@@ -207,8 +250,13 @@ TEST_CASE("conservative: reservations never slip when jobs end on time", "[plann
         const Decision* rv = find(p, j.id, Action::Reserve);
         const Time at = st ? st->at : rv ? rv->at : kForever;
         if (promised.count(j.id)) {
-          INFO("round " << round << " step " << step << " job " << j.id);
-          CHECK(at <= promised[j.id]);
+          ++out.checks;
+          if (at > promised[j.id]) {
+            if (out.slips++ == 0)
+              out.first = "round " + std::to_string(round) + " step " + std::to_string(step) + " job " +
+                          std::to_string(j.id) + " promised " + std::to_string(promised[j.id]) + " now " +
+                          std::to_string(at) + " mem " + std::to_string(j.mem_mb);
+          }
         }
         promised[j.id] = at;
         if (st) {
@@ -225,7 +273,6 @@ TEST_CASE("conservative: reservations never slip when jobs end on time", "[plann
         }
       }
       s.pending = still;
-      // Advance to the next event; jobs end exactly at their expected end.
       for (const RunningJob& r : s.running) next = std::min(next, r.expected_end);
       if (next >= kForever) break;
       s.now = std::max(next, s.now + 1);
@@ -235,6 +282,23 @@ TEST_CASE("conservative: reservations never slip when jobs end on time", "[plann
       s.running = alive;
     }
   }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conservative: reservations never slip when jobs end on time", "[planner][property]") {
+  // Cores and global licences (aggregate diagrams), one-shot plan_pass.
+  // Host-level jobs keep their promise only with a kept Planner (it
+  // remembers last pass's pins): see the node-bound tests below and planner.hpp.
+  SlipOptions o;
+  o.rounds = 25;
+  o.no_memory = true;
+  o.one_shot = true;
+  const SlipRun r = slip_run(4242, o);
+  INFO(r.first);
+  CHECK(r.checks > 0);
+  CHECK(r.slips == 0);
 }
 
 TEST_CASE("easy equals the textbook algorithm on single-core nodes", "[planner][property]") {
@@ -301,93 +365,9 @@ TEST_CASE("easy equals the textbook algorithm on single-core nodes", "[planner][
   CHECK(blocked_cases > 100);
 }
 
-namespace {
-
-// Runs conservative passes over a random workload in which every job ends
-// exactly at its expected end; returns the number of promise checks made and
-// counts (in `slips`) jobs that started later than an earlier pass promised.
-// One Planner is kept across the passes, as the coordinator and simulator do.
-struct SlipRun {
-  int checks = 0, slips = 0;
-  std::string first;
-};
-
-SlipRun slip_run(std::uint64_t seed, int rounds, bool ranges, bool hosts = false) {
-  std::mt19937_64 rng(seed);
-  SlipRun out;
-  for (int round = 0; round < rounds; ++round) {
-    Snapshot s = random_snapshot(rng, 15);
-    if (!ranges)
-      for (Job& j : s.pending) j.slots_max = j.slots_min;
-    if (hosts) {
-      // Host consumables (2 "gpu" on every other node) and a queue restricted
-      // to the first half of the nodes: node-bound without memory.
-      Queue all, part;
-      all.name = "all";
-      part.name = "part";
-      for (std::size_t n = 0; n < s.nodes.size(); ++n) {
-        if (n % 2 == 0) s.nodes[n].consumables["gpu"] = 2;
-        if (n < s.nodes.size() / 2) part.hosts.push_back(s.nodes[n].name);
-      }
-      s.queues = {all, part};
-      for (Job& j : s.pending) {
-        if (rng() % 4 == 0) j.consumables["gpu"] = 1;
-        if (rng() % 4 == 0) j.queue = "part";
-      }
-    }
-    PlannerConfig c = cfg_of(Backfill::Conservative);
-    Planner planner;
-    std::map<JobId, Time> promised;
-    for (int step = 0; step < 12 && !s.pending.empty(); ++step) {
-      Plan p;
-      planner.plan(s, c, fifo(s), p);
-      check_no_overcommit(s, p, c);
-      Time next = kForever;
-      std::vector<Job> still;
-      for (const Job& j : s.pending) {
-        const Decision* st = find(p, j.id, Action::Start);
-        const Decision* rv = find(p, j.id, Action::Reserve);
-        const Time at = st ? st->at : rv ? rv->at : kForever;
-        if (promised.count(j.id)) {
-          ++out.checks;
-          if (at > promised[j.id]) {
-            if (out.slips++ == 0)
-              out.first = "round " + std::to_string(round) + " step " + std::to_string(step) + " job " +
-                          std::to_string(j.id) + " promised " + std::to_string(promised[j.id]) + " now " +
-                          std::to_string(at) + " mem " + std::to_string(j.mem_mb);
-          }
-        }
-        promised[j.id] = at;
-        if (st) {
-          RunningJob r;
-          r.job = j;
-          r.start = s.now;
-          r.expected_end = s.now + planned_duration(j, c);
-          r.slots = st->slots;
-          r.placement = st->placement;
-          s.running.push_back(r);
-        } else {
-          still.push_back(j);
-          if (rv) next = std::min(next, rv->at);
-        }
-      }
-      s.pending = still;
-      for (const RunningJob& r : s.running) next = std::min(next, r.expected_end);
-      if (next >= kForever) break;
-      s.now = std::max(next, s.now + 1);
-      std::vector<RunningJob> alive;
-      for (const RunningJob& r : s.running)
-        if (r.expected_end > s.now) alive.push_back(r);
-      s.running = alive;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("conservative: node-bound (memory) reservations never slip when jobs end on time", "[planner][property]") {
-  const SlipRun r = slip_run(4242, 200, false);
+  const SlipRun r = slip_run(4242, SlipOptions{});
   INFO(r.first);
   CHECK(r.checks > 500);
   CHECK(r.slips == 0);
@@ -395,14 +375,18 @@ TEST_CASE("conservative: node-bound (memory) reservations never slip when jobs e
 
 TEST_CASE("conservative: host-consumable and host-restricted reservations never slip when jobs end on time",
           "[planner][property]") {
-  const SlipRun r = slip_run(31337, 200, false, true);
+  SlipOptions o;
+  o.hosts = true;
+  const SlipRun r = slip_run(31337, o);
   INFO(r.first);
   CHECK(r.checks > 500);
   CHECK(r.slips == 0);
 }
 
 TEST_CASE("conservative: reservations of slot-range jobs never slip when jobs end on time", "[planner][property]") {
-  const SlipRun r = slip_run(99, 200, true);
+  SlipOptions o;
+  o.ranges = true;
+  const SlipRun r = slip_run(99, o);
   INFO(r.first);
   CHECK(r.checks > 500);
   CHECK(r.slips == 0);
