@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "agent/node/cgroup.hpp"
 
 namespace harness {
@@ -218,4 +220,42 @@ inline std::string trim(std::string s) {
   return s;
 }
 
+// `corral stat ID --json`, required to succeed.
+inline std::string stat_json(const Agent& a, const std::string& id) {
+  auto r = a.cli({"stat", id, "--json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  return r.out;
+}
+
+// Waits (up to `ms`) until the job's state is `want`; returns the last state.
+inline std::string wait_state(const Agent& a, const std::string& id, const std::string& want, int ms = 10000) {
+  std::string st;
+  for (int t = 0; t < ms; t += 20) {
+    st = json_field(stat_json(a, id), "state");
+    if (st == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return st;
+}
+
+// Waits until `path` has content (a job wrote it).
+inline std::string wait_file(const std::string& path, int ms = 10000) {
+  std::string s;
+  for (int t = 0; t < ms && (s = slurp(path)).empty(); t += 20)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return s;
+}
+
 }  // namespace harness
+
+// Returns from the test case with a printed reason where corrald cannot run
+// (not root, no cgroups).
+#define SKIP_UNLESS_ROOT()                                      \
+  do {                                                          \
+    std::string why;                                            \
+    if (!harness::can_run(&why)) {                              \
+      WARN("skipped: " << why);                                 \
+      return;                                                   \
+    }                                                           \
+  } while (0)

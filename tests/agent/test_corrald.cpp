@@ -14,27 +14,12 @@
 
 using harness::Agent;
 using harness::json_field;
+using harness::stat_json;
 using harness::trim;
 
 namespace {
 constexpr int kNobody = 65534;
 constexpr int kOther = 65533;  // a second unprivileged uid (no passwd entry needed)
-
-#define SKIP_UNLESS_ROOT()                                      \
-  do {                                                          \
-    std::string why;                                            \
-    if (!harness::can_run(&why)) {                              \
-      WARN("skipped: " << why);                                 \
-      return;                                                   \
-    }                                                           \
-  } while (0)
-
-std::string stat_json(const Agent& a, const std::string& id) {
-  auto r = a.cli({"stat", id, "--json"});
-  INFO(r.err);
-  REQUIRE(r.rc == 0);
-  return r.out;
-}
 }  // namespace
 
 TEST_CASE("submit, wait, stat: a job runs as its user with its exit code", "[agent]") {
@@ -211,8 +196,7 @@ TEST_CASE("SIGKILL and restart: pending jobs kept, running job adopted", "[agent
     ids.push_back(trim(s.out));
   }
   // Wait until the big one runs.
-  for (int i = 0; i < 200 && json_field(stat_json(a, "1"), "state") != "running"; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  harness::wait_state(a, "1", "running", 2000);
   REQUIRE(json_field(stat_json(a, "1"), "state") == "running");
   for (const auto& id : ids) CHECK(json_field(stat_json(a, id), "state") == "pending");
 
@@ -291,8 +275,7 @@ TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[ag
   auto s = a.submit({"--wrap", "sleep 1; exit 5"});
   REQUIRE(s.rc == 0);
   std::string id = trim(s.out);
-  for (int i = 0; i < 200 && json_field(stat_json(a, id), "state") != "running"; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  harness::wait_state(a, id, "running", 2000);
   REQUIRE(json_field(stat_json(a, id), "state") == "running");
   a.stop(SIGKILL);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // it ends meanwhile

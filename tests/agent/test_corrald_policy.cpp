@@ -15,45 +15,13 @@
 
 using harness::Agent;
 using harness::json_field;
+using harness::stat_json;
+using harness::wait_file;
+using harness::wait_state;
 using harness::trim;
 
 namespace {
 constexpr int kNobody = 65534;
-
-#define SKIP_UNLESS_ROOT()                                      \
-  do {                                                          \
-    std::string why;                                            \
-    if (!harness::can_run(&why)) {                              \
-      WARN("skipped: " << why);                                 \
-      return;                                                   \
-    }                                                           \
-  } while (0)
-
-std::string stat_json(const Agent& a, const std::string& id) {
-  auto r = a.cli({"stat", id, "--json"});
-  INFO(r.err);
-  REQUIRE(r.rc == 0);
-  return r.out;
-}
-
-// Waits (up to `ms`) until the job's state is `want`; returns the last state.
-std::string wait_state(const Agent& a, const std::string& id, const std::string& want, int ms = 10000) {
-  std::string st;
-  for (int t = 0; t < ms; t += 20) {
-    st = json_field(stat_json(a, id), "state");
-    if (st == want) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return st;
-}
-
-// Waits until `path` has content (a job wrote it).
-std::string wait_file(const std::string& path, int ms = 10000) {
-  std::string s;
-  for (int t = 0; t < ms && (s = harness::slurp(path)).empty(); t += 20)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return s;
-}
 
 // The freezer state of the cgroup a process is in (v1), e.g. "FROZEN".
 std::string freezer_state(const std::string& pid) {
