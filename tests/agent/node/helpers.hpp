@@ -96,6 +96,11 @@ struct Node {
   ~Node() {
     if (L) L->stop_all();
   }
+  // A new Launcher with the (changed) cfg, the old one gone first.
+  void relaunch() {
+    L.reset();
+    L = std::make_unique<Launcher>(discover(cfg.jobfs_root), cfg);
+  }
   LaunchSpec spec(std::uint64_t id, std::vector<std::string> argv) const {
     LaunchSpec s;
     s.id = id;

@@ -530,9 +530,8 @@ TEST_CASE("the shepherd is posix_spawned (corral-shepherd); the fork fallback st
   CHECK(n.out(31).find("corral-shepherd") != std::string::npos);
   CHECK(n.leftovers().empty());
 
-  n.L.reset();
   n.cfg.shepherd = "fork";
-  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  n.relaunch();
   REQUIRE(n.L->start(n.spec(32, argv)) == "");
   e = n.wait_end(32, 10000);
   REQUIRE(e);
@@ -550,9 +549,8 @@ TEST_CASE("async_start: failures as the user end as LaunchFailed from poll(), wi
           "[node][launcher]") {
   if (!nodetest::need_cgroups()) return;
   Node n("corral_t_launch");
-  n.L.reset();
   n.cfg.async_start = true;
-  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  n.relaunch();
   // Checks made in the agent are still returned by start() at once.
   CHECK_THAT(n.L->start(n.spec(40, {"/no/such/binary"})), Catch::Contains("not found"));
   // Not executable by the user: start() returns at once, the end says why.
@@ -715,9 +713,8 @@ TEST_CASE("a burst of jobs that exit at once: every status exact, a failed launc
           "[node][launcher]") {
   if (!nodetest::need_cgroups()) return;
   Node n("corral_t_launch");
-  n.L.reset();
   n.cfg.async_start = true;
-  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  n.relaunch();
   std::string fifo = n.dir.path + "/burst.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
   const std::uint64_t first = 70, last = 99, bad = 85;
