@@ -20,6 +20,23 @@ std::string forge(std::string_view magic, std::uint64_t version, std::string_vie
   pk.pack(body);
   return std::string(buf.data(), buf.size());
 }
+
+// A version-1 submitter's spec, before -pe existed.
+struct OldSpec {
+  std::string name;
+  int ncpus = 0;
+  MSGPACK_DEFINE_MAP(name, ncpus)
+};
+struct OldSubmit {
+  OldSpec spec;
+  MSGPACK_DEFINE_MAP(spec)
+};
+// A newer peer's stat request with a key this reader does not know.
+struct FutureStatReq {
+  int id = 0;
+  std::string from_the_future;
+  MSGPACK_DEFINE_MAP(id, from_the_future)
+};
 }  // namespace
 
 TEST_CASE("submit request round-trips with every field", "[proto]") {
@@ -202,20 +219,7 @@ TEST_CASE("slot ranges and control requests round-trip; older peers still decode
 
   // A version-1 submitter that never heard of -pe: no range.
   {
-    msgpack::sbuffer buf;
-    msgpack::packer<msgpack::sbuffer> pk(buf);
-    pk.pack_array(4);
-    pk.pack(kMagic);
-    pk.pack(kVersion);
-    pk.pack(std::string_view("submit_req"));
-    pk.pack_map(1);
-    pk.pack(std::string_view("spec"));
-    pk.pack_map(2);
-    pk.pack(std::string_view("name"));
-    pk.pack(std::string_view("a"));
-    pk.pack(std::string_view("ncpus"));
-    pk.pack(3);
-    Message o = decode(std::string(buf.data(), buf.size()));
+    Message o = decode(forge(kMagic, kVersion, "submit_req", OldSubmit{{"a", 3}}));
     const JobSpec& os = std::get<SubmitReq>(o).spec;
     CHECK(os.ncpus == 3);
     CHECK(os.name == "a");
@@ -225,18 +229,7 @@ TEST_CASE("slot ranges and control requests round-trip; older peers still decode
   }
   // A reader that does not know a key (a newer peer's field) ignores it.
   {
-    msgpack::sbuffer buf;
-    msgpack::packer<msgpack::sbuffer> pk(buf);
-    pk.pack_array(4);
-    pk.pack(kMagic);
-    pk.pack(kVersion);
-    pk.pack(std::string_view("stat_req"));
-    pk.pack_map(2);
-    pk.pack(std::string_view("id"));
-    pk.pack(4);
-    pk.pack(std::string_view("from_the_future"));
-    pk.pack(std::string_view("x"));
-    Message n = decode(std::string(buf.data(), buf.size()));
+    Message n = decode(forge(kMagic, kVersion, "stat_req", FutureStatReq{4, "x"}));
     CHECK(std::get<StatReq>(n).id == 4);
   }
 
