@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -108,6 +109,16 @@ int granted(const JobRecord& r) {
 // Seconds suspended in the current run, including an ongoing suspension.
 double suspended_total(const JobRecord& r, double now) {
   return r.suspended_seconds + (r.suspended_since > 0 ? std::max(0.0, now - r.suspended_since) : 0.0);
+}
+// Ends an ongoing suspension at `now` (its time is added to suspended_seconds).
+void close_suspension(JobRecord& r, double now) {
+  r.suspended_seconds = suspended_total(r, now);
+  r.suspended_since = 0;
+}
+// The slot range a spec asks for: a -pe range (min-max), else exactly ncpus.
+std::pair<int, int> slot_range(const proto::JobSpec& s) {
+  if (!s.pe.empty() && s.slots_min >= 1 && s.slots_max >= s.slots_min) return {s.slots_min, s.slots_max};
+  return {s.ncpus, s.ncpus};
 }
 
 constexpr std::size_t kMaxClients = 4096;
@@ -331,10 +342,7 @@ void Daemon::recover() {
       if (rec.state != want) {
         rec.state = want;
         if (u->suspended && rec.suspended_since <= 0) rec.suspended_since = now();
-        if (!u->suspended && rec.suspended_since > 0) {
-          rec.suspended_seconds = suspended_total(rec, now());
-          rec.suspended_since = 0;
-        }
+        if (!u->suspended && rec.suspended_since > 0) close_suspension(rec, now());
         store_->put(rec);
       }
     }
@@ -624,8 +632,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
     Job j;
     j.queue = s.queue;
     j.walltime = s.walltime;
-    j.slots_min = s.pe.empty() ? s.ncpus : s.slots_min;
-    j.slots_max = s.pe.empty() ? s.ncpus : s.slots_max;
+    std::tie(j.slots_min, j.slots_max) = slot_range(s);
     j.mem_mb = s.mem_mb;
     j.jobfs_mb = s.jobfs_mb;
     NciVerdict v = validate_request(j, snapshot_queues(), sched_.nci);
@@ -842,11 +849,7 @@ Snapshot Daemon::snapshot(Time t) const {
     j.submit = static_cast<Time>(r.submit_time);
     j.walltime = r.spec.walltime;
     j.pe = r.spec.pe;
-    j.slots_min = j.slots_max = r.spec.ncpus;
-    if (!r.spec.pe.empty() && r.spec.slots_min >= 1 && r.spec.slots_max >= r.spec.slots_min) {
-      j.slots_min = r.spec.slots_min;
-      j.slots_max = r.spec.slots_max;
-    }
+    std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
     j.mem_mb = r.spec.mem_mb;
     j.jobfs_mb = r.spec.jobfs_mb;
     j.reserve = r.spec.reserve;
@@ -1088,8 +1091,7 @@ std::string Daemon::suspend_resume(JobRecord& rec, bool sus, const std::string& 
   if (sus) {
     rec.suspended_since = t;
   } else {
-    rec.suspended_seconds = suspended_total(rec, t);
-    rec.suspended_since = 0;
+    close_suspension(rec, t);
     rec.held = false;
   }
   rec.state = std::string(sus ? proto::state::kSuspended : proto::state::kRunning);
@@ -1133,8 +1135,7 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
   double t = now();
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
-  rec.suspended_seconds = suspended_total(rec, t);
-  rec.suspended_since = 0;
+  close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kPending);
   rec.requeues += 1;
@@ -1156,8 +1157,7 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
 
 void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
   double t = now();
-  rec.suspended_seconds = suspended_total(rec, t);
-  rec.suspended_since = 0;
+  close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kEnded);
   rec.end_reason = reason;
@@ -1311,8 +1311,7 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.walltime = r.spec.walltime;
   j.ncpus = r.spec.ncpus;
   j.pe = r.spec.pe;
-  j.slots_min = r.spec.pe.empty() ? r.spec.ncpus : r.spec.slots_min;
-  j.slots_max = r.spec.pe.empty() ? r.spec.ncpus : r.spec.slots_max;
+  std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
   j.slots = r.cores.empty() ? 0 : static_cast<int>(r.cores.size());
   j.suspended_seconds = suspended_total(r, now());
   j.mem_mb = r.spec.mem_mb;
