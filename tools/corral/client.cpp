@@ -166,24 +166,37 @@ std::uint64_t parse_job_id(const std::string& s) {
   return std::stoull(t);
 }
 
-ControlArgs parse_control(int argc, char** argv) {
-  ControlArgs c;
-  c.action = argc > 0 ? argv[0] : "";
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage) {
+  Common c;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--socket") {
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", usage);
+      std::exit(0);
+    } else if (a == "--socket") {
       if (i + 1 >= argc) throw UsageError("--socket needs a path");
       c.socket = argv[++i];
     } else if (a.rfind("--socket=", 0) == 0) {
       c.socket = a.substr(9);
+    } else if (json_ok && a == "--json") {
+      c.json = true;
     } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError("unknown option '" + a + "' (see corral " + c.action + " --help)");
+      throw UsageError(std::string("unknown option '") + a + "' (see corral " + cmd + " --help)");
     } else {
-      c.ids.push_back(parse_job_id(a));
+      c.args.push_back(a);
     }
   }
-  if (c.ids.empty()) throw UsageError("missing job id");
   if (c.socket.empty()) c.socket = default_socket();
+  return c;
+}
+
+ControlArgs parse_control(int argc, char** argv) {
+  ControlArgs c;
+  c.action = argc > 0 ? argv[0] : "";
+  Common common = parse_common(c.action.c_str(), argc, argv, false, "");
+  for (const auto& a : common.args) c.ids.push_back(parse_job_id(a));
+  if (c.ids.empty()) throw UsageError("missing job id");
+  c.socket = common.socket;
   return c;
 }
 

@@ -51,6 +51,16 @@ std::string default_socket();
 // reached or answers garbage.
 proto::Message request(const std::string& socket, const proto::Message& req);
 
+// Shared flags of the commands that take job ids or nothing: --socket PATH,
+// --json (when json_ok), --help (prints usage, exits 0); the rest are args.
+// Throws UsageError on an unknown option.
+struct Common {
+  std::string socket;
+  bool json = false;
+  std::vector<std::string> args;
+};
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage);
+
 // `corral suspend|resume|requeue|checkpoint JOBID...` arguments (argv[0] is
 // the command): the ids and --socket. Throws UsageError.
 struct ControlArgs {

@@ -19,38 +19,6 @@ extern char** environ;
 namespace corral::cli {
 namespace {
 
-struct Common {
-  std::string socket;
-  bool json = false;
-  std::vector<std::string> args;
-};
-
-// Shared flags of the read-only commands: --socket PATH, --json, --help.
-Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage) {
-  Common c;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", usage);
-      std::exit(0);
-    } else if (a == "--socket") {
-      if (i + 1 >= argc) throw UsageError("--socket needs a path");
-      c.socket = argv[++i];
-    } else if (a.rfind("--socket=", 0) == 0) {
-      c.socket = a.substr(9);
-    } else if (json_ok && a == "--json") {
-      c.json = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError(std::string("unknown option '") + a + "' (see corral " + cmd + " --help)");
-    } else {
-      c.args.push_back(a);
-    }
-  }
-  if (c.socket.empty()) c.socket = default_socket();
-  return c;
-}
-
-std::uint64_t parse_id(const std::string& s) { return parse_job_id(s); }
 
 // Runs `fn`, turning errors into messages and exit codes.
 template <class Fn>
@@ -155,7 +123,7 @@ int cmd_stat(int argc, char** argv) {
                             "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
                             "With JOBID and --json: one JSON object; without JOBID: an array.\n");
     if (c.args.size() > 1) throw UsageError("at most one job id");
-    std::uint64_t id = c.args.empty() ? 0 : parse_id(c.args[0]);
+    std::uint64_t id = c.args.empty() ? 0 : parse_job_id(c.args[0]);
     proto::StatRep rep = expect<proto::StatRep>(request(c.socket, proto::StatReq{id}));
     if (c.json) {
       if (id) {
@@ -180,7 +148,7 @@ int cmd_cancel(int argc, char** argv) {
     if (c.args.empty()) throw UsageError("missing job id");
     int rc = 0;
     for (const auto& a : c.args) {
-      std::uint64_t id = parse_id(a);
+      std::uint64_t id = parse_job_id(a);
       proto::Message m = request(c.socket, proto::CancelReq{id});
       if (auto* e = std::get_if<proto::ErrorRep>(&m)) {
         std::fprintf(stderr, "corral cancel: %s\n", e->message.c_str());
@@ -201,7 +169,7 @@ int cmd_wait(int argc, char** argv) {
                             "usage: corral wait JOBID [--socket PATH]\n"
                             "Blocks until the job ends; exits with its exit code (1 if it never ran).\n");
     if (c.args.size() != 1) throw UsageError("give exactly one job id");
-    std::uint64_t id = parse_id(c.args[0]);
+    std::uint64_t id = parse_job_id(c.args[0]);
     proto::WaitRep rep = expect<proto::WaitRep>(request(c.socket, proto::WaitReq{id}));
     const proto::JobInfo& j = rep.job;
     if (j.exit_code != 0)
@@ -252,10 +220,6 @@ int cmd_node(int argc, char** argv) {
     return 0;
   });
 }
-
-}  // namespace corral::cli
-
-namespace corral::cli {
 
 // suspend / resume (root) and requeue / checkpoint (owner or root) of running jobs.
 int cmd_control(int argc, char** argv) {
