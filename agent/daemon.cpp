@@ -211,6 +211,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   // The loop never waits for a launch: a failure as the user (chdir, open stdout, execve) comes
   // back from poll() as a launch_failed end, with the same message start() would have returned.
   lc.async_start = true;
+  // An ended job's slot is removed after the pass that starts the next job on its cores (tidy()
+  // below in run()): off the path from one job's end to the next one's start.
+  lc.defer_cleanup = true;
   launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
 
   for (const auto& [id, rec] : store_->jobs()) {
@@ -419,6 +422,7 @@ int Daemon::run() {
       cycle();
       next_cycle_ = mono_now() + cfg_.cycle_interval;
     }
+    for (const auto& m : launcher_->tidy()) log_line(m);
     if (!active_.empty() && mono >= next_usage_) {
       sample_usage(true);
       next_usage_ = mono + cfg_.usage_interval;

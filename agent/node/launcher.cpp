@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <set>
 #include <cerrno>
 #include <cstring>
@@ -249,6 +251,28 @@ struct Launcher::Impl {
   std::vector<pid_t> old_servers;  // servers let go while they still had jobs: reaped once they exit
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
   std::map<std::string, std::pair<std::int64_t, UserInfo>> users;  // lookups, with their time
+  // Ended jobs whose cleanup() waits for tidy() (LauncherConfig::defer_cleanup).
+  struct Untidy {
+    std::uint64_t id;
+    bool terminal;
+    Job job;
+  };
+  std::vector<Untidy> untidy;
+
+  // Runs the deferred cleanups (all, or only job `only`); returns the failures.
+  std::vector<std::string> tidy(std::uint64_t only = 0) {
+    std::vector<std::string> errs;
+    for (auto it = untidy.begin(); it != untidy.end();) {
+      if (only != 0 && it->id != only) {
+        ++it;
+        continue;
+      }
+      std::string err = cleanup(it->id, it->job, it->terminal);
+      if (!err.empty()) errs.push_back("job " + std::to_string(it->id) + ": cleanup: " + err);
+      it = untidy.erase(it);
+    }
+    return errs;
+  }
 
   std::string record_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".rec"; }
   std::string exit_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".exit"; }
@@ -447,7 +471,7 @@ struct Launcher::Impl {
     }
     // A served job just killed: its server writes the exit file before it reaps the job; wait
     // (briefly) for that, so the file is not written after it was removed here.
-    if (j.served && j.pid_known && !j.launch_failed && j.shepherd > 0 && !read_exit(id))
+    if (j.served && j.pid_known && !j.launch_failed && j.shepherd > 0 && !j.end_seen && !read_exit(id))
       for (int i = 0; i < 500 && !served_gone(j); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::error_code ec;
     remove_tree(j.jobfs_dir);
@@ -467,10 +491,19 @@ struct Launcher::Impl {
 
   // The job's raw wait status as the shepherd recorded it, if it did.
   std::optional<int> read_exit(std::uint64_t id) const {
-    std::ifstream in(exit_path(id));
-    int st = 0;
-    if (in >> st) return st;
-    return std::nullopt;
+    int fd = ::open(exit_path(id).c_str(), O_RDONLY | O_CLOEXEC);  // read once per job end: no stream
+    if (fd < 0) return std::nullopt;
+    char buf[32];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf - 1)) < 0 && errno == EINTR) {}
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    buf[n] = '\0';
+    char* end = nullptr;
+    errno = 0;
+    long st = std::strtol(buf, &end, 10);
+    if (end == buf || errno != 0 || st < INT_MIN || st > INT_MAX) return std::nullopt;
+    return static_cast<int>(st);
   }
 
   void kill_job(std::uint64_t id, Job& j, EndReason why, std::string msg) {
@@ -627,6 +660,10 @@ struct Launcher::Impl {
       e.message = "failed: " + how;
     }
     bool terminal = e.reason != EndReason::Preempted && e.reason != EndReason::Checkpointed;
+    if (cfg.defer_cleanup) {
+      untidy.push_back(Untidy{id, terminal, std::move(j)});
+      return e;
+    }
     std::string err = cleanup(id, j, terminal);
     if (!err.empty()) e.message += "; cleanup: " + err;
     return e;
@@ -704,6 +741,7 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
 }
 
 Launcher::~Launcher() {
+  impl_->tidy();
   impl_->stop_server();
   for (auto& [id, j] : impl_->jobs)
     if (j.pidfd >= 0) ::close(j.pidfd);
@@ -727,6 +765,8 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   LaunchSpec spec = spec_in;
   const std::uint64_t id = spec.id;
   if (I.jobs.count(id)) return "job " + std::to_string(id) + " is already running here";
+  // Its previous run (requeued) ended in this loop iteration: that slot goes first.
+  if (!I.untidy.empty()) I.tidy(id);
   if (spec.argv.empty() || spec.argv[0].empty()) return "job " + std::to_string(id) + ": empty command";
   if (spec.mem_mb < 0 || spec.jobfs_mb < 0 || spec.walltime_s < 0 || spec.ckpt_grace_s < 0)
     return "job " + std::to_string(id) + ": negative memory, jobfs, walltime or grace";
@@ -1180,8 +1220,11 @@ std::optional<JobUsage> Launcher::usage(std::uint64_t id) const {
   return r;
 }
 
+std::vector<std::string> Launcher::tidy() { return impl_->tidy(); }
+
 std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   Impl& I = *impl_;
+  I.tidy();  // slots of jobs already reported ended are not leftovers
   std::vector<Recovered> out;
   std::set<std::uint64_t> seen;
   for (std::uint64_t id : list_existing(*I.cg)) {
@@ -1238,6 +1281,7 @@ void Launcher::stop_all() {
     poll();
     if (!impl_->jobs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  impl_->tidy();
 }
 
 }  // namespace corral::node

@@ -88,6 +88,11 @@ struct LauncherConfig {
   // daemon uses this: its loop never blocks on a launch). Checks done in the agent (user, cwd
   // exists, binary found, cores, cgroups) are returned by start() either way.
   bool async_start = false;
+  // true: an ended job's slot cgroups, checkpoint/jobfs dirs and files are removed by tidy(),
+  // not inside poll(), so the caller can start the next job on those cores first (corrald:
+  // the removal is off the path from one job's end to the next one's start). A start() of the
+  // same id, recover(), stop_all() and the destructor tidy first.
+  bool defer_cleanup = false;
 };
 
 enum class RecoverMode { Adopt, Cleanup };
@@ -123,6 +128,9 @@ class Launcher {
   // Reap ended jobs, enforce walltime/memory/jobfs, finish checkpoints. now_ms: Launcher::now_ms()
   // clock (monotonic); -1 = read it now.
   std::vector<JobEnd> poll(std::int64_t now_ms = -1);
+  // With defer_cleanup: removes what the jobs poll() ended left behind (slot cgroups, dirs,
+  // files). Returns one message per job whose removal failed ("job N: cleanup: why").
+  std::vector<std::string> tidy();
 
   std::optional<JobUsage> usage(std::uint64_t id) const;
   std::vector<std::uint64_t> jobs() const;

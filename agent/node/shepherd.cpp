@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,13 +118,16 @@ bool parse(const std::string& payload, Request& r) {
 }
 
 // What the job's side of the vfork reports before it exits (it shares our memory until execve,
-// so these are set in our address space; no pipe is needed).
-volatile int g_fail_errno = 0;
-const char* volatile g_fail_stage = nullptr;
+// so it writes into its launch thread's stack frame; no pipe is needed). One per launch: several
+// launch threads vfork at the same time.
+struct Fail {
+  volatile int err = 0;
+  const char* volatile stage = nullptr;
+};
 
-[[noreturn]] void job_fail(const char* stage) {
-  g_fail_errno = errno;
-  g_fail_stage = stage;
+[[noreturn]] void job_fail(Fail* f, const char* stage) {
+  f->err = errno;
+  f->stage = stage;
   ::_exit(127);
 }
 
@@ -135,7 +139,7 @@ void report_fail(const Request& r, const char* stage, int err, std::int32_t pid)
 
 // The job's side of the vfork: syscalls only (it shares the server's memory until execve).
 [[noreturn]] __attribute__((noinline)) void exec_job(const Request& r, const char* const* procs, std::size_t nprocs,
-                                                     char* const* argv, char* const* envp) {
+                                                     char* const* argv, char* const* envp, Fail* fail) {
   // The server blocks SIGCHLD (signalfd) and ignores SIGPIPE: the job starts with neither.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -148,27 +152,30 @@ void report_fail(const Request& r, const char* stage, int err, std::int32_t pid)
   // Into its slot cgroups before anything else runs (as root, before the uid drop).
   for (std::size_t i = 0; i < nprocs; ++i) {
     int f = ::open(procs[i], O_WRONLY | O_CLOEXEC);
-    if (f < 0 || ::write(f, "0", 1) != 1) job_fail("cgroup attach");
+    if (f < 0 || ::write(f, "0", 1) != 1) job_fail(fail, "cgroup attach");
     ::close(f);
   }
   ::umask(022);
   if (r.drop) {
-    if (::setgroups(r.groups.size(), r.groups.data()) != 0) job_fail("setgroups");
-    if (::setgid(r.gid) != 0) job_fail("setgid");
-    if (::setuid(r.uid) != 0) job_fail("setuid");
+    // Raw syscalls: credentials are per thread in the kernel and this process has one thread;
+    // glibc's wrappers would, in a multi-threaded process (the server is one), try to signal
+    // the server's other threads (its setxid broadcast) from here.
+    if (::syscall(SYS_setgroups, r.groups.size(), r.groups.data()) != 0) job_fail(fail, "setgroups");
+    if (::syscall(SYS_setgid, r.gid) != 0) job_fail(fail, "setgid");
+    if (::syscall(SYS_setuid, r.uid) != 0) job_fail(fail, "setuid");
   }
-  if (::chdir(r.cwd.c_str()) != 0) job_fail("chdir");
+  if (::chdir(r.cwd.c_str()) != 0) job_fail(fail, "chdir");
   // Opened as the user: the files are theirs. O_NONBLOCK: a FIFO without a reader fails.
   int o = ::open(r.out_path.c_str(), r.out_flags | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (o < 0) job_fail("open stdout");
+  if (o < 0) job_fail(fail, "open stdout");
   int e = r.out_path == r.err_path ? o : ::open(r.err_path.c_str(), r.out_flags | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (e < 0) job_fail("open stderr");
+  if (e < 0) job_fail(fail, "open stderr");
   ::fcntl(o, F_SETFL, ::fcntl(o, F_GETFL) & ~O_NONBLOCK);
   ::fcntl(e, F_SETFL, ::fcntl(e, F_GETFL) & ~O_NONBLOCK);
   ::dup2(o, 1);  // dup2 clears close-on-exec on 1 and 2
   ::dup2(e, 2);
   ::execve(r.binary.c_str(), argv, envp);
-  job_fail("execve");
+  job_fail(fail, "execve");
 }
 
 // A job this server started and will reap: its exit status goes to exit_file.
@@ -179,15 +186,16 @@ struct Kid {
 };
 std::vector<Kid> g_kids;
 
-// The vfork happens on a launch thread (vfork suspends only the calling thread): the job's setup
+// The vfork happens on launch threads (vfork suspends only the calling thread): the job's setup
 // before its execve (cgroup joins: the cpuset one waits for an RCU grace period now and then,
 // up to ~4.6 ms measured, bench/launch/RESULTS.md round 3) no longer keeps the main thread from
-// reaping the other jobs and queueing their next starts. g_mu guards g_kids, g_queue, g_busy.
+// reaping the other jobs, and with several launch threads one job's slow setup does not hold
+// up another slot's start (round 4). g_mu guards g_kids, g_queue, g_inflight.
 std::mutex g_mu;
 std::condition_variable g_cv;
 std::deque<Request> g_queue;
-bool g_busy = false;  // the launch thread holds a request (its child may not be in g_kids yet)
-int g_launched = -1;  // eventfd: the launch thread finished one (the main thread reaps again)
+int g_inflight = 0;   // requests a launch thread holds (their children may not be in g_kids yet)
+int g_launched = -1;  // eventfd: a launch thread finished one (the main thread reaps again)
 
 // Starts one job: vfork (the job borrows this process's memory until its execve: no page tables
 // copied, no copy-on-write faults, no fork of a shepherd per job), then tells the agent.
@@ -199,17 +207,16 @@ void start(const Request& r) {
   argv.push_back(nullptr);
   for (const auto& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  g_fail_stage = nullptr;
-  g_fail_errno = 0;
+  Fail fail;
   pid_t jp = ::vfork();
-  if (jp == 0) exec_job(r, procs.data(), procs.size(), argv.data(), envp.data());
+  if (jp == 0) exec_job(r, procs.data(), procs.size(), argv.data(), envp.data(), &fail);
   if (jp < 0) {
     report_fail(r, "fork", errno, -1);
     return;
   }
   // vfork returns once the child has exec'd or exited: a stage set means it failed.
-  if (const char* stage = g_fail_stage) {
-    int e = g_fail_errno;
+  if (const char* stage = fail.stage) {
+    int e = fail.err;
     while (::waitpid(jp, nullptr, 0) < 0 && errno == EINTR) {}
     report_fail(r, stage, e, -1);
     return;
@@ -221,7 +228,7 @@ void start(const Request& r) {
   corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(jp), corral::node::kWakeRunning);
 }
 
-// The launch thread: starts queued requests one at a time, in the order they came.
+// A launch thread: takes queued requests in the order they came, one at a time.
 void launch_loop() {
   while (true) {
     Request r;
@@ -230,16 +237,28 @@ void launch_loop() {
       g_cv.wait(g, [] { return !g_queue.empty(); });
       r = std::move(g_queue.front());
       g_queue.pop_front();
-      g_busy = true;
+      ++g_inflight;
     }
     start(r);
     {
       std::lock_guard<std::mutex> g(g_mu);
-      g_busy = false;
+      --g_inflight;
     }
     std::uint64_t one = 1;
     (void)!::write(g_launched, &one, sizeof one);
   }
+}
+
+// Writes a job's exit status from its (zombie's) siginfo, reaps it, reports it ended. g_mu held.
+void finish_kid(std::vector<Kid>::iterator it, const siginfo_t& si) {
+  // The wait status as waitpid() would give it.
+  int st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+                                    : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+  std::string tmp = it->exit_file + ".tmp";
+  corral::node::write_exit_status(tmp.c_str(), it->exit_file.c_str(), st);
+  while (::waitpid(it->pid, nullptr, 0) < 0 && errno == EINTR) {}
+  corral::node::send_wake(kWake, it->id, static_cast<std::int32_t>(it->pid), corral::node::kWakeEnded);
+  g_kids.erase(it);
 }
 
 // Reaps every exited child. A job's status is written (exit file) while it is still a zombie
@@ -258,21 +277,25 @@ bool reap() {
     pid_t pid = si.si_pid;
     auto it = std::find_if(g_kids.begin(), g_kids.end(), [pid](const Kid& k) { return k.pid == pid; });
     // Not ours yet, while a launch is in flight: it may be that job (exited before it was
-    // registered, or failed: start() waits for that one itself). Left for the next reap, which
-    // the launch thread's eventfd triggers.
-    if (it == g_kids.end() && g_busy) return true;
+    // registered, or failed: start() waits for that one itself). Left for a later reap, which
+    // the launch thread's eventfd triggers. The known jobs behind it are looked at one by one
+    // (with launches in flight back to back, it could otherwise hold up every end).
+    if (it == g_kids.end() && g_inflight > 0) {
+      for (std::size_t i = 0; i < g_kids.size();) {
+        siginfo_t ki{};
+        if (::waitid(P_PID, static_cast<id_t>(g_kids[i].pid), &ki, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            ki.si_pid == g_kids[i].pid)
+          finish_kid(g_kids.begin() + static_cast<std::ptrdiff_t>(i), ki);
+        else
+          ++i;
+      }
+      return true;
+    }
     if (it != g_kids.end()) {
-      // The wait status as waitpid() would give it.
-      int st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
-                                        : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
-      std::string tmp = it->exit_file + ".tmp";
-      corral::node::write_exit_status(tmp.c_str(), it->exit_file.c_str(), st);
+      finish_kid(it, si);
+      continue;
     }
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
-    if (it != g_kids.end()) {
-      corral::node::send_wake(kWake, it->id, static_cast<std::int32_t>(pid), corral::node::kWakeEnded);
-      g_kids.erase(it);
-    }
   }
 }
 
@@ -299,7 +322,10 @@ int main(int argc, char** argv) {
   if (sfd < 0) return 4;
   g_launched = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (g_launched < 0) return 4;
-  std::thread(launch_loop).detach();  // SIGCHLD stays blocked there too (inherited mask)
+  // One launch thread per CPU, 2 to 8: as many jobs can be in their setup at once as slots free
+  // up together. SIGCHLD stays blocked in them too (inherited mask).
+  unsigned nthreads = std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
+  for (unsigned i = 0; i < nthreads; ++i) std::thread(launch_loop).detach();
   bool agent = true;  // the request socket is open
   while (true) {
     // Without the agent, the server stays until its last job (and what it left) is reaped, and
@@ -308,7 +334,7 @@ int main(int argc, char** argv) {
       bool idle;
       {
         std::lock_guard<std::mutex> g(g_mu);
-        idle = g_queue.empty() && !g_busy;
+        idle = g_queue.empty() && g_inflight == 0;
       }
       // _exit: a plain return would run the static destructors, and glibc's condition variable
       // destructor waits for the launch thread, which waits on it forever.

@@ -743,3 +743,70 @@ TEST_CASE("a burst of jobs that exit at once: every status exact, a failed launc
   CHECK(n.L->jobs().empty());
   CHECK(n.leftovers().empty());
 }
+
+// corrald's mode: poll() reports an end at once and leaves the slot's removal to tidy(), so the
+// next job on those cores starts first. Nothing may be lost or leak on the way.
+TEST_CASE("defer_cleanup: an ended job's slot goes at tidy(); a requeued id restarts on a clean slot",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.cfg.async_start = true;
+  n.cfg.defer_cleanup = true;
+  n.relaunch();
+  auto has_slot = [&](std::uint64_t id) {
+    auto l = n.leftovers();
+    return std::find(l.begin(), l.end(), slot_name(id)) != l.end();
+  };
+  auto state_files = [&](std::uint64_t id) {
+    int k = 0;
+    for (auto& f : std::filesystem::directory_iterator(n.cfg.state_dir))
+      k += f.path().filename().string().rfind("job." + std::to_string(id) + ".", 0) == 0;
+    return k;
+  };
+  // An ordinary end: reported with its code, the slot and files stay until tidy().
+  REQUIRE(n.L->start(n.spec(120, {"/bin/sh", "-c", "exit 3"})) == "");
+  auto e = n.wait_end(120, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 3);
+  CHECK(!n.L->has(120));
+  CHECK(has_slot(120));
+  CHECK(state_files(120) > 0);
+  CHECK(n.L->tidy().empty());
+  CHECK(!has_slot(120));
+  CHECK(state_files(120) == 0);
+  CHECK(!std::filesystem::exists(n.cfg.ckpt_root + "/120"));
+  // What a job left running is killed at tidy() (its slot is destroyed, not just removed).
+  std::string pidf = n.dir.path + "/bg.pid";
+  REQUIRE(n.L->start(n.spec(121, {"/bin/sh", "-c", "sleep 30 & echo $! > " + pidf + "; exit 0"})) == "");
+  e = n.wait_end(121, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Completed);
+  pid_t bg = static_cast<pid_t>(std::stol(slurp(pidf)));
+  REQUIRE(bg > 0);
+  CHECK(n.L->tidy().empty());
+  CHECK(!has_slot(121));
+  CHECK(wait_until([&] { return ::kill(bg, 0) != 0; }, 3000));
+  // Requeued: its checkpoint dir is kept; the same id starts again before any tidy() and runs in
+  // a fresh slot of its own (the old one is removed first, not after).
+  REQUIRE(n.L->start(n.spec(122, {"/bin/sh", "-c", "echo one > $CORRAL_CKPT_DIR/mark; exec sleep 30"})) == "");
+  REQUIRE(wait_until([&] { return std::filesystem::exists(n.cfg.ckpt_root + "/122/mark"); }, 5000));
+  REQUIRE(n.L->requeue(122) == "");
+  e = n.wait_end(122, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Preempted);
+  CHECK(has_slot(122));
+  auto again = n.spec(122, {"/bin/sh", "-c", "cat $CORRAL_CKPT_DIR/mark; sleep 0.5; exit 5"});
+  again.restart = true;
+  REQUIRE(n.L->start(again) == "");
+  CHECK(n.L->tidy().empty());  // nothing of the first run is left to remove: the running one stays
+  CHECK(has_slot(122));
+  e = n.wait_end(122, 5000);
+  REQUIRE(e);
+  CHECK(e->exit_code == 5);
+  CHECK(n.out(122) == "one\n");
+  CHECK(has_slot(122));  // the second run's, waiting for tidy()
+  CHECK(n.L->tidy().empty());
+  CHECK(n.leftovers().empty());
+  CHECK(!std::filesystem::exists(n.cfg.ckpt_root + "/122"));
+}
