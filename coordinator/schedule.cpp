@@ -5,8 +5,19 @@ namespace corral {
 
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner) {
   Plan plan;
+  schedule(snap, cfg, seed, planner, plan);
+  return plan;
+}
+
+void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner, Plan& plan) {
+  plan.decisions.clear();
+  plan.updates.clear();
+  plan.monitor.clear();
   plan.now = snap.now;
-  PassState st;
+  PassState& st = planner.pass_state();  // scratch kept by the planner
+  st.order.clear();
+  st.freed.clear();
+  st.pinned = 0;
   order_pending(snap, cfg.order, st);
   if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
   if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
@@ -31,11 +42,10 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
     Snapshot after;
     if (preempt_stage(snap, cfg.preempt, cfg.order, cfg.planner, st, plan, after)) {
       finish(after);
-      return plan;
+      return;
     }
   }
   finish(snap);
-  return plan;
 }
 
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed) {

@@ -39,5 +39,8 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed);
 // Same, reusing the planner's scratch buffers across passes (for callers that
 // run many passes, e.g. the simulator); the result is identical.
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner);
+// Same, into `out` (cleared first; its vectors keep their capacity, so a
+// caller running many passes allocates them once).
+void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner, Plan& out);
 
 }  // namespace corral

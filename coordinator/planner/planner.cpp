@@ -131,6 +131,8 @@ struct NodeSets {
   // Placement of s slots now (see above); the nodes' free counts are not changed.
   std::vector<Placement> place(int s, std::size_t nodes) const {
     std::vector<Placement> out;
+    // Single-core nodes: one entry per slot, reserved at once (no regrowth).
+    if (maxc == 1) out.reserve(static_cast<std::size_t>(std::min<std::int64_t>(std::max(1, s), static_cast<std::int64_t>(nodes))));
     const auto nn = static_cast<std::int64_t>(nodes);
     for (int c = std::max(1, s); c <= maxc; ++c)
       if (count[static_cast<std::size_t>(c)] > 0) {
@@ -720,7 +722,7 @@ struct Planner::Impl {
 
   void take_now(std::vector<Placement>& pl) {
     for (Placement& p : pl) {
-      p.cores = pick_cores(p.node, static_cast<int>(p.slots));
+      if (cfg->pick_cores) p.cores = pick_cores(p.node, static_cast<int>(p.slots));
       set_node_free(p.node, node_free[p.node] - static_cast<int>(p.slots));
       free_now -= p.slots;
     }
@@ -1091,6 +1093,7 @@ struct Planner::Impl {
   // steps per running and pending job instead of a walk over every node.
   // The decisions are exactly those of the general path (tests compare them).
   bool fast_enabled = true;
+  PassState pass_scratch;  // Planner::pass_state()
 
   // Node layout, rebuilt when Snapshot::nodes_version is 0 or changes.
   std::uint64_t fl_version = 0;
@@ -1347,10 +1350,13 @@ struct Planner::Impl {
   // Starts j now on s slots: node state, undo log, decision.
   void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
     std::vector<Placement> pl = f_sets.place(sl, fl_nn);
+    const bool cores = cfg->pick_cores;
     for (Placement& p : pl) {
-      std::uint16_t* used = f_core.data() + fl_coff[p.node];
-      p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
-      for (int c : p.cores) fu_cores.push_back(fl_coff[p.node] + static_cast<std::uint32_t>(c));
+      if (cores) {
+        std::uint16_t* used = f_core.data() + fl_coff[p.node];
+        p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
+        for (int c : p.cores) fu_cores.push_back(fl_coff[p.node] + static_cast<std::uint32_t>(c));
+      }
       f_node_add(p.node, static_cast<int>(p.slots));
       fu_nodes.emplace_back(p.node, static_cast<int>(p.slots));
     }
@@ -1762,6 +1768,8 @@ void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassSta
   m.run(st, plan);
   if (cfg.monitor) m.monitor(plan, first);
 }
+
+PassState& Planner::pass_state() { return impl_->pass_scratch; }
 
 void Planner::set_incremental(bool on) {
   impl_->fast_enabled = on;

@@ -88,6 +88,9 @@ struct PlannerConfig {
   // written. 0: its cores are free at once and the head starts in the same
   // pass; > 0: the head is reserved for now + checkpoint_cost.
   Time checkpoint_cost = 0;
+  // false: Placement::cores stay empty (model.hpp allows it when the caller
+  // does not bind cores, e.g. the simulator); nodes and slots are the same.
+  bool pick_cores = true;
   // --- hook added by the pba part (PBA placeholder slots) ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so
@@ -125,6 +128,9 @@ class Planner {
   // the incremental path (same decisions). Off: every pass is planned from
   // scratch by the general path (tests and benchmarks compare the two).
   void set_incremental(bool on);
+  // Scratch PassState for schedule() to fill each pass (its vectors keep
+  // their capacity); plan() never reads it unless it is the one passed in.
+  PassState& pass_state();
 
  private:
   struct Impl;

@@ -76,6 +76,10 @@ class Simulator {
         std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
       cfg_.planner.may_place = pba::may_place_now;  // placeholder slots need node memory
     if (opt_.projects) setup_projects();
+    // The replay binds no cores: placements name nodes and slots only (one
+    // heap block less per node of every start). NCI reads the cores of its
+    // suspended jobs' placements, so with it (or PBA) they are still picked.
+    if (!cfg_.nci.enabled && !cfg_.pba.enabled) cfg_.planner.pick_cores = false;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
@@ -163,6 +167,7 @@ class Simulator {
   std::vector<std::int32_t> fen_;  // Fenwick tree: pending jobs by slots (1..total_+1)
   bool only_starts_ = false;       // the configured pass can only start jobs
   Planner planner_;  // scratch buffers reused across passes
+  Plan plan_;        // the last pass's plan (its vectors reused)
   SimResult res_;
   std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
   std::vector<std::size_t> leaving_, leave_pos_;  // scratch (pass): jobs leaving pending, their positions
@@ -341,7 +346,10 @@ class Simulator {
     // more than a predetermined period") and NCI's start window.
     if (cfg_.pba.enabled && cfg_.pba.preempt && !j.project.empty() && cfg_.pba.preempt_after > 0)
       wake_.push(s.submit + cfg_.pba.preempt_after);
-    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) wake_.push(s.submit + cfg_.nci.window_wait);
+    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) {
+      wake_.push(s.submit + cfg_.nci.window_wait);
+      wake_.push(s.submit + window_bound(cfg_.nci));  // when it becomes overdue
+    }
     // An aged job may preempt (planner/preempt.hpp): a pass when it ages.
     if (runs_selective_preemption(cfg_) && cfg_.preempt.aged_preempt)
       if (Time a = aging_of(j, cfg_.order, total_); a > 0) wake_.push(s.submit + a);
@@ -574,6 +582,7 @@ class Simulator {
     --suspended_;
     rj.suspended = false;
     rj.suspended_for += now_ - r.suspended_at;
+    res_.max_suspension = std::max(res_.max_suspension, now_ - r.suspended_at);
     rj.expected_end += now_ - r.suspended_at;
     r.seg_start = now_;
     r.seg_overhead = 0;
@@ -602,14 +611,23 @@ class Simulator {
     extend_predictions();
     snap_.now = now_;
     if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
-    Plan plan = opt_.scheduler ? opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes)
-                               : schedule(snap_, cfg_, opt_.seed + res_.passes, planner_);
+    if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
+    else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
+    Plan& plan = plan_;
     ++res_.passes;
     bool any_start = false;
     auto index_of = [&](JobId id) -> std::size_t {
       return (id >= 1 && id <= n_) ? static_cast<std::size_t>(id - 1) : n_;
     };
     if (!plan.updates.empty()) apply_updates(plan.updates);
+    // An overdue window job left waiting (one started this pass holds its
+    // cores: nci.hpp window_quantum) gets the next cycle at once.
+    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0 && !plan.decisions.empty())
+      for (const Job& j : snap_.pending)
+        if (window_overdue(j, now_, cfg_.nci)) {
+          wake_.push(now_ + 1);
+          break;
+        }
     // Stops first, so the cores they free are there for this pass's starts.
     for (const Decision& d : plan.decisions) {
       std::size_t idx = index_of(d.job);
@@ -756,11 +774,11 @@ class Simulator {
     res_.pending_threshold = threshold;
     res_.projects.resize(pacc_.size());
     if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) {
-      // The start window's stated bound (nci.hpp): window + longest request.
-      Time longest = 0;
-      for (std::size_t i = 0; i < n_; ++i) longest = std::max(longest, tr_.jobs[i].estimate);
+      // The start window's stated bound (nci.hpp): window + quantum.
       res_.start_window = cfg_.nci.window_wait;
-      res_.window_bound = cfg_.nci.window_wait + longest;
+      res_.window_bound = window_bound(cfg_.nci);
+      for (std::size_t i = 0; i < n_; ++i)  // still suspended at the end
+        if (recs_[i].st == St::Suspended) res_.max_suspension = std::max(res_.max_suspension, now_ - recs_[i].suspended_at);
       // Jobs that fit beside every project's allocation at once: PBA may
       // hand the allocated slots back to the projects within its threshold,
       // so only these have room that no allocation can claim.
@@ -954,6 +972,8 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
       kv("window_narrow_procs", std::to_string(r.window_narrow_procs));
       kv("narrow_jobs_past_window", std::to_string(r.narrow_jobs_past_window));
       kv("max_wait_past_window_narrow", std::to_string(r.max_wait_past_window_narrow));
+      kv("window_quantum", std::to_string(r.window_bound - r.start_window));
+      kv("max_suspension", std::to_string(r.max_suspension));
     }
     kv("projects", p + "}");
   }
