@@ -830,8 +830,40 @@ std::vector<Queue> Daemon::snapshot_queues() const {
   return out;
 }
 
-Snapshot Daemon::snapshot(Time t) const {
-  Snapshot s;
+namespace {
+// The core's view of a job record. What can change while a job waits (policy state from
+// Plan::updates, a Demote's queue) is set by refresh() too; the names, project, pe and sizes are
+// fixed at submit.
+void refresh(Job& j, const JobRecord& r) {
+  if (j.queue != r.spec.queue) j.queue = r.spec.queue;
+  j.priority = r.priority;
+  j.cycles_pending = r.cycles_pending;
+  j.requeues = r.requeues;
+  j.pba_preemptions = r.pba_preemptions;
+  j.last_start_priority = r.last_start_priority;
+  j.work_done = r.work_done;
+  j.first_start = static_cast<Time>(r.first_start);
+}
+Job to_job(const JobRecord& r) {
+  Job j;
+  j.id = r.id;
+  j.name = r.spec.name;
+  j.user = r.user;
+  j.group = r.group;
+  j.project = r.spec.project;
+  j.submit = static_cast<Time>(r.submit_time);
+  j.walltime = r.spec.walltime;
+  j.pe = r.spec.pe;
+  std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
+  j.mem_mb = r.spec.mem_mb;
+  j.jobfs_mb = r.spec.jobfs_mb;
+  j.reserve = r.spec.reserve;
+  refresh(j, r);
+  return j;
+}
+}  // namespace
+
+void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
   s.now = t;
   const node::Topology& topo = launcher_->topology();
   Node n;
@@ -840,32 +872,10 @@ Snapshot Daemon::snapshot(Time t) const {
   n.mem_mb = topo.mem_mb;
   n.jobfs_mb = topo.jobfs_mb;
   for (const auto& c : topo.cores) n.core_numa.push_back(c.numa);
+  s.nodes.clear();
   s.nodes.push_back(std::move(n));
   s.queues = snapshot_queues();
-  auto to_job = [&](const JobRecord& r) {
-    Job j;
-    j.id = r.id;
-    j.name = r.spec.name;
-    j.user = r.user;
-    j.group = r.group;
-    j.project = r.spec.project;
-    j.queue = r.spec.queue;
-    j.submit = static_cast<Time>(r.submit_time);
-    j.walltime = r.spec.walltime;
-    j.pe = r.spec.pe;
-    std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
-    j.mem_mb = r.spec.mem_mb;
-    j.jobfs_mb = r.spec.jobfs_mb;
-    j.reserve = r.spec.reserve;
-    j.priority = r.priority;
-    j.cycles_pending = r.cycles_pending;
-    j.requeues = r.requeues;
-    j.pba_preemptions = r.pba_preemptions;
-    j.last_start_priority = r.last_start_priority;
-    j.work_done = r.work_done;
-    j.first_start = static_cast<Time>(r.first_start);
-    return j;
-  };
+  s.running.clear();
   for (auto id : active_) {
     const JobRecord& r = store_->jobs().at(id);
     RunningJob rj;
@@ -880,26 +890,77 @@ Snapshot Daemon::snapshot(Time t) const {
     rj.suspended = r.state == proto::state::kSuspended;
     s.running.push_back(std::move(rj));
   }
+}
+
+Snapshot Daemon::snapshot(Time t) const {
+  Snapshot s;
+  snapshot_fixed(s, t);
   s.pending.reserve(pending_.size());
-  // Both are ordered by id and pending jobs are mostly adjacent in the store: walk forward a few
-  // steps to the next one instead of a tree lookup per job (this loop runs every pass, over every
-  // pending job; it was a visible part of the agent's CPU per launch).
-  const auto& all = store_->jobs();
-  auto it = all.end();
   for (auto id : pending_) {
-    for (int step = 0; it != all.end() && it->first < id && step < 8; ++step) ++it;
-    if (it == all.end() || it->first != id) it = all.find(id);
-    if (it == all.end()) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
+    auto it = store_->jobs().find(id);
+    if (it == store_->jobs().end()) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
     s.pending.push_back(to_job(it->second));
   }
   return s;
+}
+
+// snapshot(t), kept in snap_ and brought up to date: both pending_ and snap_.pending are in id
+// order, so one merge walk drops the jobs that left, converts the ones that came (appended, or
+// a requeued job put back in its place) and refreshes the rest in place.
+const Snapshot& Daemon::pass_snapshot(Time t) {
+  snapshot_fixed(snap_, t);
+  auto& v = snap_.pending;
+  std::size_t w = 0, r = 0;  // write and read positions: [w, r) are dropped entries
+  for (auto id : pending_) {
+    while (r < v.size() && v[r].id < id) ++r;
+    if (r < v.size() && v[r].id == id) {
+      if (w != r) {
+        v[w] = std::move(v[r]);
+        snap_recs_[w] = snap_recs_[r];
+      }
+      refresh(v[w], *snap_recs_[w]);
+      ++w, ++r;
+      continue;
+    }
+    const JobRecord* rec = store_->find(id);
+    if (!rec) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
+    if (w < r) {  // reuse a dropped entry's place
+      v[w] = to_job(*rec);
+      snap_recs_[w] = rec;
+    } else {
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec));
+      snap_recs_.insert(snap_recs_.begin() + static_cast<std::ptrdiff_t>(w), rec);
+      ++r;
+    }
+    ++w;
+  }
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end());
+  snap_recs_.resize(w);
+  if (trace_on() && std::getenv("CORRAL_CHECK_SNAPSHOT")) {
+    // Self-check (tests): the kept snapshot says what a fresh one says.
+    Snapshot f = snapshot(t);
+    bool same = f.pending.size() == v.size();
+    for (std::size_t i = 0; same && i < v.size(); ++i) {
+      const Job &a = f.pending[i], &b = v[i];
+      same = a.id == b.id && a.name == b.name && a.user == b.user && a.group == b.group && a.project == b.project &&
+             a.queue == b.queue && a.pe == b.pe && a.submit == b.submit && a.walltime == b.walltime &&
+             a.slots_min == b.slots_min && a.slots_max == b.slots_max && a.mem_mb == b.mem_mb &&
+             a.jobfs_mb == b.jobfs_mb && a.reserve == b.reserve && a.priority == b.priority &&
+             a.cycles_pending == b.cycles_pending && a.requeues == b.requeues &&
+             a.pba_preemptions == b.pba_preemptions && a.last_start_priority == b.last_start_priority &&
+             a.work_done == b.work_done && a.first_start == b.first_start;
+    }
+    log_line(same ? "trace: snapshot check ok (" + std::to_string(v.size()) + " pending)"
+                  : "trace: snapshot check FAILED");
+  }
+  return snap_;
 }
 
 void Daemon::cycle() {
   dirty_ = false;
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
-  Plan plan = schedule(snapshot(static_cast<Time>(now())), sched_, ++passes_);
+  Plan plan = schedule(pass_snapshot(static_cast<Time>(now())), sched_, ++passes_);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
   apply(plan);
 }

@@ -445,7 +445,11 @@ class V1Backend : public CgroupBackend {
   std::vector<std::string> procs_files(const std::string& slot) const override {
     check_slot(slot);
     std::vector<std::string> v;
-    for (auto* c : all_) v.push_back(c->dir(slot) + "/cgroup.procs");
+    // v1 "tasks", not "cgroup.procs": writing "0" there moves only the writing thread, which
+    // skips the kernel's global threadgroup rwsem (its write lock waits for an RCU grace period:
+    // 0.3-0.5 ms, up to 4.6 ms, per cpuset join; bench/launch/RESULTS.md rounds 3-4). The joiner
+    // is the server's vfork child, a single thread: the whole process moves.
+    for (auto* c : all_) v.push_back(c->dir(slot) + "/tasks");
     return v;
   }
   void remove_parent() override {

@@ -84,8 +84,9 @@ class CgroupBackend {
     return std::find(l.begin(), l.end(), slot) != l.end();
   }
   virtual std::string cpuset_path(const std::string& slot) const = 0;  // for diagnostics/tests
-  // The cgroup.procs files a process writes "0" into to join the slot itself (the shepherd
-  // server's children do, so the agent never waits for them). Empty: only attach() works.
+  // The files a single-threaded process writes "0" into to join the slot itself (the shepherd
+  // server's children do, so the agent never waits for them): v1 "tasks", v2 "cgroup.procs".
+  // Empty: only attach() works.
   virtual std::vector<std::string> procs_files(const std::string&) const { return {}; }
   // Remove the parent group itself (uninstall, tests). Fails if slots remain.
   virtual void remove_parent() = 0;

@@ -315,3 +315,50 @@ TEST_CASE("a launch that fails as the user ends launch_failed with its reason; t
   CHECK(a.cli({"wait", trim(s2.out)}).rc == 0);
   CHECK(json_field(stat_json(a, trim(s2.out)), "end_reason") == "completed");
 }
+
+// corrald keeps its pass's Snapshot between passes (pending jobs synced with the queue, not
+// rebuilt from the store). With CORRAL_CHECK_SNAPSHOT (and CORRAL_TRACE) it compares it with a
+// freshly built one on every pass and logs the verdict: submits, a cancel in the middle of the
+// queue, a running job requeued back to its place, and starts in between.
+TEST_CASE("the kept scheduling snapshot always matches a fresh one", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  ::setenv("CORRAL_TRACE", "1", 1);
+  ::setenv("CORRAL_CHECK_SNAPSHOT", "1", 1);
+  // nci: its stage updates every waiting job's policy state each pass (refreshed in place).
+  Agent a("snap", {"--set", "declare_cores=1", "--set", "poll_interval=0.2", "--set", "nci=yes",
+                   "--set", "nci_require=walltime"});
+  a.start();
+  ::unsetenv("CORRAL_TRACE");
+  ::unsetenv("CORRAL_CHECK_SNAPSHOT");
+  auto sub = [&](const std::string& cmd) {
+    auto s = a.submit({"-l", "ncpus=1,walltime=600", "--wrap", cmd});
+    INFO(s.err);
+    REQUIRE(s.rc == 0);
+    return trim(s.out);
+  };
+  std::string first = sub("sleep 300");
+  REQUIRE(harness::wait_state(a, first, "running") == "running");
+  std::vector<std::string> rest;
+  for (int i = 0; i < 5; ++i) rest.push_back(sub("true"));
+  REQUIRE(a.cli({"cancel", rest[1]}).rc == 0);  // leaves the middle of the queue
+  REQUIRE(a.cli({"requeue", first}).rc == 0);   // back to the queue, ahead of the rest
+  std::string js;
+  for (int i = 0; i < 500; ++i) {
+    js = stat_json(a, first);
+    if (json_field(js, "requeues") == "1" && json_field(js, "state") == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(json_field(js, "state") == "running");  // it went first again: one core
+  rest.push_back(sub("true"));
+  REQUIRE(a.cli({"cancel", first}).rc == 0);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (i == 1) continue;
+    auto w = a.cli({"wait", rest[i]});
+    INFO(w.err);
+    CHECK(w.rc == 0);
+  }
+  std::string log = a.log();
+  INFO(log);
+  CHECK(log.find("trace: snapshot check ok") != std::string::npos);
+  CHECK(log.find("snapshot check FAILED") == std::string::npos);
+}
