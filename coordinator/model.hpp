@@ -112,6 +112,7 @@ struct RunningJob {
   bool suspended = false;        // frozen: cores free, memory/jobfs still held
   bool backfilled = false;       // started ahead of a reservation (checkpoint policy)
   Time suspended_for = 0;        // total seconds spent suspended so far
+  Time suspended_since = -1;     // start of the current suspension (-1: unknown)
   bool stopping = false;         // being checkpointed: holds its cores until
                                  // expected_end, then leaves (no preemption victim)
 };
@@ -136,6 +137,14 @@ struct Snapshot {
   // its job id and start stay the same (the planner then skips comparing
   // placements). 0 (default): everything is re-checked.
   std::uint64_t running_version = 0;
+  // Optional, with running_version (the simulator): a nonzero running_since
+  // promises that `running` differs from its content of the pass given
+  // running_version == running_since only at the positions listed in
+  // running_touched and past the end of the shorter of the two (entries
+  // appended or removed at the end). A kept Planner then compares only those
+  // entries instead of all. 0 (default): every entry is compared.
+  std::uint64_t running_since = 0;
+  std::vector<std::uint32_t> running_touched;
 };
 
 // ----------------------------------------------------------------- output --

@@ -1284,9 +1284,18 @@ struct Planner::Impl {
     f_added.clear();
     fd_changed.clear();
     const std::size_t nr = s.running.size(), no = fr.size();
-    for (std::size_t k = 0; k < std::max(nr, no); ++k)
-      if (k >= nr || k >= no || !f_same(fr[k], s.running[k], s.running_version))
-        fd_changed.push_back(static_cast<std::uint32_t>(k));
+    const std::size_t lo = std::min(nr, no), hi = std::max(nr, no);
+    if (s.running_version != 0 && s.running_since != 0 && s.running_since == fr_version) {
+      // model.hpp running_touched: only the listed entries and the tail can differ.
+      for (std::uint32_t k : s.running_touched)
+        if (k < lo && !f_same(fr[k], s.running[k], s.running_version)) fd_changed.push_back(k);
+      std::sort(fd_changed.begin(), fd_changed.end());
+      fd_changed.erase(std::unique(fd_changed.begin(), fd_changed.end()), fd_changed.end());
+      for (std::size_t k = lo; k < hi; ++k) fd_changed.push_back(static_cast<std::uint32_t>(k));
+    } else {
+      for (std::size_t k = 0; k < hi; ++k)
+        if (k >= lo || !f_same(fr[k], s.running[k], s.running_version)) fd_changed.push_back(static_cast<std::uint32_t>(k));
+    }
     if (fd_changed.empty()) return;
     std::size_t pooled = 0;
     for (std::uint32_t k : fd_changed) {
@@ -1492,10 +1501,10 @@ struct Planner::Impl {
           continue;
         }
       }
-      const Time d = planned_duration(j, c);
-      const Time end = sat_add(now, d);
       const int smin = j.slots_min;
       if (smin <= free_now) {
+        const Time d = planned_duration(j, c);  // only a start needs it
+        const Time end = sat_add(now, d);
         const int cap = static_cast<int>(std::min<std::int64_t>(j.slots_max, free_now));
         int sl = cap;
         bool ok = true;

@@ -278,7 +278,7 @@ class Simulator {
       const std::size_t idx = static_cast<std::size_t>(id - 1);
       if (run_pos_[idx] >= 0) {
         pba::apply_update(snap_.running[static_cast<std::size_t>(run_pos_[idx])].job, ups[k]);
-        ++snap_.running_version;
+        touch_running(run_pos_[idx]);
       } else if (recs_[idx].st == St::Pending) {
         upd_of_[idx] = static_cast<std::uint32_t>(k);
         any_pending = true;
@@ -294,6 +294,13 @@ class Simulator {
   }
 
   static JobId jid(std::size_t idx) { return static_cast<JobId>(idx + 1); }
+
+  // Every change of snap_.running: a new running_version, and the position
+  // in running_touched (model.hpp), so a kept Planner compares only these.
+  void touch_running(std::int32_t pos) {
+    ++snap_.running_version;
+    snap_.running_touched.push_back(static_cast<std::uint32_t>(pos));
+  }
 
   void fen_add(int slots, int d) {
     std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 1, total_ + 1));
@@ -411,13 +418,13 @@ class Simulator {
     rj.job = std::move(j);
     run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
     snap_.running.push_back(std::move(rj));
-    ++snap_.running_version;
+    touch_running(run_pos_[idx]);
   }
 
   // Removes a job from snap_.running (swap with last) and frees its cores.
   RunningJob take_running(std::size_t idx) {
     std::int32_t p = run_pos_[idx];
-    ++snap_.running_version;
+    touch_running(p);  // the last entry moves here
     RunningJob rj = std::move(snap_.running[static_cast<std::size_t>(p)]);
     if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
       snap_.running[static_cast<std::size_t>(p)] = std::move(snap_.running.back());
@@ -517,7 +524,7 @@ class Simulator {
     ++r.checkpoints;
     ++res_.checkpoints;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
-    ++snap_.running_version;
+    touch_running(run_pos_[idx]);
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     ++r.requeues;
     res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
@@ -553,7 +560,7 @@ class Simulator {
     Rec& r = recs_[idx];
     if (r.st != St::Running) return false;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
-    ++snap_.running_version;
+    touch_running(run_pos_[idx]);
     if (by_pba) pba::on_pba_preemption(rj.job);
     segment(idx, rj, now_, false);
     charge(idx, rj);  // suspended time is not charged
@@ -562,6 +569,7 @@ class Simulator {
     r.st = St::Suspended;
     ++r.gen;
     rj.suspended = true;
+    rj.suspended_since = now_;
     ++suspended_;
     release(rj.slots, rj.placement);
     ++res_.preemptions;
@@ -572,7 +580,7 @@ class Simulator {
     Rec& r = recs_[idx];
     if (r.st != St::Suspended) return;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
-    ++snap_.running_version;
+    touch_running(run_pos_[idx]);
     if (!can_take(rj.slots, rj.placement)) {
       ++res_.deferred_starts;
       return;
@@ -601,7 +609,7 @@ class Simulator {
       Rec& r = recs_[e.idx];
       if (e.gen != r.gen || r.st != St::Running) continue;
       RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[e.idx])];
-      ++snap_.running_version;
+      touch_running(run_pos_[e.idx]);
       Time req_left = std::max<Time>(1, tr_.jobs[e.idx].estimate - r.work_done);
       rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left);
     }
@@ -613,6 +621,9 @@ class Simulator {
     if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
     if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
     else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
+    // Changes from here on are relative to what this pass saw.
+    snap_.running_since = snap_.running_version;
+    snap_.running_touched.clear();
     Plan& plan = plan_;
     ++res_.passes;
     bool any_start = false;
