@@ -913,6 +913,8 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     for (auto& a : spec.argv) put(a);
     put(std::to_string(envs.size()));
     for (auto& e : envs) put(e);
+    put(std::to_string(cpus.size()));  // where the server vforks it (no migration at its cpuset join)
+    for (int c : cpus) put(std::to_string(c));
     auto total = static_cast<std::uint32_t>(req.size() - 4);
     std::memcpy(req.data(), &total, 4);
     std::string send_err;

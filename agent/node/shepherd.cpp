@@ -2,11 +2,13 @@
 // asks, over a socket, to start jobs. It is the shepherd of every job it starts: it vforks the
 // job (no fork of anything per job: a fork, even of this small static process, cost ~1 ms of page
 // table copies and faults on this machine, bench/launch/RESULTS.md) and is its reaper. The vfork
-// runs on a launch thread, so a slow cgroup join before the job's execve does not stop the main
-// thread from reaping the other jobs (RESULTS.md, round 3).
+// runs on launch threads (one per CPU, pinned there, each job on its slot's CPU), so a slow cgroup
+// join before one job's execve holds up neither the main thread's reaping nor the other slots'
+// starts (RESULTS.md, rounds 3 and 4).
 //
 // The job's side of the vfork starts its own session, joins its slot cgroups (writes "0" to each
-// cgroup.procs), takes the user's groups/gid/uid, cwd, stdout/err opened as the user, and execs.
+// join file: v1 tasks, v2 cgroup.procs), takes the user's groups/gid/uid, cwd, stdout/err opened as
+// the user, and execs.
 // The server tells the agent on the wake pipe (WakeRecord): running (the exec worked: the job's
 // pid), failed (stage:errno in the request's fail_file), then ended (the job's wait status was
 // written to exit_file while the job was still a zombie, then it was reaped). It is the
@@ -17,12 +19,14 @@
 // Fds of the server: 0-2 /dev/null, 3 request socket (read), 4 wake pipe (write).
 // Request: u32 length, then strings (u32 length + bytes each):
 //   id exit_file fail_file uid gid groups(comma list) drop(0/1) cwd stdout stderr out_flags binary
-//   nprocs procs_file... nargv argv... nenv env...
+//   nprocs procs_file... nargv argv... nenv env... [ncpus cpu...]  (the job's CPUs: optional)
 #include "child_fail.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
@@ -71,6 +75,7 @@ struct Request {
   bool drop = false;
   int out_flags = 0;
   std::vector<std::string> procs, argv, env;
+  std::vector<int> cpus;  // the job's CPUs (its slot's cpuset), a hint for where to vfork it
 };
 
 bool parse(const std::string& payload, Request& r) {
@@ -103,6 +108,9 @@ bool parse(const std::string& payload, Request& r) {
       !next(drop) || !next(r.cwd) || !next(r.out_path) || !next(r.err_path) || !next(flags) || !next(r.binary) ||
       !list(r.procs) || !list(r.argv) || !list(r.env))
     return false;
+  std::vector<std::string> cpus;  // optional (the launcher sends it)
+  if (i < r.s.size() && !list(cpus)) return false;
+  for (const auto& c : cpus) r.cpus.push_back(static_cast<int>(std::strtol(c.c_str(), nullptr, 10)));
   r.id = std::strtoull(id.c_str(), nullptr, 10);
   r.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
   r.gid = static_cast<gid_t>(std::strtoul(gid.c_str(), nullptr, 10));
@@ -137,6 +145,10 @@ void report_fail(const Request& r, const char* stage, int err, std::int32_t pid)
   corral::node::send_wake(kWake, r.id, pid, corral::node::kWakeFailed);
 }
 
+// The CPUs the server may use (at its start), and whether launch threads are pinned to some.
+cpu_set_t g_all_cpus;
+bool g_pinned = false;
+
 // The job's side of the vfork: syscalls only (it shares the server's memory until execve).
 [[noreturn]] __attribute__((noinline)) void exec_job(const Request& r, const char* const* procs, std::size_t nprocs,
                                                      char* const* argv, char* const* envp, Fail* fail) {
@@ -155,6 +167,9 @@ void report_fail(const Request& r, const char* stage, int err, std::int32_t pid)
     if (f < 0 || ::write(f, "0", 1) != 1) job_fail(fail, "cgroup attach");
     ::close(f);
   }
+  // It inherited its launch thread's CPU pinning: back to the server's own set (the kernel
+  // keeps it within the slot's cpuset, which the join above already applied).
+  if (g_pinned) ::sched_setaffinity(0, sizeof g_all_cpus, &g_all_cpus);
   ::umask(022);
   if (r.drop) {
     // Raw syscalls: credentials are per thread in the kernel and this process has one thread;
@@ -192,8 +207,17 @@ std::vector<Kid> g_kids;
 // reaping the other jobs, and with several launch threads one job's slow setup does not hold
 // up another slot's start (round 4). g_mu guards g_kids, g_queue, g_inflight.
 std::mutex g_mu;
-std::condition_variable g_cv;
-std::deque<Request> g_queue;
+// One queue per launch thread. Launch thread i is pinned to CPU i of the server's set (with more
+// CPUs than threads, to every nthreads-th one) and gets the jobs whose first CPU that is: the
+// job is vforked where its slot's cpuset puts it, so its cpuset join does not have to migrate it
+// (a wait for the migration thread and the target CPU: ~half of all launches blocked there
+// measured with 2 slots, bench/launch/RESULTS.md round 4).
+struct LaunchQueue {
+  std::condition_variable cv;
+  std::deque<Request> q;
+};
+std::vector<LaunchQueue> g_queues;
+std::vector<int> g_cpu_thread;  // CPU number -> its launch thread (-1: none)
 int g_inflight = 0;   // requests a launch thread holds (their children may not be in g_kids yet)
 int g_launched = -1;  // eventfd: a launch thread finished one (the main thread reaps again)
 
@@ -228,15 +252,15 @@ void start(const Request& r) {
   corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(jp), corral::node::kWakeRunning);
 }
 
-// A launch thread: takes queued requests in the order they came, one at a time.
-void launch_loop() {
+// A launch thread: takes its queue's requests in the order they came, one at a time.
+void launch_loop(LaunchQueue* lq) {
   while (true) {
     Request r;
     {
       std::unique_lock<std::mutex> g(g_mu);
-      g_cv.wait(g, [] { return !g_queue.empty(); });
-      r = std::move(g_queue.front());
-      g_queue.pop_front();
+      lq->cv.wait(g, [lq] { return !lq->q.empty(); });
+      r = std::move(lq->q.front());
+      lq->q.pop_front();
       ++g_inflight;
     }
     start(r);
@@ -324,8 +348,28 @@ int main(int argc, char** argv) {
   if (g_launched < 0) return 4;
   // One launch thread per CPU, 2 to 8: as many jobs can be in their setup at once as slots free
   // up together. SIGCHLD stays blocked in them too (inherited mask).
-  unsigned nthreads = std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
-  for (unsigned i = 0; i < nthreads; ++i) std::thread(launch_loop).detach();
+  // One per CPU the server may use, 2 to 32 (a job's setup sleeps in the kernel at times; one
+  // thread per CPU keeps every slot's start independent of the others').
+  CPU_ZERO(&g_all_cpus);
+  if (::sched_getaffinity(0, sizeof g_all_cpus, &g_all_cpus) != 0) CPU_SET(0, &g_all_cpus);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &g_all_cpus)) cpus.push_back(c);
+  std::size_t nthreads = std::clamp<std::size_t>(cpus.size(), 2, 32);
+  g_queues = std::vector<LaunchQueue>(nthreads);
+  g_cpu_thread.assign(CPU_SETSIZE, -1);
+  for (std::size_t k = 0; k < cpus.size(); ++k) g_cpu_thread[static_cast<std::size_t>(cpus[k])] = static_cast<int>(k % nthreads);
+  g_pinned = cpus.size() > 1;
+  for (std::size_t i = 0; i < nthreads; ++i) {
+    std::thread t(launch_loop, &g_queues[i]);
+    if (g_pinned) {
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      for (std::size_t k = i; k < cpus.size(); k += nthreads) CPU_SET(cpus[k], &mine);
+      if (CPU_COUNT(&mine) > 0) ::pthread_setaffinity_np(t.native_handle(), sizeof mine, &mine);
+    }
+    t.detach();
+  }
   bool agent = true;  // the request socket is open
   while (true) {
     // Without the agent, the server stays until its last job (and what it left) is reaped, and
@@ -334,7 +378,8 @@ int main(int argc, char** argv) {
       bool idle;
       {
         std::lock_guard<std::mutex> g(g_mu);
-        idle = g_queue.empty() && g_inflight == 0;
+        idle = g_inflight == 0 &&
+               std::all_of(g_queues.begin(), g_queues.end(), [](const LaunchQueue& l) { return l.q.empty(); });
       }
       // _exit: a plain return would run the static destructors, and glibc's condition variable
       // destructor waits for the launch thread, which waits on it forever.
@@ -369,10 +414,15 @@ int main(int argc, char** argv) {
       if (r.id != 0 && !r.fail_file.empty()) report_fail(r, "shepherd request", EINVAL, -1);
       continue;
     }
+    LaunchQueue* lq;
     {
       std::lock_guard<std::mutex> g(g_mu);
-      g_queue.push_back(std::move(r));
+      // The thread of the job's first CPU; without a hint (or an unknown CPU), by job id.
+      int c = r.cpus.empty() ? -1 : r.cpus.front();
+      int k = c >= 0 && c < CPU_SETSIZE ? g_cpu_thread[static_cast<std::size_t>(c)] : -1;
+      lq = &g_queues[k >= 0 ? static_cast<std::size_t>(k) : r.id % g_queues.size()];
+      lq->q.push_back(std::move(r));
     }
-    g_cv.notify_one();
+    lq->cv.notify_one();
   }
 }

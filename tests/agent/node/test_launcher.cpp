@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 
 #include "helpers.hpp"
 
@@ -515,6 +516,26 @@ TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") 
   CHECK(e->reason == EndReason::Cancelled);
   for (pid_t p : read_pids(pidfile)) CHECK(!process_alive(p));
   CHECK(l->cgroups().list().empty());
+  // The server vforks a job on a launch thread pinned to the job's first CPU; with no cpuset to
+  // apply (v2 here cannot limit cpus) the job must still get every CPU the server has, not the pin.
+  LaunchSpec a;
+  a.id = 31;
+  a.user = "root";
+  a.cores = {0};
+  a.stdout_path = dir.path + "/31.out";
+  a.argv = {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
+  REQUIRE(l->start(a) == "");
+  e.reset();
+  for (int i = 0; i < 250 && !e; ++i) {
+    for (auto& x : l->poll()) e = x;
+    nap(20);
+  }
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Completed);
+  std::string mine;
+  for (std::istringstream in(slurp("/proc/self/status")); std::getline(in, mine);)
+    if (mine.rfind("Cpus_allowed_list", 0) == 0) break;
+  CHECK(slurp(a.stdout_path) == mine + "\n");
 }
 
 TEST_CASE("the shepherd is posix_spawned (corral-shepherd); the fork fallback still works", "[node][launcher]") {
