@@ -53,10 +53,15 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
   if (pol == Pol::Unknown) pol = Pol::Fifo;
 
   st.order.resize(n);
-  std::iota(st.order.begin(), st.order.end(), 0u);
-  // FIFO order first (callers usually keep pending in submit order already).
+  // FIFO order first (callers usually keep pending in submit order already):
+  // one sweep numbers the jobs and checks that.
   bool sorted = true;
-  for (std::size_t i = 1; i < n && sorted; ++i) sorted = !fifo_less(pend[i], pend[i - 1]);
+  std::uint32_t* o = st.order.data();
+  if (n > 0) o[0] = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    o[i] = static_cast<std::uint32_t>(i);
+    if (sorted && fifo_less(pend[i], pend[i - 1])) sorted = false;
+  }
   if (!sorted)
     std::stable_sort(st.order.begin(), st.order.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return fifo_less(pend[a], pend[b]); });

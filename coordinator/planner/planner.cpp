@@ -1169,9 +1169,8 @@ struct Planner::Impl {
   };
   std::vector<Change> f_removed, f_added;        // net changes of the last diff
 
-  // Pass-local undo log (starts of this pass) and release events.
-  std::vector<std::pair<std::uint32_t, int>> fu_nodes;    // node, slots taken
-  std::vector<std::uint32_t> fu_cores;                    // global core index taken
+  // This pass's starts (records in fu_prov) and their release events.
+  std::size_t fu_prov_n = 0;                              // starts in fu_prov
   std::vector<std::pair<Time, std::int64_t>> fu_ends;     // (now + d, slots) of starts
   Profile fprof;                                          // conservative/easy profile
 
@@ -1228,6 +1227,7 @@ struct Planner::Impl {
     f_sets.init(nn, fl_maxc);
     for (std::size_t n = 0; n < nn; ++n) f_sets.insert(static_cast<std::uint32_t>(n), f_free[n]);
     f_ends.clear();
+    f_prov_n = 0;
     cc_valid = false;
   }
 
@@ -1244,6 +1244,11 @@ struct Planner::Impl {
 
   void f_apply(const RunRec& r, int sign) {
     if (!r.holds) return;
+    f_apply_nodes(r, sign);
+    f_apply_end(r, sign);
+  }
+  // The node part of f_apply: slots per node and the cores it lists.
+  void f_apply_nodes(const RunRec& r, int sign) {
     const std::int32_t* q = r.sig();
     const std::int32_t* qe = q + r.n;
     while (q < qe) {
@@ -1259,6 +1264,9 @@ struct Planner::Impl {
         if (c >= 0 && c < fl_cores[node]) f_core[fl_coff[node] + static_cast<std::uint32_t>(c)] += static_cast<std::uint16_t>(sign);
       }
     }
+  }
+  // The release part of f_apply: cores held now and their expected end.
+  void f_apply_end(const RunRec& r, int sign) {
     f_used_now += sign * r.on_up;
     const std::pair<Time, int> e{r.end, r.on_up};
     if (sign > 0) {
@@ -1278,6 +1286,34 @@ struct Planner::Impl {
     return rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
            rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
            (version != 0 || r.same(rj.placement));  // model.hpp: placement fixed per (id, start)
+  }
+  // Starts of the last fast pass stay applied to the node state (f_used,
+  // f_free, f_sets, f_core) as provisional records: the caller usually runs
+  // them, and the next diff adopts each one that appears in `running` as
+  // started (same id, start, slots and placement) instead of releasing and
+  // re-taking its nodes; the others are released by f_settle().
+  // Both pools keep their spare records past the count (no reallocation of
+  // a record's placement per start).
+  std::vector<RunRec> f_prov, fu_prov;  // kept across passes / this pass's starts
+  std::size_t f_prov_n = 0;             // records in f_prov
+  bool f_adopt(RunRec& r, const RunningJob& rj) {
+    if (rj.suspended) return false;
+    for (std::size_t m = 0; m < f_prov_n; ++m) {
+      RunRec& p = f_prov[m];
+      if (p.id != rj.job.id || p.start != rj.start || p.slots != rj.slots || !p.same(rj.placement)) continue;
+      std::swap(r, p);
+      std::swap(p, f_prov[--f_prov_n]);
+      r.end = rj.expected_end;
+      r.backfilled = rj.backfilled;
+      f_apply_end(r, +1);  // its nodes are taken already
+      f_added.push_back({r.id, r.end, r.on_up, r.holds});
+      return true;
+    }
+    return false;
+  }
+  void f_settle() {
+    for (std::size_t m = 0; m < f_prov_n; ++m) f_apply_nodes(f_prov[m], -1);
+    f_prov_n = 0;
   }
   void f_diff(const Snapshot& s) {
     f_removed.clear();
@@ -1317,6 +1353,7 @@ struct Planner::Impl {
           break;
         }
       if (moved) continue;
+      if (f_adopt(r, rj)) continue;
       r.id = rj.job.id;
       r.start = rj.start;
       r.end = rj.expected_end;
@@ -1360,16 +1397,27 @@ struct Planner::Impl {
   void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
     std::vector<Placement> pl = f_sets.place(sl, fl_nn);
     const bool cores = cfg->pick_cores;
+    int on_up = 0;
     for (Placement& p : pl) {
       if (cores) {
         std::uint16_t* used = f_core.data() + fl_coff[p.node];
         p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
-        for (int c : p.cores) fu_cores.push_back(fl_coff[p.node] + static_cast<std::uint32_t>(c));
       }
       f_node_add(p.node, static_cast<int>(p.slots));
-      fu_nodes.emplace_back(p.node, static_cast<int>(p.slots));
+      on_up += static_cast<int>(p.slots);  // f_sets holds up nodes only
     }
     fu_ends.emplace_back(sat_add(s.now, d), sl);
+    // Its provisional record (see f_prov).
+    if (fu_prov_n == fu_prov.size()) fu_prov.emplace_back();
+    RunRec& r = fu_prov[fu_prov_n++];
+    r.id = j.id;
+    r.start = s.now;
+    r.end = 0;  // set from running when adopted
+    r.slots = sl;
+    r.on_up = on_up;
+    r.suspended = r.backfilled = false;
+    r.holds = true;
+    r.set(pl);
     Decision dec;
     dec.action = Action::Start;
     dec.job = j.id;
@@ -1379,11 +1427,13 @@ struct Planner::Impl {
     plan.decisions.push_back(std::move(dec));
   }
 
-  void f_undo() {
-    for (const auto& [n, sl] : fu_nodes) f_node_add(n, -sl);
-    for (std::uint32_t c : fu_cores) --f_core[c];
-    fu_nodes.clear();
-    fu_cores.clear();
+  // End of a fast pass: its starts become the provisional records.
+  void f_keep_starts() {
+    for (std::size_t k = 0; k < fu_prov_n; ++k) {
+      if (f_prov_n == f_prov.size()) f_prov.emplace_back();
+      std::swap(f_prov[f_prov_n++], fu_prov[k]);
+    }
+    fu_prov_n = 0;
     fu_ends.clear();
   }
 
@@ -1459,6 +1509,7 @@ struct Planner::Impl {
     } else {
       f_diff(s);
     }
+    f_settle();  // provisional starts not found in running
     fr_version = s.running_version;
     if (fr_bad > 0) {
       cc_valid = false;
@@ -1475,7 +1526,7 @@ struct Planner::Impl {
       cc_valid = false;
       fast_easy(s, c, st, plan);
     }
-    f_undo();
+    f_keep_starts();
     return true;
   }
 
@@ -1503,18 +1554,32 @@ struct Planner::Impl {
       }
       const int smin = j.slots_min;
       if (smin <= free_now) {
-        const Time d = planned_duration(j, c);  // only a start needs it
-        const Time end = sat_add(now, d);
+        // The duration only matters for a start, or when the job's end
+        // decides whether the reservation's lower free count applies.
+        Time d = -1, end = 0;
+        auto need_end = [&] {
+          if (d < 0) {
+            d = planned_duration(j, c);
+            end = sat_add(now, d);
+          }
+        };
         const int cap = static_cast<int>(std::min<std::int64_t>(j.slots_max, free_now));
         int sl = cap;
         bool ok = true;
         if (prof_ready) {
-          const std::int64_t m = have_res && end > shadow ? std::min(at_now, at_shadow) : at_now;
+          // m = least free cores over its run: at_shadow counts only if it
+          // ends after the shadow time (and is lower).
+          std::int64_t m = at_now;
+          if (at_now >= smin && have_res && at_shadow < at_now) {
+            need_end();
+            if (end > shadow) m = at_shadow;
+          }
           if (m < smin) ok = false;
           else if (cap != smin) sl = static_cast<int>(std::max<std::int64_t>(smin, std::min<std::int64_t>(cap, m)));
           else sl = smin;
         }
         if (ok) {
+          need_end();
           f_start(plan, s, j, sl, d);
           free_now -= sl;
           pass_used += sl;
