@@ -52,6 +52,7 @@ struct World {
   bool track_running = false;    // keep Snapshot::running_version like the simulator
   bool run_changed = false;      // running touched since the last version
   bool track_log = false;        // also Snapshot::running_since / running_touched
+  bool defer_some = false;       // the caller skips some starts or starts them a second later
 
   void touched(std::size_t k) {
     if (track_log) snap.running_touched.push_back(static_cast<std::uint32_t>(k));
@@ -110,11 +111,17 @@ struct World {
     for (const Decision& d : p.decisions) {
       if (d.action == Action::Reject) gone.push_back(d.job);
       if (d.action != Action::Start) continue;
+      Time start = snap.now;
+      if (defer_some) {
+        const long k = U(0, 9);
+        if (k == 0) continue;     // deferred: stays pending
+        if (k == 1) start += 1;   // started, but not when the plan said
+      }
       auto it = std::find_if(snap.pending.begin(), snap.pending.end(), [&](const Job& j) { return j.id == d.job; });
       REQUIRE(it != snap.pending.end());
       RunningJob r;
       r.job = *it;
-      r.start = snap.now;
+      r.start = start;
       r.slots = d.slots;
       r.placement = d.placement;
       const Time dur = planned_duration(r.job, cfg);
@@ -178,8 +185,10 @@ struct World {
   }
 };
 
-void drive(Backfill b, Time offset, std::uint64_t seed, int passes, bool track_running = false, bool track_log = false) {
+void drive(Backfill b, Time offset, std::uint64_t seed, int passes, bool track_running = false, bool track_log = false,
+           bool defer_some = false) {
   World w(seed);
+  w.defer_some = defer_some;
   w.track_running = track_running;
   w.track_log = track_log;
   PlannerConfig cfg;
@@ -229,6 +238,15 @@ TEST_CASE("incremental planner: Snapshot::running_touched limits the diff, same 
   // lists its position; the kept Planner compares only those entries.
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 12; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 15485863 + static_cast<int>(b), 600, true, true);
+}
+
+TEST_CASE("incremental planner: starts the caller skips or runs at another time are released", "[planner][incremental]") {
+  // A kept Planner keeps its starts applied until the next pass finds them
+  // in `running`; the ones that are not there (or started at another time)
+  // must give their cores back.
+  for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
+    for (std::uint64_t seed = 1; seed <= 12; ++seed)
+      drive(b, seed % 3 == 0 ? 60 : 0, seed * 7727 + static_cast<int>(b), 600, seed % 2 == 0, seed % 4 == 0, true);
 }
 
 TEST_CASE("incremental planner: a copy with running changed and running_version 0 is re-read", "[planner][incremental]") {
