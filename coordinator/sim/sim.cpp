@@ -333,7 +333,7 @@ class Simulator {
   void arrive(std::size_t idx) {
     const SwfJob& s = tr_.jobs[idx];
     Rec& r = recs_[idx];
-    Job j;
+    Job& j = snap_.pending.emplace_back();  // arrivals come in submit, id order; built in place
     j.id = jid(idx);
     if (s.user >= 0) {
       auto [it, fresh] = user_names_.try_emplace(s.user);
@@ -364,7 +364,6 @@ class Simulator {
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
-    snap_.pending.push_back(std::move(j));  // arrivals come in submit, id order
   }
 
   // The job's project (the plan's members: ProjectPlan::project_of) and
@@ -403,7 +402,8 @@ class Simulator {
     r.st = St::Running;
     ++r.gen;
     heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), r.gen});
-    RunningJob rj;
+    run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
+    RunningJob& rj = snap_.running.emplace_back();  // built in place: the job moves once
     rj.start = now_;
     rj.slots = slots;
     rj.placement = std::move(place);
@@ -416,8 +416,6 @@ class Simulator {
     rj.expected_end = now_ + r.seg_overhead + left_est;
     if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
     rj.job = std::move(j);
-    run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
-    snap_.running.push_back(std::move(rj));
     touch_running(run_pos_[idx]);
   }
 
@@ -462,13 +460,28 @@ class Simulator {
 
   void finish(std::size_t idx) {
     Rec& r = recs_[idx];
-    RunningJob rj = take_running(idx);
-    segment(idx, rj, now_, false);
+    {
+      // As take_running(), but read in place: the entry is not moved out.
+      const std::int32_t p = run_pos_[idx];
+      RunningJob& rj = snap_.running[static_cast<std::size_t>(p)];
+      if (!rj.suspended) {
+        release(rj.slots, rj.placement);
+        charge(idx, rj);
+      }
+      segment(idx, rj, now_, false);
+      // Throughput SLA progress (pba.hpp contract).
+      if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
+      touch_running(p);  // the last entry moves here
+      if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
+        rj = std::move(snap_.running.back());
+        run_pos_[rj.job.id - 1] = p;
+      }
+      snap_.running.pop_back();
+      run_pos_[idx] = -1;
+    }
     r.end = now_;
     r.st = St::Done;
     ++r.gen;
-    // Throughput SLA progress (pba.hpp contract).
-    if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
     const SwfJob& s = tr_.jobs[idx];
     if (s.user >= 0) {  // EASY++ history: the user's last two run times
       auto& h = history_[s.user];
