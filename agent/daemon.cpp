@@ -1243,8 +1243,13 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   active_.erase(rec.id);
   remove_script(rec.id);
   dirty_ = true;
-  // Queue drained: hand the memory of a burst (scripts, environments) back.
-  if (pending_.empty() && active_.empty()) ::malloc_trim(0);
+  // Queue drained: hand the memory of a burst (scripts, environments, the kept pass snapshot)
+  // back. (finish() runs after the pass's schedule() has returned: snap_ is not in use.)
+  if (pending_.empty() && active_.empty()) {
+    snap_ = Snapshot{};
+    snap_recs_ = {};
+    ::malloc_trim(0);
+  }
   log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
            std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
   proto::Event e;
