@@ -78,6 +78,21 @@ void shift_job(Job& d, Job& s) {
   d.first_start = s.first_start;
 }
 
+// The same for a running entry (finish() moves the last entry into the
+// place of the one that ended).
+void shift_running(RunningJob& d, RunningJob& s) {
+  static_assert(sizeof(RunningJob) == 464, "corral::RunningJob changed: update shift_running()");
+  shift_job(d.job, s.job);
+  d.start = s.start;
+  d.expected_end = s.expected_end;
+  d.slots = s.slots;
+  d.placement = std::move(s.placement);
+  d.suspended = s.suspended;
+  d.backfilled = s.backfilled;
+  d.suspended_for = s.suspended_for;
+  d.stopping = s.stopping;
+}
+
 struct Ev {
   Time t;
   std::uint32_t idx, gen;
@@ -512,7 +527,7 @@ class Simulator {
       if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
       touch_running(p);  // the last entry moves here
       if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
-        rj = std::move(snap_.running.back());
+        shift_running(rj, snap_.running.back());
         run_pos_[rj.job.id - 1] = p;
       }
       snap_.running.pop_back();
