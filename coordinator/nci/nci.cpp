@@ -165,6 +165,51 @@ bool window_closed(const Job& job, Time now, const NciConfig& cfg) {
          (cfg.window_wait > 0 && now - job.submit >= cfg.window_wait);
 }
 
+// "Job start time window": the time form's guarantee (NciConfig::window_quantum).
+bool window_overdue(const Job& job, Time now, const NciConfig& cfg) {
+  return cfg.window_wait > 0 && job.first_start < 0 && now - job.submit >= cfg.window_wait + window_quantum(cfg);
+}
+
+Time window_quantum(const NciConfig& cfg) {
+  if (cfg.window_wait <= 0) return 0;
+  return cfg.window_quantum < 0 ? cfg.window_wait : cfg.window_quantum;
+}
+
+Time resume_window(const NciConfig& cfg) {
+  if (cfg.window_wait <= 0) return 0;
+  return cfg.resume_window < 0 ? 3 * cfg.window_wait : cfg.resume_window;
+}
+
+bool window_protected(const RunningJob& rj, Time now, const NciConfig& cfg) {
+  return cfg.window_wait > 0 && rj.start - rj.job.submit >= cfg.window_wait &&
+         now - rj.start < window_quantum(cfg);
+}
+
+// Suspended for window_wait or longer: it claims its free cores in every
+// pass (not only when no start-window job waits) and goes first in the
+// claim order, earliest suspended first; an order that stays the same from
+// pass to pass, so two such jobs never hold each other's cores.
+static bool long_suspended(const RunningJob& rj, Time now, const NciConfig& cfg) {
+  const Time r = resume_window(cfg);
+  return r > 0 && rj.suspended && rj.suspended_since >= 0 && now - rj.suspended_since >= r;
+}
+
+// Claim (and resume) order of suspended jobs: long suspended first, earliest
+// first; then higher queue, the most expanded first.
+static bool claims_before(const RunningJob& x, int px, const RunningJob& y, int py, Time now, const NciConfig& cfg) {
+  const bool lx = long_suspended(x, now, cfg), ly = long_suspended(y, now, cfg);
+  if (lx != ly) return lx;
+  if (lx && x.suspended_since != y.suspended_since) return x.suspended_since < y.suspended_since;
+  if (px != py) return px > py;
+  const double xa = expansion_factor(x, 0), xb = expansion_factor(y, 0);
+  if (xa != xb) return xa > xb;
+  return x.job.id < y.job.id;
+}
+
+Time window_bound(const NciConfig& cfg) {
+  return cfg.window_wait > 0 ? cfg.window_wait + window_quantum(cfg) : 0;
+}
+
 // ------------------------------------------------------------------ cycle --
 
 namespace {
@@ -365,10 +410,7 @@ struct Cycle {
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
       if (runs[ri].suspended && !runs[ri].gone && !runs[ri].protect && runs[ri].rj) susp.push_back(ri);
     std::stable_sort(susp.begin(), susp.end(), [&](std::uint32_t a, std::uint32_t b) {
-      if (runs[a].prio != runs[b].prio) return runs[a].prio > runs[b].prio;
-      const double xa = expansion_factor(*runs[a].rj, 0), xb = expansion_factor(*runs[b].rj, 0);
-      if (xa != xb) return xa > xb;
-      return runs[a].job->id < runs[b].job->id;
+      return claims_before(*runs[a].rj, runs[a].prio, *runs[b].rj, runs[b].prio, snap.now, cfg);
     });
     // Cores freed on entry (PBA's victims) go to the job they were freed for.
     std::vector<std::vector<std::uint8_t>> given(nodes.size());
@@ -396,6 +438,20 @@ struct Cycle {
             runs[ri].held.push_back({p.node, c});
           }
       }
+  }
+
+  // An overdue window job may take the free cores suspended jobs hold for
+  // their resume (nci_claims makes no claims in such a pass either).
+  void unhold_all() {
+    for (std::uint32_t ri = 0; ri < runs.size(); ++ri) {
+      for (const auto& [hn, hc] : runs[ri].held) {
+        if (nodes[hn].owner[hc] != ri) continue;
+        nodes[hn].owner[hc] = kNone;
+        ++nodes[hn].idle;
+        if (nodes[hn].up) ++total_idle;
+      }
+      runs[ri].held.clear();
+    }
   }
 
   int owner_running(const Job& j) const {
@@ -438,6 +494,59 @@ struct Cycle {
     d.reason = "resources of its suspender are free again";
     plan.decisions.push_back(std::move(d));
     return true;
+  }
+
+  // A job suspended for window_wait or longer resumes now: the running jobs
+  // on its cores are suspended in turn and the free cores other suspended
+  // jobs hold are taken, so suspended jobs do not starve while overdue
+  // window jobs keep arriving (its "resume window"; NciConfig::window_quantum).
+  // Not when a core is unknown or taken by a start/resume of this pass.
+  bool force_resume(std::uint32_t ri) {
+    Run& r = runs[ri];
+    std::vector<std::uint32_t> victims;
+    std::vector<std::pair<std::uint32_t, int>> held_by_other;
+    for (const Placement& p : r.placement()) {
+      if (p.node >= nodes.size() || !nodes[p.node].up || p.cores.size() != p.slots) return false;
+      const NodeState& n = nodes[p.node];
+      for (int c : p.cores) {
+        if (c < 0 || c >= n.cores) return false;
+        const std::uint32_t o = n.owner[c];
+        if (o == kNone || o == ri) continue;
+        const Run& v = runs[o];
+        if (v.suspended) {
+          held_by_other.push_back({p.node, c});
+          continue;
+        }
+        if (v.protect || v.gone || !v.rj || v.rj->stopping) return false;
+        if (std::find(victims.begin(), victims.end(), o) == victims.end()) victims.push_back(o);
+      }
+    }
+    for (const auto& [hn, hc] : held_by_other) {
+      Run& h = runs[nodes[hn].owner[hc]];
+      h.held.erase(std::remove(h.held.begin(), h.held.end(), std::make_pair(hn, hc)), h.held.end());
+      nodes[hn].owner[hc] = kNone;
+      ++nodes[hn].idle;
+      ++total_idle;
+    }
+    for (std::uint32_t vi : victims) {
+      Run& v = runs[vi];
+      release_cores(vi);
+      if (!v.shield) victim_cpus[v.prio] -= v.cpus;
+      v.suspended = true;
+      Decision d;
+      d.action = Action::Suspend;
+      d.job = v.job->id;
+      d.at = snap.now;
+      d.slots = v.cpus;
+      d.placement = v.placement();
+      d.reason = "suspended for the resume of job " + std::to_string(r.job->id) + " (suspended " +
+                 std::to_string(snap.now - r.rj->suspended_since) + " s: its resume window)";
+      plan.decisions.push_back(std::move(d));
+      suspended_ids.push_back(v.job->id);
+    }
+    const bool ok = try_resume(ri);
+    for (std::uint32_t vi : victims) mark_claimed(runs[vi]);
+    return ok;
   }
 
   // ------------------------------------------------------------- start --
@@ -524,7 +633,9 @@ struct Cycle {
     return true;
   }
 
-  enum class Mode { Priority, Parallel, Window };
+  // Window: a start-window job; Overdue: one whose window closed
+  // window_quantum ago (nci.hpp window_overdue).
+  enum class Mode { Priority, Parallel, Window, Overdue };
 
   bool eligible_victim(const Run& v, const Job& s, int sprio, int c, Mode mode, double score,
                        double xf) const {
@@ -536,6 +647,7 @@ struct Cycle {
         return v.prio <= sprio && v.cpus < c && score >= cfg.parallel_min_score &&
                xf <= cfg.xfactor_limit;
       case Mode::Window:
+      case Mode::Overdue:
         return true;
     }
     (void)s;
@@ -587,7 +699,7 @@ struct Cycle {
     for (const auto& [pr, n] : victim_cpus)
       if (mode == Mode::Window || (mode == Mode::Priority ? pr < sprio : pr <= sprio)) quick += n;
     if (mode == Mode::Parallel) quick += tentative_cpus;
-    if (quick < c) return false;
+    if (mode != Mode::Overdue && quick < c) return false;  // shielded jobs are not counted there
     int reach = total_idle;
     const int srun = owner_running(j);
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri) {
@@ -597,8 +709,13 @@ struct Cycle {
         reach += v.cpus;
         continue;
       }
-      if (v.gone || v.suspended || v.protect || v.shield || !v.rj) continue;
+      // A job being checkpointed leaves anyway; suspending it frees nothing.
+      if (v.gone || v.suspended || v.protect || !v.rj) continue;
+      // Suspensions do not stack, except for an overdue window job.
+      if (v.shield && mode != Mode::Overdue) continue;
       if (mode == Mode::Priority && v.prio >= sprio) continue;
+      // A window start keeps its quantum against later window jobs.
+      if (mode == Mode::Window && window_protected(*v.rj, snap.now, cfg)) continue;
       const double xf = expansion_factor(*v.rj, j.walltime);
       const double sc = suspension_score(j, *v.rj, snap.now, srun, owner_running(*v.job), cfg);
       if (!eligible_victim(v, j, sprio, c, mode, sc, xf)) continue;
@@ -697,7 +814,7 @@ struct Cycle {
         continue;
       }
       release_cores(ri);
-      victim_cpus[v.prio] -= v.cpus;
+      if (!v.shield) victim_cpus[v.prio] -= v.cpus;
       v.suspended = true;
       mark_claimed(v);
       Decision d;
@@ -711,7 +828,8 @@ struct Cycle {
                     static_cast<unsigned long long>(j.id),
                     mode == Mode::Priority ? "priority-run"
                     : mode == Mode::Parallel ? "parallel-run"
-                                             : "start window",
+                    : mode == Mode::Window   ? "start window"
+                                             : "start window overdue",
                     sx.second, sx.first);
       d.reason = buf;
       plan.decisions.push_back(std::move(d));
@@ -765,6 +883,7 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     std::string queue;
     int prio;
     bool must;
+    bool overdue;
   };
   std::vector<P> live;
   live.reserve(st.order.size());
@@ -801,7 +920,7 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
       q = bonus->name;
     }
     const bool must = window_closed(j, snap.now, cfg);
-    live.push_back({idx, q, cy.prio_of(q), must});
+    live.push_back({idx, q, cy.prio_of(q), must, must && window_overdue(j, snap.now, cfg)});
   }
 
   // 2. Equal-access shuffle of each queue, queues in priority order.
@@ -850,6 +969,8 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
   std::stable_sort(must.begin(), must.end(), [&](std::size_t a, std::size_t b) {
     const Job& x = snap.pending[live[a].idx];
     const Job& y = snap.pending[live[b].idx];
+    // Overdue jobs first, in window-close order (their guarantee).
+    if (live[a].overdue != live[b].overdue) return live[a].overdue;
     // Longest waiting first: by time when the window is a time bound.
     if (cfg.window_wait > 0 && x.submit != y.submit) return x.submit < y.submit;
     if (x.cycles_pending != y.cycles_pending) return x.cycles_pending > y.cycles_pending;
@@ -896,9 +1017,26 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     if (cfg.parallel_run && j.slots_min >= cfg.parallel_min_cpus &&
         cy.try_start(j, li, pr, Cycle::Mode::Parallel, "parallel-run", true))
       return true;
+    if (live[i].overdue) {
+      cy.unhold_all();
+      return cy.try_start(j, li, pr, Cycle::Mode::Overdue, "start window overdue", true);
+    }
     if (live[i].must && cy.try_start(j, li, pr, Cycle::Mode::Window, "start window", true)) return true;
     return false;
   };
+  // Suspended jobs past their resume window first (the longest suspended
+  // first), then the pinned class, then the start-window jobs.
+  {
+    std::vector<std::uint32_t> late;
+    for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri) {
+      const Run& r = cy.runs[ri];
+      if (r.rj && r.suspended && !r.gone && !r.protect && long_suspended(*r.rj, snap.now, cfg)) late.push_back(ri);
+    }
+    std::sort(late.begin(), late.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return claims_before(*cy.runs[a].rj, cy.runs[a].prio, *cy.runs[b].rj, cy.runs[b].prio, snap.now, cfg);
+    });
+    for (std::uint32_t ri : late) cy.force_resume(ri);
+  }
   for (std::size_t i : first) attempt(i);
   for (std::size_t i : must)
     if (!attempt(i)) blocked = true;
@@ -971,12 +1109,18 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   };
   if (!cfg.claim_suspended_cores) return with_queues(false);
   // A start-window job waiting is the planner's head: nothing may delay it,
-  // claims included, so none are made while one waits.
-  for (std::size_t k = std::min(st.pinned, st.order.size()); k < st.order.size(); ++k) {
+  // so while one waits only jobs suspended for window_wait or longer claim
+  // their cores (else a suspended job's cores go to backfill pass after pass
+  // and it stays suspended for months: bench/projects/RESULTS.md). None are
+  // made when an overdue job starts or waits (it may take held cores).
+  bool window_waits = false;
+  for (std::size_t k = 0; k < st.order.size(); ++k) {
     if (st.order[k] >= snap.pending.size()) continue;
     const Job& j = snap.pending[st.order[k]];
-    if (window_closed(j, snap.now, cfg)) return with_queues(false);
+    if (window_overdue(j, snap.now, cfg)) return with_queues(false);
+    if (k >= st.pinned && window_closed(j, snap.now, cfg)) window_waits = true;
   }
+  auto claims_now = [&](const RunningJob&) { return !window_waits; };
   const std::unordered_set<JobId> freed(st.freed.begin(), st.freed.end());
   std::unordered_set<JobId> resumed;
   for (const Decision& d : plan.decisions)
@@ -998,7 +1142,7 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
       continue;
     }
     if (rj.suspended && !resumed.count(rj.job.id)) {
-      susp.push_back(i);
+      if (claims_now(rj)) susp.push_back(i);
       continue;
     }
     for (const Placement& p : rj.placement)
@@ -1016,10 +1160,7 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   std::stable_sort(susp.begin(), susp.end(), [&](std::size_t a, std::size_t b) {
     const RunningJob& x = snap.running[a];
     const RunningJob& y = snap.running[b];
-    if (prio(x.job) != prio(y.job)) return prio(x.job) > prio(y.job);
-    const double xa = expansion_factor(x, 0), xb = expansion_factor(y, 0);
-    if (xa != xb) return xa > xb;
-    return x.job.id < y.job.id;
+    return claims_before(x, prio(x.job), y, prio(y.job), snap.now, cfg);
   });
   std::vector<RunningJob> claims;
   for (std::size_t i : susp) {

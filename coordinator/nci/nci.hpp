@@ -86,12 +86,32 @@ struct NciConfig {
   // Closed after `window_cycles` pending cycles (<= 0: never by cycles) or,
   // if `window_wait` > 0, `window_wait` seconds after it became eligible
   // (its submit time; a requeued job keeps it). The time form is a stated
-  // bound when nothing goes ahead of window jobs: the start comes at most
-  // window_wait + the time for the jobs running then to end (their
-  // walltimes, stretched by suspension) after submit. Jobs an earlier stage
-  // pins ahead (PBA's allocated class) can break it: bench/projects/RESULTS.md.
+  // bound (window_bound()): see window_quantum.
   int window_cycles = 48;
   Time window_wait = 0;
+  // Minimum run quantum of the time window (window_wait > 0): a job that
+  // started through its window (at least window_wait after its submit) is
+  // not suspended by a later window job for window_quantum after its start,
+  // so two wide window jobs do not take turns every cycle. A job that never
+  // started and whose window closed window_quantum ago is OVERDUE: it is
+  // served first among the window jobs (by window close) and may suspend any
+  // running job not started or resumed in this very pass (protected, shielded
+  // and allocated jobs included) and take the free cores suspended jobs hold.
+  // So every job first starts within window_bound() = window_wait +
+  // window_quantum of its submit, plus one cycle for each overdue job ahead
+  // of it in the same cycle that cannot run beside it, provided the memory
+  // and jobfs of suspended jobs leave it room (they stay held) and it fits
+  // the up nodes. Suspensions it causes last until the cores are free again
+  // (resume_window bounds them; measured: bench/projects/RESULTS.md,
+  // max_suspension).
+  Time window_quantum = -1;  // < 0: window_wait
+  // Resume window (window_wait > 0): a job suspended this long (or longer)
+  // resumes in the next cycle, first of all: the jobs on its cores are
+  // suspended in turn and the free cores other suspended jobs hold are taken
+  // (not if a core is unknown or was started/resumed on in this pass). So
+  // suspension is bounded too: by resume_window, plus a cycle when its cores
+  // were just taken. < 0: 3 x window_wait; 0: off.
+  Time resume_window = -1;
   // Each pending cycle lowers a job's shuffle score by this many cpus, so a
   // bypassed job climbs its queue before its window closes.
   double age_cpus_per_cycle = 2.0;
@@ -140,6 +160,18 @@ Time walltime_deadline(const RunningJob& rj);
 
 // Has this job's start window closed (NciConfig::window_cycles / window_wait)?
 bool window_closed(const Job& job, Time now, const NciConfig& cfg);
+// Never started and its time window closed window_quantum ago: it may
+// suspend any running job not started or resumed this pass (NciConfig).
+bool window_overdue(const Job& job, Time now, const NciConfig& cfg);
+// Started through its time window less than window_quantum ago: not a victim
+// of a window job that is not overdue.
+bool window_protected(const RunningJob& rj, Time now, const NciConfig& cfg);
+// The effective window_quantum and resume_window (defaults resolved).
+Time window_quantum(const NciConfig& cfg);
+Time resume_window(const NciConfig& cfg);
+// The stated bound on submit-to-first-start with a time window
+// (window_wait + window_quantum; 0 when window_wait <= 0).
+Time window_bound(const NciConfig& cfg);
 
 // ----------------------------------------------------------------- cycle --
 

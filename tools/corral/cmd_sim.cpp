@@ -93,6 +93,12 @@ const char* kHelp =
     "                       its submit (then it heads the order); the JSON reports\n"
     "                       the jobs that waited past T + the longest request\n"
     "                       (default 0: the window is counted in cycles only)\n"
+    "  --window-quantum T   with --start-window: a job that started through its window\n"
+    "                       is not suspended by a later window job for T; a job never\n"
+    "                       started whose window closed T ago suspends what it needs\n"
+    "                       (default: the window): every job starts within window + T\n"
+    "  --resume-window T    with --start-window: a job suspended T resumes, suspending\n"
+    "                       the jobs on its cores (default 3 x the window; 0 off)\n"
     "  --pba-max-requeues N with --projects: a job PBA preempted N times is not\n"
     "                       preempted again (default 3)\n"
     "  --help               this text\n"
@@ -178,6 +184,8 @@ int cmd_sim(int argc, char** argv) {
   bool nci = false;
   Time pending_threshold = -1;
   Time start_window = -1;    // -1: use_projects' default
+  Time window_quantum = -1;  // -1: NciConfig's default
+  Time resume_window = -1;   // -1: NciConfig's default
   int pba_max_requeues = -1;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -289,6 +297,10 @@ int cmd_sim(int argc, char** argv) {
         pending_threshold = parse_time(a, value());
       } else if (a == "--start-window") {
         start_window = parse_time(a, value());
+      } else if (a == "--resume-window") {
+        resume_window = parse_time(a, value());
+      } else if (a == "--window-quantum") {
+        window_quantum = parse_time(a, value());
       } else if (a == "--pba-max-requeues") {
         pba_max_requeues = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
       } else if (a.size() > 1 && a[0] == '-') {
@@ -307,6 +319,8 @@ int cmd_sim(int argc, char** argv) {
     if ((nci || pending_threshold >= 0) && projects_path.empty())
       throw UsageError(std::string(nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
     if (start_window >= 0 && !nci) throw UsageError("--start-window needs --nci");
+    if (window_quantum >= 0 && start_window < 0) throw UsageError("--window-quantum needs --start-window");
+    if (resume_window >= 0 && start_window < 0) throw UsageError("--resume-window needs --start-window");
     if (pba_max_requeues >= 0 && projects_path.empty()) throw UsageError("--pba-max-requeues needs --projects FILE");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "corral sim: %s\n", e.what());
@@ -361,6 +375,8 @@ int cmd_sim(int argc, char** argv) {
     opt.weekly_reports = !report_path.empty() || !report_json_path.empty();
     if (pending_threshold >= 0) opt.sched.pba.preempt_after = pending_threshold;
     if (start_window >= 0) opt.sched.nci.window_wait = start_window;
+    if (window_quantum >= 0) opt.sched.nci.window_quantum = window_quantum;
+    if (resume_window >= 0) opt.sched.nci.resume_window = resume_window;
     if (pba_max_requeues >= 0) opt.sched.pba.max_requeues = pba_max_requeues;
   }
 
