@@ -90,6 +90,7 @@ void shift_running(RunningJob& d, RunningJob& s) {
   d.suspended = s.suspended;
   d.backfilled = s.backfilled;
   d.suspended_for = s.suspended_for;
+  d.suspended_since = s.suspended_since;
   d.stopping = s.stopping;
 }
 
