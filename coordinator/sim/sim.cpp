@@ -39,14 +39,26 @@ struct Rec {
   std::vector<Placement> start_place;
 };
 
+// Members of an aggregate (counted by brace-initializing it from placeholders):
+// shift_job/shift_running below must list every member.
+struct AnyField {
+  template <class T>
+  operator T() const;
+};
+template <class T, class... A>
+constexpr std::size_t field_count() {
+  if constexpr (requires { T{A{}..., AnyField{}}; }) return field_count<T, A..., AnyField>();
+  else return sizeof...(A);
+}
+
 // Moves pending job `s` into the place `d` of a job that left (the queue's
 // compaction, ~1.2M moves per CTC replay). A trace job's strings and
 // consumables are mostly empty: moving only the members that hold something
 // skips most of Job's out-of-line member moves (a quarter of an easy replay's
 // instructions went to them). Lists every member of model.hpp's Job: the
-// size check below fails when Job changes, so this is updated with it.
+// member count and size checks fail when Job changes, so this is updated with it.
 void shift_job(Job& d, Job& s) {
-  static_assert(sizeof(Job) == 384, "corral::Job changed: update shift_job()");
+  static_assert(field_count<Job>() == 26 && sizeof(Job) == 384, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
     if (!a.empty() || !b.empty()) a = std::move(b);
   };
@@ -81,7 +93,8 @@ void shift_job(Job& d, Job& s) {
 // The same for a running entry (finish() moves the last entry into the
 // place of the one that ended).
 void shift_running(RunningJob& d, RunningJob& s) {
-  static_assert(sizeof(RunningJob) == 464, "corral::RunningJob changed: update shift_running()");
+  static_assert(field_count<RunningJob>() == 10 && sizeof(RunningJob) == 464,
+                "corral::RunningJob changed: update shift_running()");
   shift_job(d.job, s.job);
   d.start = s.start;
   d.expected_end = s.expected_end;
