@@ -483,7 +483,7 @@ class Simulator {
     Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
     rj.expected_end = now_ + r.seg_overhead + left_est;
     if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
-    rj.job = std::move(j);
+    shift_job(rj.job, j);  // member-wise (j is a pending entry the compaction overwrites)
     touch_running(run_pos_[idx]);
   }
 
