@@ -14,10 +14,15 @@ void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
   plan.updates.clear();
   plan.monitor.clear();
   plan.now = snap.now;
-  PassState& st = planner.pass_state();  // scratch kept by the planner
-  st.order.clear();
-  st.freed.clear();
-  st.pinned = 0;
+  // The planner's scratch PassState, reset to defaults (so a field added to
+  // PassState starts fresh every pass); only order's buffer is kept.
+  PassState& st = planner.pass_state();
+  {
+    std::vector<std::uint32_t> buf = std::move(st.order);
+    st = PassState{};
+    buf.clear();
+    st.order = std::move(buf);
+  }
   order_pending(snap, cfg.order, st);
   if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
   if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
