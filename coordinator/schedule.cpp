@@ -10,9 +10,17 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
 }
 
 void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner, Plan& plan) {
-  plan.decisions.clear();
-  plan.updates.clear();
-  plan.monitor.clear();
+  {
+    // Reset to defaults (a field added to Plan starts fresh too); the two
+    // vectors a pass fills keep their buffers.
+    std::vector<Decision> decisions = std::move(plan.decisions);
+    std::vector<JobUpdate> updates = std::move(plan.updates);
+    plan = Plan{};
+    decisions.clear();
+    updates.clear();
+    plan.decisions = std::move(decisions);
+    plan.updates = std::move(updates);
+  }
   plan.now = snap.now;
   // The planner's scratch PassState, reset to defaults (so a field added to
   // PassState starts fresh every pass); only order's buffer is kept.

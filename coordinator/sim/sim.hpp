@@ -142,6 +142,7 @@ struct SimResult {
   std::int64_t window_narrow_procs = 0;
   std::size_t narrow_jobs_past_window = 0;
   Time max_wait_past_window_narrow = 0;
+  Time max_suspension = 0;              // longest single suspension (s), reported with the window
   std::vector<NciReport> weekly;        // SimOptions::weekly_reports: one per week
 };
 
