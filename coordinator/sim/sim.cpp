@@ -712,14 +712,22 @@ class Simulator {
       return (id >= 1 && id <= n_) ? static_cast<std::size_t>(id - 1) : n_;
     };
     if (!plan.updates.empty()) apply_updates(plan.updates);
-    // An overdue window job left waiting (one started this pass holds its
-    // cores: nci.hpp window_quantum) gets the next cycle at once.
-    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0 && !plan.decisions.empty())
+    // An overdue window job left waiting behind one started this pass (it
+    // holds its cores this pass: nci.hpp window_quantum) gets the next
+    // cycle at once.
+    if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) {
+      std::vector<JobId> started;
+      for (const Decision& d : plan.decisions)
+        if (d.action == Action::Start) started.push_back(d.job);
+      std::size_t over = 0;
+      bool started_over = false;
       for (const Job& j : snap_.pending)
         if (window_overdue(j, now_, cfg_.nci)) {
-          wake_.push(now_ + 1);
-          break;
+          ++over;
+          started_over |= std::find(started.begin(), started.end(), j.id) != started.end();
         }
+      if (started_over && over > 1) wake_.push(now_ + 1);
+    }
     // Stops first, so the cores they free are there for this pass's starts.
     for (const Decision& d : plan.decisions) {
       std::size_t idx = index_of(d.job);

@@ -124,7 +124,10 @@ Outcome simulate(std::uint64_t seed, const NciConfig& cfg, int njobs, Time horiz
         case Action::Suspend:
         case Action::Resume:
           for (Live& l : live)
-            if (l.rj.job.id == d.job) l.rj.suspended = d.action == Action::Suspend;
+            if (l.rj.job.id == d.job) {
+              l.rj.suspended = d.action == Action::Suspend;
+              l.rj.suspended_since = l.rj.suspended ? t : -1;  // the caller's part (NCI.md)
+            }
           (d.action == Action::Suspend ? out.suspensions : out.resumes)++;
           break;
         case Action::Reject:
