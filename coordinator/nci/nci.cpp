@@ -425,7 +425,8 @@ struct Cycle {
       return claims_before(*runs[a].rj, runs[a].prio, *runs[b].rj, runs[b].prio, snap.now, cfg);
     });
     // Cores freed on entry (PBA's victims) go to the job they were freed for.
-    std::vector<std::vector<std::uint8_t>> given(nodes.size());
+    auto& given = given_;
+    given.assign(nodes.size(), {});
     for (const Run& r : runs) {
       if (!(r.gone || r.protect) || !r.rj) continue;
       for (const Placement& p : r.placement()) {
@@ -471,6 +472,8 @@ struct Cycle {
       runs[ri].held.clear();
     }
   }
+
+  std::vector<std::vector<std::uint8_t>> given_;  // cores PBA freed on entry (add_running)
 
   int owner_running(const Job& j) const {
     auto get = [](const auto& m, const std::string& k) {
@@ -528,6 +531,8 @@ struct Cycle {
       const NodeState& n = nodes[p.node];
       for (int c : p.cores) {
         if (c < 0 || c >= n.cores) return false;
+        // Freed by PBA for an allocated job this pass: that job's.
+        if (p.node < given_.size() && !given_[p.node].empty() && given_[p.node][c]) return false;
         const std::uint32_t o = n.owner[c];
         if (o == kNone || o == ri) continue;
         const Run& v = runs[o];
