@@ -129,9 +129,10 @@ struct SimResult {
   Time pending_threshold = 0;       // PbaConfig::preempt_after used for the figures
   std::vector<ProjectResult> projects;  // the plan's projects in file order, then "(none)"
   // NCI's start window as a time bound (projects with nci.window_wait > 0):
-  // every job should start within start_window + the longest request of the
-  // trace (window_bound) of its submit; jobs_past_window counts those that
-  // did not, max_wait_past_window is the longest (wait - window_bound), >= 0.
+  // every job should first start within window_bound = start_window + the
+  // window quantum (nci.hpp window_bound()) of its submit; jobs_past_window
+  // counts those that did not, max_wait_past_window is the longest
+  // (wait - window_bound), >= 0.
   Time start_window = 0;            // 0: no time window (nothing reported)
   Time window_bound = 0;
   std::size_t jobs_past_window = 0;
