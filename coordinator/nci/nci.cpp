@@ -1060,6 +1060,11 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     });
     for (std::uint32_t ri : late) cy.force_resume(ri);
   }
+  // With a time window PBA's allocated class may use the free cores
+  // suspended jobs hold (the resume window bounds their wait instead);
+  // keeping those cores from it cost the projects up to 19,295 s past their
+  // threshold on KTH (bench/projects/RESULTS.md).
+  if (cfg.window_wait > 0 && !first.empty()) cy.unhold_all();
   for (std::size_t i : first) attempt(i);
   for (std::size_t i : must)
     if (!attempt(i)) blocked = true;
@@ -1150,6 +1155,13 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   // and it stays suspended for months: bench/projects/RESULTS.md). None are
   // made when an overdue job starts or waits (it may take held cores).
   bool window_waits = false;
+  // Nor while a job of PBA's allocated class is in the order with a time
+  // window (it may take held cores: see nci_stage).
+  if (cfg.window_wait > 0)
+    for (std::size_t k = 0; k < std::min(st.pinned, st.order.size()); ++k)
+      if (st.order[k] < snap.pending.size() && !window_overdue(snap.pending[st.order[k]], snap.now, cfg) &&
+          !snap.pending[st.order[k]].project.empty())
+        return with_queues(false);
   for (std::size_t k = 0; k < st.order.size(); ++k) {
     if (st.order[k] >= snap.pending.size()) continue;
     const Job& j = snap.pending[st.order[k]];

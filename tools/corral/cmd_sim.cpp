@@ -375,6 +375,9 @@ int cmd_sim(int argc, char** argv) {
     opt.weekly_reports = !report_path.empty() || !report_json_path.empty();
     if (pending_threshold >= 0) opt.sched.pba.preempt_after = pending_threshold;
     if (start_window >= 0) opt.sched.nci.window_wait = start_window;
+    // With a time window NCI lets PBA's allocated class use the cores
+    // suspended jobs hold (nci.cpp), so PBA counts them free.
+    if (start_window > 0) opt.sched.pba.suspended_hold_cores = false;
     if (window_quantum >= 0) opt.sched.nci.window_quantum = window_quantum;
     if (resume_window >= 0) opt.sched.nci.resume_window = resume_window;
     if (pba_max_requeues >= 0) opt.sched.pba.max_requeues = pba_max_requeues;
