@@ -3,7 +3,8 @@
 # replayed without allocations, with the project plan (PBA; also with PBA's
 # requeue bound at 4), with the plan plus the NCI stage, and with NCI's start
 # window as a time bound (1 day; its quantum 1 day and resume window 3 days by
-# default, also 2 days). Run from the repository root:
+# default; also with PBA's requeue bound at 4, and 2 days). Run from the
+# repository root:
 #   CORRAL=build/tools/corral bench/projects/run.sh
 # Prints a Markdown table; the raw JSON goes to $OUT (default /tmp/corral-projects).
 set -eu
@@ -17,12 +18,14 @@ mkdir -p "$OUT"
 "$CORRAL" sim "$TRACE" --projects "$PLAN" --pba-max-requeues 4 > "$OUT/pba4.json"
 "$CORRAL" sim "$TRACE" --projects "$PLAN" --nci > "$OUT/nci.json"
 "$CORRAL" sim "$TRACE" --projects "$PLAN" --nci --start-window 1d > "$OUT/nciw.json"
+"$CORRAL" sim "$TRACE" --projects "$PLAN" --nci --start-window 1d --pba-max-requeues 4 > "$OUT/nciw4.json"
 "$CORRAL" sim "$TRACE" --projects "$PLAN" --nci --start-window 2d > "$OUT/nciw2.json"
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 runs = [("no allocations", "base"), ("--projects (PBA)", "pba"), ("--projects --pba-max-requeues 4", "pba4"),
         ("--projects --nci", "nci"), ("--projects --nci --start-window 1d", "nciw"),
+        ("--projects --nci --start-window 1d --pba-max-requeues 4", "nciw4"),
         ("--projects --nci --start-window 2d", "nciw2")]
 d = {k: json.load(open(f"{out}/{k}.json")) for _, k in runs}
 print("| run | utilization | mean wait (s) | max wait (s) | makespan (s) | preemptions | max wait past threshold (s), per project | start window: bound (s), jobs past it, longest past (s); the same for jobs beside the allocations | longest suspension (s) |")
