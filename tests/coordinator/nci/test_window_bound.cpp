@@ -325,3 +325,41 @@ TEST_CASE("window bound: every job's first start within window + quantum over ra
                        << " s); suspensions " << suspensions);
   CHECK(suspensions > 0);
 }
+
+TEST_CASE("window bound: PBA's allocated class may use the cores a suspended job holds", "[nci][window]") {
+  // S (6 cores: 0-5) is suspended; R runs on cores 4-5, so S holds the free
+  // cores 0-3 until R ends. A (4 cores) is PBA's allocated class. With a
+  // time window A starts on them (S's wait is bounded by the resume window
+  // instead); with the cycle window only, S keeps them and A waits.
+  Snapshot s;
+  s.nodes = {node("a", 8, 64000)};
+  s.now = 5000;
+  Job sj = job(10, 6, 86400);
+  RunningJob rs = running(sj, 0, 0, 0);
+  rs.suspended = true;
+  rs.suspended_since = 4000;
+  rs.suspended_for = 1000;
+  s.running.push_back(rs);
+  s.running.push_back(running(job(11, 2, 86400), 0, 4, 4000));
+  s.running.push_back(running(job(12, 2, 86400), 0, 6, 4000));
+  Job a = job(1, 4, 3600, "normal", "alice", "chem");
+  a.submit = 4900;
+  s.pending = {a};
+  auto pass = [&](const NciConfig& cfg) {
+    PassState st = fifo(s);
+    st.pinned = 1;  // PBA's allocated class
+    Plan plan;
+    plan.now = s.now;
+    nci_stage(s, cfg, 1, st, plan);
+    plan_rest(s, cfg, st, plan);
+    return plan;
+  };
+  NciConfig timed = window_cfg(86400, 86400);
+  const Plan p1 = pass(timed);
+  const Decision* st1 = find(p1, Action::Start, 1);
+  REQUIRE(st1 != nullptr);
+  CHECK(ids(p1, Action::Suspend).empty());
+  NciConfig cycles = cfg_on();  // window_wait 0: suspended jobs keep their cores
+  const Plan p2 = pass(cycles);
+  CHECK(find(p2, Action::Start, 1) == nullptr);
+}
