@@ -487,6 +487,7 @@ struct Cycle {
 
   bool try_resume(std::uint32_t ri) {
     Run& r = runs[ri];
+    if (!r.suspended) return false;  // resumed already this pass (force_resume)
     for (const Placement& p : r.placement()) {
       if (p.node >= nodes.size()) return false;
       const NodeState& n = nodes[p.node];

@@ -104,6 +104,7 @@ Result drive(const std::vector<Node>& nodes, std::vector<Arrival> arrivals, cons
               if (out.last_suspend.count(d.job)) out.min_gap = std::min(out.min_gap, t - out.last_suspend[d.job]);
               out.last_suspend[d.job] = t;
             } else {
+              if (!l.rj.suspended) out.violation = "job " + std::to_string(d.job) + " resumed while running";
               out.max_suspension = std::max(out.max_suspension, t - l.rj.suspended_since);
               l.rj.suspended = false;
               l.rj.suspended_since = -1;
@@ -316,6 +317,9 @@ TEST_CASE("window bound: every job's first start within window + quantum over ra
     REQUIRE(r.violation.empty());
     CHECK(r.unfinished == 0);
     CHECK(r.max_excess <= 3 * kDt);
+    // Suspended jobs resume within the resume window, plus the cycles a
+    // forced resume waits for cores started or resumed in the same pass.
+    CHECK(r.max_suspension <= resume_window(cfg) + 10 * kDt);
     worst_excess = std::max(worst_excess, r.max_excess);
     worst_susp = std::max(worst_susp, r.max_suspension);
     for (const auto& [id, n] : r.suspensions) suspensions += static_cast<int>(n);
