@@ -7,7 +7,11 @@
 //   g++ -std=c++20 -O2 -I. bench/projects/diag_window.cpp build-window/coordinator/sim/libcorral_sim.a \
 //     build-window/coordinator/libcorral_core.a build-window/coordinator/planner/libcorral_planner.a \
 //     build-window/coordinator/pba/libcorral_pba.a build-window/coordinator/nci/libcorral_nci.a -lz -o /tmp/diag_window
-//   /tmp/diag_window ../shared/traces/KTH-SP2-1996-2.1-cln.swf bench/projects/kth.plan 86400 [quantum]
+//   /tmp/diag_window ../shared/traces/KTH-SP2-1996-2.1-cln.swf bench/projects/kth.plan 86400 [quantum [resume]]
+// Environment: DIAG_AT=t (print every running/suspended job, the window
+// jobs pending, DIAG_JOB=id too, and the decisions of the first 4 passes
+// from t; internal ids = trace order), DIAG_MAX_JOBS=n (first n jobs only),
+// DIAG_STUCK=1 (print passes that follow one another second by second).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
