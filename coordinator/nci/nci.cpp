@@ -185,18 +185,14 @@ bool window_protected(const RunningJob& rj, Time now, const NciConfig& cfg) {
          now - rj.start < window_quantum(cfg);
 }
 
-// Suspended for window_wait or longer: it claims its free cores in every
-// pass (not only when no start-window job waits) and goes first in the
-// claim order, earliest suspended first; an order that stays the same from
-// pass to pass, so two such jobs never hold each other's cores.
+// Suspended for resume_window or longer: force_resume() in the next cycle.
 static bool long_suspended(const RunningJob& rj, Time now, const NciConfig& cfg) {
   const Time r = resume_window(cfg);
   return r > 0 && rj.suspended && rj.suspended_since >= 0 && now - rj.suspended_since >= r;
 }
 
-// Claim (and resume) order of suspended jobs: long suspended first, earliest
-// first; then higher queue, the most expanded first.
-// With a time window: earliest suspended first (an order that never changes
+// Claim (and forced resume) order of suspended jobs: higher queue, then the
+// most expanded first. With a time window: earliest suspended first (an order that never changes
 // while they wait), and each job's cores are kept from the jobs after it
 // (fifo_claims), so the first always resumes once its cores' running jobs
 // end: no two suspended jobs wait for each other's cores. Measured on KTH:
@@ -521,7 +517,7 @@ struct Cycle {
   // A job suspended for window_wait or longer resumes now: the running jobs
   // on its cores are suspended in turn and the free cores other suspended
   // jobs hold are taken, so suspended jobs do not starve while overdue
-  // window jobs keep arriving (its "resume window"; NciConfig::window_quantum).
+  // window jobs keep arriving (NciConfig::resume_window).
   // Not when a core is unknown or taken by a start/resume of this pass.
   bool force_resume(std::uint32_t ri) {
     Run& r = runs[ri];
@@ -733,7 +729,6 @@ struct Cycle {
         reach += v.cpus;
         continue;
       }
-      // A job being checkpointed leaves anyway; suspending it frees nothing.
       if (v.gone || v.suspended || v.protect || !v.rj) continue;
       // Suspensions do not stack, except for an overdue window job.
       if (v.shield && mode != Mode::Overdue) continue;
@@ -1151,13 +1146,13 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   };
   if (!cfg.claim_suspended_cores) return with_queues(false);
   // A start-window job waiting is the planner's head: nothing may delay it,
-  // so while one waits only jobs suspended for window_wait or longer claim
-  // their cores (else a suspended job's cores go to backfill pass after pass
-  // and it stays suspended for months: bench/projects/RESULTS.md). None are
-  // made when an overdue job starts or waits (it may take held cores).
+  // so none are made while one waits (with a time window the resume window
+  // bounds the suspension instead), nor when an overdue job starts or waits
+  // (it may take held cores).
   bool window_waits = false;
-  // Nor while a job of PBA's allocated class is in the order with a time
-  // window (it may take held cores: see nci_stage).
+  // Nor with a time window while a job of PBA's allocated class is in the
+  // order (it may take held cores: see nci_stage). The pinned head also
+  // holds NCI's suspenders: a job with a project stands for PBA's class.
   if (cfg.window_wait > 0)
     for (std::size_t k = 0; k < std::min(st.pinned, st.order.size()); ++k)
       if (st.order[k] < snap.pending.size() && !window_overdue(snap.pending[st.order[k]], snap.now, cfg) &&
