@@ -97,6 +97,7 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
     c.on_restart = v;
   } else if (key == "nci") c.nci = to_bool(key, v);
+  else if (key == "nci_start_window") c.nci_start_window = to_int(key, v, 0);
   else if (key == "nci_require") {
     std::vector<std::string> req;
     std::size_t pos = 0;

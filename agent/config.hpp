@@ -44,6 +44,10 @@ struct Config {
   // the runpriorities (queues = express:2,normal:1,...).
   bool nci = false;
   std::vector<std::string> nci_require = {"walltime", "mem", "jobfs"};  // mandatory requests
+  // NCI start window in seconds (NciConfig::window_wait): a job pending this
+  // long must start, and starts within twice it (window_bound()); 0: the
+  // window closes after NciConfig::window_cycles pending cycles instead.
+  std::int64_t nci_start_window = 0;
 };
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an

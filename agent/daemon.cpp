@@ -174,6 +174,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     sched_.nci.require_walltime = req("walltime");
     sched_.nci.require_vmem = req("mem");
     sched_.nci.require_jobfs = req("jobfs");
+    sched_.nci.window_wait = static_cast<Time>(cfg_.nci_start_window);
   }
 
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
@@ -888,6 +889,9 @@ void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
     rj.slots = granted(r);
     rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
     rj.suspended = r.state == proto::state::kSuspended;
+    // The NCI resume window counts from the start of this suspension; a job an
+    // admin holds (`corral suspend`) has none: only `corral resume` thaws it.
+    if (rj.suspended && !r.held && r.suspended_since > 0) rj.suspended_since = static_cast<Time>(r.suspended_since);
     s.running.push_back(std::move(rj));
   }
 }

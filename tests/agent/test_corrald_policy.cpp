@@ -240,3 +240,38 @@ TEST_CASE("admin suspend/resume (root), requeue and checkpoint (owner or root)",
   CHECK(ended.rc == 1);
   CHECK(ended.err.find("ended") != std::string::npos);
 }
+
+TEST_CASE("NCI start window through corrald: an overdue job suspends the one holding its cores", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  // Window T = 2 s, so the bound is T + the window quantum (= T) = 4 s, plus
+  // up to one cycle_interval (0.5 s) until the pass that sees it overdue.
+  Agent a("window", {"--set", "declare_cores=2", "--set", "nci=yes", "--set", "nci_require=walltime",
+                     "--set", "nci_start_window=2", "--set", "cycle_interval=0.5", "--set", "poll_interval=0.2"});
+  a.start();
+  auto s = a.submit({"-N", "hog", "-l", "ncpus=2,walltime=120", "--wrap", "echo $$ > hog.pid; sleep 30"});
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string hog = trim(s.out);
+  REQUIRE(wait_state(a, hog, "running") == "running");
+  std::string pid = trim(wait_file(a.dir + "/work/hog.pid"));
+  // Same queue and priority, fewer than 16 cpus: neither priority-run nor
+  // parallel-run may suspend the hog; only the start window can.
+  auto w = a.submit({"-N", "late", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 1"});
+  REQUIRE(w.rc == 0);
+  std::string late = trim(w.out);
+  CHECK(json_field(stat_json(a, late), "state") == "pending");
+  REQUIRE(wait_state(a, late, "running") == "running");
+  std::string js = stat_json(a, late);
+  double waited = num(json_field(js, "start_time")) - num(json_field(js, "submit_time"));
+  CHECK(waited >= 1.0);  // not before its window closed (the core counts whole seconds)
+  CHECK(waited < 6.0);   // the 4.5 s bound plus slack for a loaded machine
+  std::string hs = stat_json(a, hog);
+  CHECK(json_field(hs, "state") == "suspended");
+  CHECK(json_field(hs, "comment").find("window") != std::string::npos);
+  CHECK(freezer_state(pid) == "FROZEN");
+  REQUIRE(a.cli({"wait", late}).rc == 0);
+  // The hog gets its cores back when the late job ends.
+  CHECK(wait_state(a, hog, "running") == "running");
+  CHECK(freezer_state(pid) == "THAWED");
+  REQUIRE(a.cli({"cancel", hog}).rc == 0);
+}
