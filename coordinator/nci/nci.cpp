@@ -281,6 +281,18 @@ struct Cycle {
     return qq ? qq->priority : 0;
   }
 
+  // A Suspend or Resume of run `r` on its own cores, now.
+  void decide(Action a, const Run& r, std::string reason) {
+    Decision d;
+    d.action = a;
+    d.job = r.job->id;
+    d.at = snap.now;
+    d.slots = r.cpus;
+    d.placement = r.placement();
+    d.reason = std::move(reason);
+    plan.decisions.push_back(std::move(d));
+  }
+
   void occupy(std::uint32_t ri) {
     Run& r = runs[ri];
     for (const Placement& p : r.placement()) {
@@ -503,14 +515,7 @@ struct Cycle {
     r.suspended = false;
     r.protect = true;
     occupy(ri);
-    Decision d;
-    d.action = Action::Resume;
-    d.job = r.job->id;
-    d.at = snap.now;
-    d.slots = r.cpus;
-    d.placement = r.placement();
-    d.reason = "resources of its suspender are free again";
-    plan.decisions.push_back(std::move(d));
+    decide(Action::Resume, r, "resources of its suspender are free again");
     return true;
   }
 
@@ -553,15 +558,9 @@ struct Cycle {
       release_cores(vi);
       if (!v.shield) victim_cpus[v.prio] -= v.cpus;
       v.suspended = true;
-      Decision d;
-      d.action = Action::Suspend;
-      d.job = v.job->id;
-      d.at = snap.now;
-      d.slots = v.cpus;
-      d.placement = v.placement();
-      d.reason = "suspended for the resume of job " + std::to_string(r.job->id) + " (suspended " +
-                 std::to_string(snap.now - r.rj->suspended_since) + " s: its resume window)";
-      plan.decisions.push_back(std::move(d));
+      decide(Action::Suspend, v,
+             "suspended for the resume of job " + std::to_string(r.job->id) + " (suspended " +
+                 std::to_string(snap.now - r.rj->suspended_since) + " s: its resume window)");
       suspended_ids.push_back(v.job->id);
     }
     const bool ok = try_resume(ri);
@@ -836,12 +835,6 @@ struct Cycle {
       if (!v.shield) victim_cpus[v.prio] -= v.cpus;
       v.suspended = true;
       mark_claimed(v);
-      Decision d;
-      d.action = Action::Suspend;
-      d.job = v.job->id;
-      d.at = snap.now;
-      d.slots = v.cpus;
-      d.placement = v.placement();
       char buf[160];
       std::snprintf(buf, sizeof buf, "suspended for job %llu (%s, XFactor %.2f, score %.2f)",
                     static_cast<unsigned long long>(j.id),
@@ -850,8 +843,7 @@ struct Cycle {
                     : mode == Mode::Window   ? "start window"
                                              : "start window overdue",
                     sx.second, sx.first);
-      d.reason = buf;
-      plan.decisions.push_back(std::move(d));
+      decide(Action::Suspend, v, buf);
       suspended_ids.push_back(v.job->id);
     }
     if (reversed_any)  // a reversed start may have sat on a suspended job's cores
