@@ -73,12 +73,16 @@ inline void plan_rest(const Snapshot& s, const NciConfig& cfg, const PassState& 
   nci_settle(s, cfg, st, plan);
 }
 
-// One NCI pass: nci_stage then the planner. `out`: the PassState NCI handed over.
-inline Plan run_stage(const Snapshot& s, const NciConfig& cfg, PassState* out = nullptr) {
+// One NCI pass: nci_stage then the planner. `out`: the PassState NCI handed
+// over; `pinned`: the first jobs of the order an earlier stage (PBA's
+// allocated class) pinned ahead.
+inline Plan run_stage(const Snapshot& s, const NciConfig& cfg, PassState* out = nullptr,
+                      std::size_t pinned = 0, std::uint64_t seed = 1) {
   PassState st = fifo(s);
+  st.pinned = pinned;
   Plan plan;
   plan.now = s.now;
-  nci_stage(s, cfg, 1, st, plan);
+  nci_stage(s, cfg, seed, st, plan);
   if (out) *out = st;
   plan_rest(s, cfg, st, plan);
   return plan;

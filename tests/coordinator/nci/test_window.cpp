@@ -94,11 +94,7 @@ Outcome simulate(std::uint64_t seed, const NciConfig& cfg, int njobs, Time horiz
     s.now = t;
     for (const Live& l : live) s.running.push_back(l.rj);
     s.pending = pending;
-    PassState st = fifo(s);
-    Plan plan;
-    plan.now = t;
-    nci_stage(s, cfg, seed, st, plan);
-    plan_rest(s, cfg, st, plan);  // the planner starts what NCI ordered
+    Plan plan = run_stage(s, cfg, nullptr, 0, seed);  // the planner starts what NCI ordered
 
     std::map<JobId, std::size_t> pidx;
     for (std::size_t i = 0; i < pending.size(); ++i) pidx[pending[i].id] = i;

@@ -74,11 +74,7 @@ Result drive(const std::vector<Node>& nodes, std::vector<Arrival> arrivals, cons
     s.now = t;
     for (const Live& l : live) s.running.push_back(l.rj);
     s.pending = pending;
-    PassState st = fifo(s);
-    Plan plan;
-    plan.now = t;
-    nci_stage(s, cfg, 1, st, plan);
-    plan_rest(s, cfg, st, plan);
+    Plan plan = run_stage(s, cfg);
     std::set<JobId> gone;
     for (const Decision& d : plan.decisions) {
       if (d.action == Action::Start) {
@@ -216,12 +212,7 @@ TEST_CASE("window bound: the allocated class starts first, an overdue window job
   w.submit = 0;
   REQUIRE(window_overdue(w, s.now, cfg));
   s.pending = {a, w};
-  PassState st = fifo(s);
-  st.pinned = 1;  // PBA's allocated class
-  Plan plan;
-  plan.now = s.now;
-  nci_stage(s, cfg, 1, st, plan);
-  plan_rest(s, cfg, st, plan);
+  Plan plan = run_stage(s, cfg, nullptr, 1);  // a: PBA's allocated class
   CHECK(find(plan, Action::Start, 1) != nullptr);
   CHECK(find(plan, Action::Start, 2) == nullptr);
   CHECK(ids(plan, Action::Suspend).empty());  // nothing suspended for nothing
@@ -233,11 +224,7 @@ TEST_CASE("window bound: the allocated class starts first, an overdue window job
   RunningJob ra = running(a, 0, 6, s.now);
   s2.running.push_back(ra);
   s2.pending = {w};
-  PassState st2 = fifo(s2);
-  Plan plan2;
-  plan2.now = s2.now;
-  nci_stage(s2, cfg, 1, st2, plan2);
-  plan_rest(s2, cfg, st2, plan2);
+  Plan plan2 = run_stage(s2, cfg);
   const Decision* start = find(plan2, Action::Start, 2);
   REQUIRE(start != nullptr);
   CHECK(s2.now - w.submit <= window_bound(cfg) + kDt);
@@ -349,15 +336,7 @@ TEST_CASE("window bound: PBA's allocated class may use the cores a suspended job
   Job a = job(1, 4, 3600, "normal", "alice", "chem");
   a.submit = 4900;
   s.pending = {a};
-  auto pass = [&](const NciConfig& cfg) {
-    PassState st = fifo(s);
-    st.pinned = 1;  // PBA's allocated class
-    Plan plan;
-    plan.now = s.now;
-    nci_stage(s, cfg, 1, st, plan);
-    plan_rest(s, cfg, st, plan);
-    return plan;
-  };
+  auto pass = [&](const NciConfig& cfg) { return run_stage(s, cfg, nullptr, 1); };  // a: PBA's allocated class
   NciConfig timed = window_cfg(86400, 86400);
   const Plan p1 = pass(timed);
   const Decision* st1 = find(p1, Action::Start, 1);
