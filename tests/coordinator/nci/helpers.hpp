@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,34 @@ inline Plan run_stage(const Snapshot& s, const NciConfig& cfg, PassState* out = 
   if (out) *out = st;
   plan_rest(s, cfg, st, plan);
   return plan;
+}
+
+// What over-commits `nodes` at time t with the running and suspended jobs of
+// `live` (anything with an `rj` RunningJob), "" if nothing: a core given
+// twice, a placement without its cores, more slots than cores, or, where a
+// node tracks memory, more memory than it has (a suspended job keeps its
+// memory, not its cores).
+template <class Lives>
+std::string overcommit(const std::vector<Node>& nodes, const Lives& live, Time t) {
+  const std::string at = " at t=" + std::to_string(t);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    std::set<int> used;
+    int slots = 0;
+    std::int64_t mem = 0;
+    for (const auto& l : live)
+      for (const Placement& p : l.rj.placement) {
+        if (p.node != n) continue;
+        mem += (l.rj.job.mem_mb * p.slots + l.rj.slots - 1) / l.rj.slots;
+        if (l.rj.suspended) continue;
+        if (p.cores.size() != p.slots) return "placement without cores" + at;
+        slots += static_cast<int>(p.slots);
+        for (int c : p.cores)
+          if (!used.insert(c).second) return "core " + std::to_string(c) + " of node " + std::to_string(n) + " given twice" + at;
+      }
+    if (slots > nodes[n].cores) return "cores overcommitted" + at;
+    if (nodes[n].mem_mb > 0 && mem > nodes[n].mem_mb) return "memory overcommitted" + at;
+  }
+  return "";
 }
 
 inline std::vector<JobId> ids(const Plan& p, Action a) {

@@ -139,25 +139,8 @@ Outcome simulate(std::uint64_t seed, const NciConfig& cfg, int njobs, Time horiz
                   pending.end());
 
     // Invariants: no core given twice, memory of running + suspended fits.
-    for (std::size_t n = 0; n < base.nodes.size(); ++n) {
-      std::set<int> used;
-      int slots = 0;
-      std::int64_t mem = 0;
-      for (const Live& l : live)
-        for (const Placement& p : l.rj.placement) {
-          if (p.node != n) continue;
-          mem += (l.rj.job.mem_mb * p.slots + l.rj.slots - 1) / l.rj.slots;
-          if (l.rj.suspended) continue;
-          slots += static_cast<int>(p.slots);
-          for (int c : p.cores)
-            if (!used.insert(c).second)
-              out.violation = "core " + std::to_string(c) + " of node " + std::to_string(n) + " given twice at t=" +
-                              std::to_string(t);
-        }
-      if (slots > base.nodes[n].cores) out.violation = "cores overcommitted at t=" + std::to_string(t);
-      if (mem > base.nodes[n].mem_mb) out.violation = "memory overcommitted at t=" + std::to_string(t);
-      if (!out.violation.empty()) return out;
-    }
+    out.violation = overcommit(base.nodes, live, t);
+    if (!out.violation.empty()) return out;
   }
   out.unfinished = njobs - finished;
   for (const auto& [id, sub] : submit) {

@@ -115,23 +115,7 @@ Result drive(const std::vector<Node>& nodes, std::vector<Arrival> arrivals, cons
         if (j.id == u.job) j.cycles_pending = u.cycles_pending;
     pending.erase(std::remove_if(pending.begin(), pending.end(), [&](const Job& j) { return gone.count(j.id) > 0; }),
                   pending.end());
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
-      std::set<int> used;
-      std::int64_t mem = 0;
-      for (const Live& l : live)
-        for (const Placement& p : l.rj.placement) {
-          if (p.node != n) continue;
-          mem += (l.rj.job.mem_mb * p.slots + l.rj.slots - 1) / l.rj.slots;
-          if (l.rj.suspended) continue;
-          for (int c : p.cores)
-            if (!used.insert(c).second)
-              out.violation = "core " + std::to_string(c) + " of node " + std::to_string(n) + " given twice at t=" +
-                              std::to_string(t);
-          if (p.cores.size() != p.slots) out.violation = "placement without cores";
-        }
-      if (static_cast<int>(used.size()) > nodes[n].cores) out.violation = "cores overcommitted";
-      if (nodes[n].mem_mb > 0 && mem > nodes[n].mem_mb) out.violation = "memory overcommitted at t=" + std::to_string(t);
-    }
+    out.violation = overcommit(nodes, live, t);
     if (!out.violation.empty()) return out;
   }
   for (const Live& l : live)
