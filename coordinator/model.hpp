@@ -92,6 +92,8 @@ struct Job {
   Time work_done = 0;            // seconds of work saved by checkpoints; a restart
                                  // only has (run time - work_done) left
   Time first_start = -1;         // first time it ever started (-1: never)
+
+  bool operator==(const Job&) const = default;
 };
 
 // Where (part of) a job runs: a node, a number of slots there, and the
