@@ -467,16 +467,20 @@ struct Cycle {
       }
   }
 
+  // A core a suspended job held for its resume is free again (the caller
+  // drops it from that job's `held`).
+  void free_held(std::uint32_t hn, int hc) {
+    nodes[hn].owner[hc] = kNone;
+    ++nodes[hn].idle;
+    if (nodes[hn].up) ++total_idle;
+  }
+
   // An overdue window job may take the free cores suspended jobs hold for
   // their resume (nci_claims makes no claims in such a pass either).
   void unhold_all() {
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri) {
-      for (const auto& [hn, hc] : runs[ri].held) {
-        if (nodes[hn].owner[hc] != ri) continue;
-        nodes[hn].owner[hc] = kNone;
-        ++nodes[hn].idle;
-        if (nodes[hn].up) ++total_idle;
-      }
+      for (const auto& [hn, hc] : runs[ri].held)
+        if (nodes[hn].owner[hc] == ri) free_held(hn, hc);
       runs[ri].held.clear();
     }
   }
@@ -506,11 +510,7 @@ struct Cycle {
         for (int c : p.cores)
           if (c < 0 || c >= n.cores || (n.owner[c] != kNone && n.owner[c] != ri)) return false;
     }
-    for (const auto& [hn, hc] : r.held) {  // its held cores become running ones
-      nodes[hn].owner[hc] = kNone;
-      ++nodes[hn].idle;
-      ++total_idle;
-    }
+    for (const auto& [hn, hc] : r.held) free_held(hn, hc);  // its held cores become running ones
     r.held.clear();
     r.suspended = false;
     r.protect = true;
@@ -549,9 +549,7 @@ struct Cycle {
     for (const auto& [hn, hc] : held_by_other) {
       Run& h = runs[nodes[hn].owner[hc]];
       h.held.erase(std::remove(h.held.begin(), h.held.end(), std::make_pair(hn, hc)), h.held.end());
-      nodes[hn].owner[hc] = kNone;
-      ++nodes[hn].idle;
-      ++total_idle;
+      free_held(hn, hc);
     }
     for (std::uint32_t vi : victims) {
       Run& v = runs[vi];
