@@ -1154,7 +1154,6 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
     if (window_overdue(j, snap.now, cfg)) return with_queues(false);
     if (k >= st.pinned && window_closed(j, snap.now, cfg)) window_waits = true;
   }
-  auto claims_now = [&](const RunningJob&) { return !window_waits; };
   const std::unordered_set<JobId> freed(st.freed.begin(), st.freed.end());
   std::unordered_set<JobId> resumed;
   for (const Decision& d : plan.decisions)
@@ -1176,7 +1175,7 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
       continue;
     }
     if (rj.suspended && !resumed.count(rj.job.id)) {
-      if (claims_now(rj)) susp.push_back(i);
+      if (!window_waits) susp.push_back(i);
       continue;
     }
     for (const Placement& p : rj.placement)
