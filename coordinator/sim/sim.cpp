@@ -489,20 +489,31 @@ class Simulator {
 
   // Removes a job from snap_.running (swap with last) and frees its cores.
   RunningJob take_running(std::size_t idx) {
-    std::int32_t p = run_pos_[idx];
+    RunningJob rj = std::move(snap_.running[static_cast<std::size_t>(run_pos_[idx])]);
+    erase_running(idx);
+    stop_running(idx, rj);
+    return rj;
+  }
+
+  // A running job leaves: its slots are free and its running stretch charged
+  // (a suspended one holds no slots; its stretch was charged at suspension).
+  void stop_running(std::size_t idx, const RunningJob& rj) {
+    if (rj.suspended) return;
+    release(rj.slots, rj.placement);
+    charge(idx, rj);
+  }
+
+  // Removes job idx's running entry: the last entry moves into its place.
+  void erase_running(std::size_t idx) {
+    const std::int32_t p = run_pos_[idx];
     touch_running(p);  // the last entry moves here
-    RunningJob rj = std::move(snap_.running[static_cast<std::size_t>(p)]);
+    RunningJob& here = snap_.running[static_cast<std::size_t>(p)];
     if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
-      snap_.running[static_cast<std::size_t>(p)] = std::move(snap_.running.back());
-      run_pos_[snap_.running[static_cast<std::size_t>(p)].job.id - 1] = p;
+      shift_running(here, snap_.running.back());
+      run_pos_[here.job.id - 1] = p;
     }
     snap_.running.pop_back();
     run_pos_[idx] = -1;
-    if (!rj.suspended) {
-      release(rj.slots, rj.placement);
-      charge(idx, rj);
-    }
-    return rj;
   }
 
   void release(int slots, const std::vector<Placement>& place) {
@@ -530,22 +541,12 @@ class Simulator {
     Rec& r = recs_[idx];
     {
       // As take_running(), but read in place: the entry is not moved out.
-      const std::int32_t p = run_pos_[idx];
-      RunningJob& rj = snap_.running[static_cast<std::size_t>(p)];
-      if (!rj.suspended) {
-        release(rj.slots, rj.placement);
-        charge(idx, rj);
-      }
+      const RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
+      stop_running(idx, rj);
       segment(idx, rj, now_, false);
       // Throughput SLA progress (pba.hpp contract).
       if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
-      touch_running(p);  // the last entry moves here
-      if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
-        shift_running(rj, snap_.running.back());
-        run_pos_[rj.job.id - 1] = p;
-      }
-      snap_.running.pop_back();
-      run_pos_[idx] = -1;
+      erase_running(idx);
     }
     r.end = now_;
     r.st = St::Done;
