@@ -346,10 +346,9 @@ int main(int argc, char** argv) {
   if (sfd < 0) return 4;
   g_launched = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (g_launched < 0) return 4;
-  // One launch thread per CPU, 2 to 8: as many jobs can be in their setup at once as slots free
-  // up together. SIGCHLD stays blocked in them too (inherited mask).
-  // One per CPU the server may use, 2 to 32 (a job's setup sleeps in the kernel at times; one
-  // thread per CPU keeps every slot's start independent of the others').
+  // One launch thread per CPU the server may use, 2 to 32 (a job's setup sleeps in the kernel at
+  // times; one thread per CPU keeps every slot's start independent of the others'). SIGCHLD
+  // stays blocked in them too (inherited mask).
   CPU_ZERO(&g_all_cpus);
   if (::sched_getaffinity(0, sizeof g_all_cpus, &g_all_cpus) != 0) CPU_SET(0, &g_all_cpus);
   std::vector<int> cpus;
