@@ -827,6 +827,16 @@ struct Planner::Impl {
     return true;
   }
 
+  // Runs f() with later jobs' ghosts out of node_peak/next_event (they stay
+  // in nalloc), then puts them back.
+  template <class F>
+  bool without_ghosts(F&& f) {
+    use_ghosts = ghosts_live == 0;
+    const bool ok = f();
+    use_ghosts = true;
+    return ok;
+  }
+
   // Reserves the earliest start for j; false if it can never be planned.
   bool reserve(Plan& plan, const Job& j, const Req& r, Time d, Time* at = nullptr) {
     Time t = kForever;
@@ -834,10 +844,7 @@ struct Planner::Impl {
     std::vector<Placement> pl;
     // Later jobs' pins only steer the choice of hosts: j's start and slots
     // are found without them; it avoids them only if that keeps both (pins).
-    use_ghosts = ghosts_live == 0;
-    const bool ok = find_reservation(j, r, d, t, s, pl);
-    use_ghosts = true;
-    if (!ok) return false;
+    if (!without_ghosts([&] { return find_reservation(j, r, d, t, s, pl); })) return false;
     if (ghosts_live > 0 && !pl.empty() && node_scan(j, r, t, d) >= s) pl = pick_from_avail(s);
     if (!pl.empty()) prefer_pin(j, r, t, d, s, pl);
     if (cfg->backfill == Backfill::Conservative && nalloc_built && !pl.empty())
@@ -854,10 +861,7 @@ struct Planner::Impl {
     if (ghosts_live == 0 && pin_of.empty()) return try_start(plan, j, r, d, smax, backfilled);
     int s = 0;
     std::vector<Placement> pl;
-    use_ghosts = ghosts_live == 0;
-    const bool ok = probe_start(j, r, d, smax, s, pl);
-    use_ghosts = true;
-    if (!ok) return false;
+    if (!without_ghosts([&] { return probe_start(j, r, d, smax, s, pl); })) return false;
     if (ghosts_live > 0 && (r.node_bound || nalloc_built)) {
       std::int64_t tot = node_scan(j, r, now, d);
       if (tot >= s && cfg->may_place) tot = filter_avail(j);
