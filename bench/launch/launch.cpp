@@ -9,6 +9,8 @@
 // jobs_reaped_by_server_cpu_ms_per_job cross-checks the jobs' share: the server reaps every job,
 // so its children's CPU is the jobs' whole CPU (the cpuacct figure misses the few syscalls a job
 // makes before it joins its slot). Needs root.
+// launches_per_s_during_submit / launches_per_s_after_submit split the burst at the last submit's
+// acknowledgement (launches_per_s keeps its definition: first to last start).
 //
 //   build/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--paced 100] [--idle 5]
 #include <poll.h>
@@ -285,6 +287,7 @@ int main(int argc, char** argv) {
     ++acked;
   }
   double t_sub1 = now_s();
+  auto mach_sub = machine_ticks();  // the cores' busy share after the last submit's ack
   bool ok = wait_ended(static_cast<std::size_t>(jobs), 600);
   double t_end = now_s();
   auto mach1 = machine_ticks();
@@ -314,6 +317,20 @@ int main(int argc, char** argv) {
     }
   }
   std::size_t burst_started = lat.size();
+  // The launch rate while the 2,000 submits are still coming in (the client and the agent's
+  // fsync'd group commits share the cores with the launches) and after the last one is
+  // acknowledged: starts before / after t_sub1, each over its own span.
+  std::size_t n_during = 0, n_after = 0;
+  double first_after = 1e300;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    for (auto& [id, t] : started) {
+      if (t < t_sub1) ++n_during;
+      else ++n_after, first_after = std::min(first_after, t);
+    }
+  }
+  double rate_during = n_during > 0 && t_sub1 > first_start ? static_cast<double>(n_during) / (t_sub1 - first_start) : 0.0;
+  double rate_after = n_after > 1 && last_start > first_after ? static_cast<double>(n_after - 1) / (last_start - first_after) : 0.0;
   double rss_after = rss_mb(pid), rss_peak = rss_mb(pid, "VmHWM");
 
   // Paced: one job at a time on an idle node (latency without queueing).
@@ -393,7 +410,9 @@ int main(int argc, char** argv) {
       "\"server_cpu_ms_per_job\":%.3f,\"shepherd_and_job_cpu_ms_per_job\":%.3f,\"cpu_ms_per_launch\":%.3f,"
       "\"cpu_bound_launches_per_s\":%.1f,\"server_rss_mb\":%.1f,\"jobs_reaped_by_server_cpu_ms_per_job\":%.3f,"
       "\"bare_spawn_2wide_per_s\":%.1f,\"bare_spawn_cpu_ms\":%.3f,\"loadavg_1m\":%.2f,"
-      "\"burst_machine_busy_pct\":%.1f,\"burst_machine_cpu_ms_per_launch\":%.3f,\"bench_client_cpu_ms_per_job\":%.3f}\n",
+      "\"burst_machine_busy_pct\":%.1f,\"burst_machine_cpu_ms_per_launch\":%.3f,\"bench_client_cpu_ms_per_job\":%.3f,"
+      "\"submit_phase_s\":%.3f,\"launches_during_submit\":%zu,\"launches_per_s_during_submit\":%.1f,"
+      "\"launches_per_s_after_submit\":%.1f,\"after_submit_machine_busy_pct\":%.1f}\n",
       jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
@@ -402,6 +421,8 @@ int main(int argc, char** argv) {
       cpu_ms_per_job > 0 ? static_cast<double>(ncpu) * 1000.0 / cpu_ms_per_job : 0.0, server_rss,
       reaped_cpu_s * 1000.0 / jobs, bare_rate, bare_cpu_ms, load1,
       mach1.second > mach0.second ? 100.0 * (mach1.first - mach0.first) / (mach1.second - mach0.second) : 0.0,
-      (mach1.first - mach0.first) * 1000.0 / static_cast<double>(tck) / jobs, bench_cpu_s * 1000.0 / jobs);
+      (mach1.first - mach0.first) * 1000.0 / static_cast<double>(tck) / jobs, bench_cpu_s * 1000.0 / jobs,
+      t_sub1 - t_sub0, n_during, rate_during, rate_after,
+      mach1.second > mach_sub.second ? 100.0 * (mach1.first - mach_sub.first) / (mach1.second - mach_sub.second) : 0.0);
   return ok ? 0 : 1;
 }
