@@ -109,7 +109,7 @@ std::vector<double> equal_access_scores(const std::vector<const Job*>& pending,
     by_project[j.project] += cpus;
     by_both[{j.user, j.project}] += cpus;
   };
-  for (const RunningJob* r : running) add(r->job, r->slots > 0 ? r->slots : r->job.slots_min);
+  for (const RunningJob* r : running) add(r->job, held_cpus(*r));
   std::vector<double> out;
   out.reserve(pending.size());
   for (const Job* j : pending) {
@@ -130,6 +130,8 @@ double expansion_factor(const RunningJob& victim, Time projected_suspend) {
          wall;
 }
 
+int held_cpus(const RunningJob& rj) { return rj.slots > 0 ? rj.slots : rj.job.slots_min; }
+
 Time walltime_deadline(const RunningJob& rj) {
   return rj.start + rj.job.walltime + rj.suspended_for;
 }
@@ -143,7 +145,7 @@ double suspension_score(const Job& s, const RunningJob& v, Time now, int s_runni
   const double fx = (xf - 1.0) / span;
   double score = -w.xfactor * fx * fx;
   // 2. larger jobs have priority over smaller ones.
-  const int vc = std::max(v.slots > 0 ? v.slots : v.job.slots_min, 1);
+  const int vc = std::max(held_cpus(v), 1);
   score += w.cpus * std::log2(static_cast<double>(std::max(s.slots_min, 1)) / vc);
   // 3. owners' running jobs; no effect unless the counts differ a lot.
   const double r = std::log2((1.0 + v_running) / (1.0 + s_running));
@@ -200,6 +202,14 @@ static bool long_suspended(const RunningJob& rj, Time now, const NciConfig& cfg)
 // suspended jobs holding each other's cores on an idle machine.
 static bool fifo_claims(const NciConfig& cfg) { return cfg.window_wait > 0; }
 
+// The most expanded (XFactor so far) first, then by id: the claim order
+// without a time window, and the resume order within a queue.
+static bool more_expanded(const RunningJob& x, const RunningJob& y) {
+  const double xa = expansion_factor(x, 0), xb = expansion_factor(y, 0);
+  if (xa != xb) return xa > xb;
+  return x.job.id < y.job.id;
+}
+
 static bool claims_before(const RunningJob& x, int px, const RunningJob& y, int py, Time now, const NciConfig& cfg) {
   if (fifo_claims(cfg)) {
     const Time sx = x.suspended_since >= 0 ? x.suspended_since : now;
@@ -209,14 +219,69 @@ static bool claims_before(const RunningJob& x, int px, const RunningJob& y, int 
   }
   (void)now;
   if (px != py) return px > py;
-  const double xa = expansion_factor(x, 0), xb = expansion_factor(y, 0);
-  if (xa != xb) return xa > xb;
-  return x.job.id < y.job.id;
+  return more_expanded(x, y);
 }
 
 Time window_bound(const NciConfig& cfg) {
   return cfg.window_wait > 0 ? cfg.window_wait + window_quantum(cfg) : 0;
 }
+
+namespace {
+
+// Sorts `susp` (indices into snap.running of suspended jobs) into claim order
+// (claims_before; the runpriority from the snapshot's queue table, else NCI's).
+template <class Index>
+void sort_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<Index>& susp) {
+  const std::vector<Queue>& qs = table_of(snap.queues, cfg);
+  std::vector<std::pair<Index, int>> key;
+  key.reserve(susp.size());
+  for (Index i : susp) {
+    const Queue* q = nci_find_queue(qs, queue_name(snap.running[i].job, cfg));
+    key.push_back({i, q ? q->priority : 0});
+  }
+  std::stable_sort(key.begin(), key.end(), [&](const auto& a, const auto& b) {
+    return claims_before(snap.running[a.first], a.second, snap.running[b.first], b.second, snap.now, cfg);
+  });
+  for (std::size_t k = 0; k < key.size(); ++k) susp[k] = key[k].first;
+}
+
+// The claim rule: which free cores suspended jobs hold until they resume. A
+// suspended job resumes on its own cores (nci-pbs-policy.txt "Job
+// scheduling": "attempt to resume suspended jobs"; "Resource limits":
+// resources "for both suspended and running jobs must be available"), so the
+// free cores of its placement are kept for it, the jobs in claim order; with
+// a time window ("Job start time window") a core an earlier job in that order
+// also wants is left to that one (fifo_claims). nci_stage
+// (Cycle::add_running) and nci_claims both hand cores out through here, so
+// the cores the stage keeps for a suspended job are the ones the planner is
+// shown as held.
+// `susp`: indices into snap.running of the suspended jobs that may claim. For
+// each in claim order, `core(i, p, c, first)` is called for each core c of
+// each placement p on an up node (c in range; `first`: no earlier job in the
+// order wants c), then `done(i)`. Whether c is free is the caller's to say.
+template <class Core, class Done>
+void walk_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<std::size_t> susp, Core core,
+                 Done done) {
+  sort_claims(snap, cfg, susp);
+  std::vector<std::vector<std::uint8_t>> wanted(fifo_claims(cfg) ? snap.nodes.size() : 0);
+  for (std::size_t i : susp) {
+    for (const Placement& p : snap.running[i].placement) {
+      if (p.node >= snap.nodes.size() || !snap.nodes[p.node].up) continue;
+      const int ncores = std::max(snap.nodes[p.node].cores, 0);
+      std::vector<std::uint8_t>* w = wanted.empty() ? nullptr : &wanted[p.node];
+      if (w && w->empty()) w->assign(ncores, 0);
+      for (int c : p.cores) {
+        if (c < 0 || c >= ncores) continue;
+        const bool first = !(w && (*w)[c]);
+        if (w) (*w)[c] = 1;
+        core(i, p, c, first);
+      }
+    }
+    done(i);
+  }
+}
+
+}  // namespace
 
 // ------------------------------------------------------------------ cycle --
 
@@ -329,12 +394,15 @@ struct Cycle {
   }
 
   void hold_memory(const Run& r, int sign) {
-    for (const Placement& p : r.placement()) {
-      if (p.node >= nodes.size()) continue;
-      NodeState& n = nodes[p.node];
-      n.mem_free -= sign * share(r.job->mem_mb, static_cast<int>(p.slots), r.cpus);
-      n.jobfs_free -= sign * share(r.job->jobfs_mb, static_cast<int>(p.slots), r.cpus);
-    }
+    for (const Placement& p : r.placement())
+      if (p.node < nodes.size()) hold_memory_on(r, p, sign);
+  }
+
+  // r's share of its memory and jobfs on placement p's node (p.node valid).
+  void hold_memory_on(const Run& r, const Placement& p, int sign) {
+    NodeState& n = nodes[p.node];
+    n.mem_free -= sign * share(r.job->mem_mb, static_cast<int>(p.slots), r.cpus);
+    n.jobfs_free -= sign * share(r.job->jobfs_mb, static_cast<int>(p.slots), r.cpus);
   }
 
   void mark_claimed(const Run& r) {
@@ -346,8 +414,20 @@ struct Cycle {
     }
   }
 
+  // Marks the cores of r's placement in `m` (a row per node, sized on first
+  // use; an empty row: nothing marked there).
+  void mark_cores(std::vector<std::vector<std::uint8_t>>& m, const Run& r) const {
+    for (const Placement& p : r.placement()) {
+      if (p.node >= nodes.size()) continue;
+      auto& row = m[p.node];
+      if (row.empty()) row.assign(nodes[p.node].cores, 0);
+      for (int c : p.cores)
+        if (c >= 0 && c < nodes[p.node].cores) row[c] = 1;
+    }
+  }
+
   void build() {
-    queues = snap.queues.empty() ? cfg.queues : snap.queues;
+    queues = table_of(snap.queues, cfg);
     nodes.resize(snap.nodes.size());
     for (std::size_t i = 0; i < snap.nodes.size(); ++i) {
       const Node& sn = snap.nodes[i];
@@ -379,7 +459,7 @@ struct Cycle {
       r.job = &rj.job;
       r.rj = &rj;
       r.pl = &rj.placement;
-      r.cpus = rj.slots > 0 ? rj.slots : rj.job.slots_min;
+      r.cpus = held_cpus(rj);
       r.prio = prio_of(queue_name(rj.job, cfg));
       r.suspended = rj.suspended;
       r.projected_end = std::max(rj.expected_end, walltime_deadline(rj));
@@ -402,16 +482,8 @@ struct Cycle {
     // suspender) is never suspended in turn: suspensions do not stack, so a
     // suspended job resumes as soon as the jobs on its cores end.
     std::vector<std::vector<std::uint8_t>> waited(nodes.size());
-    for (const Run& r : runs) {
-      if (!r.suspended || r.gone) continue;
-      for (const Placement& p : r.placement()) {
-        if (p.node >= nodes.size()) continue;
-        auto& w = waited[p.node];
-        if (w.empty()) w.assign(nodes[p.node].cores, 0);
-        for (int c : p.cores)
-          if (c >= 0 && c < nodes[p.node].cores) w[c] = 1;
-      }
-    }
+    for (const Run& r : runs)
+      if (r.suspended && !r.gone) mark_cores(waited, r);
     for (Run& r : runs) {
       if (r.suspended || r.gone) continue;
       for (const Placement& p : r.placement())
@@ -423,48 +495,27 @@ struct Cycle {
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
       if (runs[ri].suspended && !runs[ri].gone) mark_claimed(runs[ri]);
     if (!cfg.claim_suspended_cores) return;
-    // A suspended job holds its free cores until it resumes, in resume order
-    // (higher queue, then the most expanded first): the same cores
-    // nci_claims shows the planner as held.
-    std::vector<std::uint32_t> susp;
+    // A suspended job holds its free cores until it resumes (walk_claims: the
+    // same cores nci_claims shows the planner as held). Runs 0.. are
+    // snap.running's entries in order: their indices are the same.
+    std::vector<std::size_t> susp;
     for (std::uint32_t ri = 0; ri < runs.size(); ++ri)
       if (runs[ri].suspended && !runs[ri].gone && !runs[ri].protect && runs[ri].rj) susp.push_back(ri);
-    std::stable_sort(susp.begin(), susp.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return claims_before(*runs[a].rj, runs[a].prio, *runs[b].rj, runs[b].prio, snap.now, cfg);
-    });
     // Cores freed on entry (PBA's victims) go to the job they were freed for.
     auto& given = given_;
     given.assign(nodes.size(), {});
-    for (const Run& r : runs) {
-      if (!(r.gone || r.protect) || !r.rj) continue;
-      for (const Placement& p : r.placement()) {
-        if (p.node >= nodes.size()) continue;
-        auto& g = given[p.node];
-        if (g.empty()) g.assign(nodes[p.node].cores, 0);
-        for (int c : p.cores)
-          if (c >= 0 && c < nodes[p.node].cores) g[c] = 1;
+    for (const Run& r : runs)
+      if ((r.gone || r.protect) && r.rj) mark_cores(given, r);
+    walk_claims(snap, cfg, std::move(susp), [&](std::size_t i, const Placement& p, int c, bool first) {
+      NodeState& n = nodes[p.node];
+      if (first && n.owner[c] == kNone && n.idle > 0 && (given[p.node].empty() || !given[p.node][c])) {
+        const auto ri = static_cast<std::uint32_t>(i);
+        n.owner[c] = ri;
+        --n.idle;
+        --total_idle;
+        runs[ri].held.push_back({p.node, c});
       }
-    }
-    std::vector<std::vector<std::uint8_t>> wanted(fifo_claims(cfg) ? nodes.size() : 0);
-    for (std::uint32_t ri : susp)
-      for (const Placement& p : runs[ri].placement()) {
-        if (p.node >= nodes.size()) continue;
-        NodeState& n = nodes[p.node];
-        if (!n.up) continue;
-        std::vector<std::uint8_t>* w = wanted.empty() ? nullptr : &wanted[p.node];
-        if (w && w->empty()) w->assign(n.cores, 0);
-        for (int c : p.cores) {
-          if (c < 0 || c >= n.cores) continue;
-          if (n.owner[c] == kNone && n.idle > 0 && (given[p.node].empty() || !given[p.node][c]) &&
-              !(w && (*w)[c])) {
-            n.owner[c] = ri;
-            --n.idle;
-            --total_idle;
-            runs[ri].held.push_back({p.node, c});
-          }
-          if (w) (*w)[c] = 1;
-        }
-      }
+    }, [](std::size_t) {});
   }
 
   // A core a suspended job held for its resume is free again (the caller
@@ -762,11 +813,7 @@ struct Cycle {
         int& ex = extra[p.node];
         ex += sign * static_cast<int>(p.slots);
         // A reversed start gives its memory back too; a suspended job keeps it.
-        if (v.tentative) {
-          NodeState& n = nodes[p.node];
-          n.mem_free += sign * share(v.job->mem_mb, static_cast<int>(p.slots), v.cpus);
-          n.jobfs_free += sign * share(v.job->jobfs_mb, static_cast<int>(p.slots), v.cpus);
-        }
+        if (v.tentative) hold_memory_on(v, p, -sign);
         total -= cap[p.node];
         cap[p.node] = capacity(nodes[p.node], ex, c, j);
         total += cap[p.node];
@@ -996,11 +1043,8 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
   for (auto& [qn, v] : susp) {
     if (!by_queue.count(qn)) qnames.push_back(qn);
     // The most expanded first.
-    std::sort(v.begin(), v.end(), [&](std::uint32_t a, std::uint32_t b) {
-      const double xa = expansion_factor(*cy.runs[a].rj, 0), xb = expansion_factor(*cy.runs[b].rj, 0);
-      if (xa != xb) return xa > xb;
-      return cy.runs[a].job->id < cy.runs[b].job->id;
-    });
+    std::sort(v.begin(), v.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return more_expanded(*cy.runs[a].rj, *cy.runs[b].rj); });
   }
   std::stable_sort(qnames.begin(), qnames.end(), [&](const std::string& a, const std::string& b) {
     return cy.prio_of(a) > cy.prio_of(b);
@@ -1041,9 +1085,7 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
       const Run& r = cy.runs[ri];
       if (r.rj && r.suspended && !r.gone && !r.protect && long_suspended(*r.rj, snap.now, cfg)) late.push_back(ri);
     }
-    std::sort(late.begin(), late.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return claims_before(*cy.runs[a].rj, cy.runs[a].prio, *cy.runs[b].rj, cy.runs[b].prio, snap.now, cfg);
-    });
+    sort_claims(snap, cfg, late);  // runs with rj: snap.running's indices
     for (std::uint32_t ri : late) cy.force_resume(ri);
   }
   // With a time window PBA's allocated class may use the free cores
@@ -1184,55 +1226,42 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
           if (c >= 0 && c < static_cast<int>(owner[p.node].size())) owner[p.node][c] = static_cast<std::int32_t>(i);
   }
   if (susp.empty()) return with_queues(false);
-  // Resume order of nci_stage: higher queue first, the most expanded first.
-  const std::vector<Queue>& qs = snap.queues.empty() ? cfg.queues : snap.queues;
-  auto prio = [&](const Job& j) {
-    const Queue* q = nci_find_queue(qs, j.queue.empty() ? cfg.default_queue : j.queue);
-    return q ? q->priority : 0;
-  };
-  std::stable_sort(susp.begin(), susp.end(), [&](std::size_t a, std::size_t b) {
-    const RunningJob& x = snap.running[a];
-    const RunningJob& y = snap.running[b];
-    return claims_before(x, prio(x.job), y, prio(y.job), snap.now, cfg);
-  });
+  // The cores the stage kept for each (walk_claims), as a running entry.
   std::vector<RunningJob> claims;
-  std::vector<std::vector<std::uint8_t>> wanted(fifo_claims(cfg) ? owner.size() : 0);
-  for (std::size_t i : susp) {
-    const RunningJob& rj = snap.running[i];
-    RunningJob c;
-    Time wait = 0;  // until the other cores of the job are free (their holders end)
-    for (const Placement& p : rj.placement) {
-      if (p.node >= owner.size() || !snap.nodes[p.node].up) continue;
-      Placement q;
-      q.node = p.node;
-      std::vector<std::uint8_t>* w = wanted.empty() ? nullptr : &wanted[p.node];
-      if (w && w->empty()) w->assign(owner[p.node].size(), 0);
-      for (int k : p.cores) {
-        if (k < 0 || k >= static_cast<int>(owner[p.node].size())) continue;
-        const std::int32_t o = owner[p.node][k];
-        const bool earlier = w && (*w)[k];  // an earlier suspended job waits for it
-        if (w) (*w)[k] = 1;
-        if (o == -1 && !earlier) {
-          q.cores.push_back(k);
-          owner[p.node][k] = -2;  // claimed
-        } else if (o >= 0) {
-          wait = std::max(wait, snap.running[static_cast<std::size_t>(o)].expected_end - snap.now);
-        }
+  RunningJob c;
+  const Placement* at = nullptr;  // the placement c.placement.back() is from
+  Time wait = 0;                  // until the other cores of the job are free (their holders end)
+  walk_claims(snap, cfg, std::move(susp), [&](std::size_t, const Placement& p, int k, bool first) {
+    std::int32_t& o = owner[p.node][k];
+    if (o == -1 && first) {
+      if (at != &p) {
+        at = &p;
+        c.placement.emplace_back();
+        c.placement.back().node = p.node;
       }
-      q.slots = static_cast<std::uint32_t>(q.cores.size());
-      if (q.slots > 0) c.placement.push_back(std::move(q));
+      c.placement.back().cores.push_back(k);
+      ++c.placement.back().slots;
+      o = -2;  // claimed
+    } else if (o >= 0) {
+      wait = std::max(wait, snap.running[static_cast<std::size_t>(o)].expected_end - snap.now);
     }
-    if (c.placement.empty()) continue;
-    c.job = rj.job;
-    c.job.mem_mb = c.job.jobfs_mb = 0;  // the suspended entry keeps holding them
-    c.job.consumables.clear();
-    c.start = rj.start;
-    for (const Placement& p : c.placement) c.slots += static_cast<int>(p.slots);
-    const Time ran = std::max<Time>(snap.now - rj.start - rj.suspended_for, 0);
-    const Time left = std::max<Time>((rj.job.estimate > 0 ? rj.job.estimate : rj.job.walltime) - ran, 1);
-    c.expected_end = snap.now + std::max<Time>(wait, 0) + left;
-    claims.push_back(std::move(c));
-  }
+  }, [&](std::size_t i) {
+    if (!c.placement.empty()) {
+      const RunningJob& rj = snap.running[i];
+      c.job = rj.job;
+      c.job.mem_mb = c.job.jobfs_mb = 0;  // the suspended entry keeps holding them
+      c.job.consumables.clear();
+      c.start = rj.start;
+      for (const Placement& q : c.placement) c.slots += static_cast<int>(q.slots);
+      const Time ran = std::max<Time>(snap.now - rj.start - rj.suspended_for, 0);
+      const Time left = std::max<Time>((rj.job.estimate > 0 ? rj.job.estimate : rj.job.walltime) - ran, 1);
+      c.expected_end = snap.now + std::max<Time>(wait, 0) + left;
+      claims.push_back(std::move(c));
+    }
+    c = RunningJob{};
+    at = nullptr;
+    wait = 0;
+  });
   if (claims.empty()) return with_queues(false);
   view = snap;
   view.running_version = 0;  // claims added: not what that version promised

@@ -154,6 +154,10 @@ double suspension_score(const Job& suspender, const RunningJob& victim, Time now
                         int suspender_owner_running, int victim_owner_running,
                         const NciConfig& cfg);
 
+// Cpus a running job holds: its granted slots, else (none recorded) its
+// request's minimum.
+int held_cpus(const RunningJob& rj);
+
 // The time a running job reaches its walltime: suspended time does not count
 // ("walltime ... If a job is suspended, its wall clock time will also be suspended").
 Time walltime_deadline(const RunningJob& rj);
@@ -201,7 +205,8 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed,
 // The snapshot the planner should plan on after nci_stage: the free cores of
 // every job still suspended (not resumed this pass) are shown as held by it
 // (a running entry with no memory, ending when its other cores are free plus
-// its remaining run), the most expanded job first when two claim a core.
+// its remaining run): the cores nci_stage kept for it (one claim rule, nci.cpp
+// walk_claims: the earlier in claim order first when two claim a core).
 // It also carries NCI's queue table when the snapshot has none (the planner
 // finds queues in the snapshot only). Returns false (view untouched) when the
 // snapshot can be planned as it is.

@@ -1,5 +1,6 @@
 #include "coordinator/nci/report.hpp"
 #include "coordinator/json.hpp"
+#include "coordinator/nci/nci.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -57,7 +58,7 @@ NciReport build_report(const Ledger& ledger, const Snapshot& snap, std::int64_t 
       x.slots_used += use.cpu_seconds / static_cast<double>(span);
     }
   for (const RunningJob& rj : snap.running) {
-    const int c = rj.suspended ? 0 : (rj.slots > 0 ? rj.slots : rj.job.slots_min);
+    const int c = rj.suspended ? 0 : held_cpus(rj);
     prow(rj.job.project).running_cpus += c;
     urow(rj.job.user, rj.job.project).running_cpus += c;
   }
