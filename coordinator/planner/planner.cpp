@@ -1477,8 +1477,9 @@ struct Planner::Impl {
     return {};
   }
   static bool f_plain_job(const Job& j) {
-    return j.slots_min >= 1 && j.slots_max >= j.slots_min && j.mem_mb >= 0 && j.jobfs_mb >= 0 && j.walltime >= 0 &&
-           j.estimate >= 0 && j.queue.empty() && j.consumables.empty();
+    // Sign tests or'ed together: one branch for the four non-negative fields.
+    return j.slots_min >= 1 && j.slots_max >= j.slots_min && (j.mem_mb | j.jobfs_mb | j.walltime | j.estimate) >= 0 &&
+           j.queue.empty() && j.consumables.empty();
   }
   // A reservation of the cores-only path (no placement: nodes are chosen at start).
   static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
@@ -1568,9 +1569,18 @@ struct Planner::Impl {
     std::int64_t at_now = 0, at_shadow = 0;  // profile values at now / at the shadow time
     Time shadow = kForever;
     int reservations_left = pol == Backfill::Fcfs ? 0 : 1;
+    const std::size_t np = pend.size();
     for (std::uint32_t idx : st.order) {
-      if (idx >= pend.size()) continue;
+      if (idx >= np) continue;
       const Job& j = pend[idx];
+      // Past easy's one reservation, a valid job that needs more cores than
+      // are free now does nothing (the path below ends in the same `continue`
+      // or `break`); most of a pass's visits end here, so they end early.
+      if (reservations_left == 0 && j.slots_min > free_now && j.slots_min <= fl_total && pol != Backfill::Fcfs &&
+          f_plain_job(j)) {
+        if (free_now <= 0) break;
+        continue;
+      }
       if (!f_plain_job(j)) {
         if (std::string err = f_check(j); !err.empty()) {
           reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
