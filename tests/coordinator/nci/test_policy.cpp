@@ -544,3 +544,67 @@ TEST_CASE("a suspended job keeps its free cores until it resumes; its suspender 
   CHECK(ids(p, Action::Resume) == std::vector<JobId>{1});
   CHECK(ids(p, Action::Start).empty());
 }
+
+TEST_CASE("two suspended jobs want one free core: the stage and the planner's view agree on who holds it",
+          "[nci][resume][claims]") {
+  // Job 1 (cores 0-1, suspended at 100) and job 2 (cores 1-2, suspended at
+  // 200, longer: the more expanded) both want free core 1; core 0 runs job 3,
+  // cores 2 and 3 are free. One claim rule (nci.cpp walk_claims) decides for
+  // the stage (which may resume a job only on cores it holds) and for the
+  // view the planner plans on.
+  Snapshot s;
+  s.now = 1000;
+  s.nodes = {node("n0", 4)};
+  RunningJob a = running(job(1, 2, 36000, "normal", "a", "pa"), 0, 0, 0);
+  a.suspended = true;
+  a.suspended_since = 100;
+  RunningJob b = running(job(2, 2, 36000, "normal", "b", "pb"), 0, 1, 0);
+  b.suspended = true;
+  b.suspended_since = 200;
+  b.suspended_for = 5000;
+  s.running = {a, b, running(job(3, 1, 3600, "normal", "c", "pc"), 0, 0, 500)};
+  s.pending = {job(10, 1, 600, "normal", "d", "pd")};
+  auto pass = [&](const NciConfig& c, Snapshot& view, bool& claimed) {
+    PassState st = fifo(s);
+    Plan plan;
+    plan.now = s.now;
+    nci_stage(s, c, 1, st, plan);
+    claimed = nci_claims(s, c, st, plan, view);
+    plan_rest(s, c, st, plan);
+    return plan;
+  };
+  auto held = [](const Snapshot& view, JobId id) {
+    std::set<int> cs;
+    for (std::size_t i = 3; i < view.running.size(); ++i)
+      if (view.running[i].job.id == id)
+        for (const Placement& p : view.running[i].placement) cs.insert(p.cores.begin(), p.cores.end());
+    return cs;
+  };
+  SECTION("time window: the earlier suspended job holds it, so job 2 cannot resume") {
+    NciConfig c = cfg_on();
+    c.window_wait = 86400;
+    Snapshot view;
+    bool claimed = false;
+    Plan p = pass(c, view, claimed);
+    CHECK(ids(p, Action::Resume).empty());
+    REQUIRE(claimed);
+    REQUIRE(view.running.size() == 5);
+    CHECK(held(view, 1) == std::set<int>{1});
+    CHECK(held(view, 2) == std::set<int>{2});
+    const Decision* d = find(p, Action::Start, 10);
+    REQUIRE(d);
+    CHECK(cores_of(*d) == std::set<int>{3});
+  }
+  SECTION("cycle window: the more expanded job 2 holds it and resumes on cores 1-2") {
+    NciConfig c = cfg_on();
+    Snapshot view;
+    bool claimed = false;
+    Plan p = pass(c, view, claimed);
+    CHECK(ids(p, Action::Resume) == std::vector<JobId>{2});
+    // Job 1's cores are taken (job 3, resumed job 2): it holds none.
+    if (claimed) CHECK(held(view, 1).empty());
+    const Decision* d = find(p, Action::Start, 10);
+    REQUIRE(d);
+    CHECK(cores_of(*d) == std::set<int>{3});
+  }
+}
