@@ -147,6 +147,10 @@ struct Snapshot {
   // entries instead of all. 0 (default): every entry is compared.
   std::uint64_t running_since = 0;
   std::vector<std::uint32_t> running_touched;
+  // Optional (the simulator): true promises that `pending` is in FIFO order
+  // (submit, then id), so the order stage need not check it job by job.
+  // false (default): it is checked.
+  bool pending_fifo = false;
 };
 
 // ----------------------------------------------------------------- output --

@@ -23,12 +23,13 @@ void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
   }
   plan.now = snap.now;
   // The planner's scratch PassState, reset to defaults (so a field added to
-  // PassState starts fresh every pass); only order's buffer is kept.
+  // PassState starts fresh every pass); only order's buffer is kept, with
+  // its length (order_pending resizes it and writes every entry: a cleared
+  // buffer would be zero-filled first).
   PassState& st = planner.pass_state();
   {
     std::vector<std::uint32_t> buf = std::move(st.order);
     st = PassState{};
-    buf.clear();
     st.order = std::move(buf);
   }
   order_pending(snap, cfg.order, st);

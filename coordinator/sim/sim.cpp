@@ -107,6 +107,9 @@ void shift_running(RunningJob& d, RunningJob& s) {
   d.stopping = s.stopping;
 }
 
+// FIFO order of pending jobs (order.hpp "fifo"): submit, then id.
+bool fifo_less(const Job& a, const Job& b) { return a.submit != b.submit ? a.submit < b.submit : a.id < b.id; }
+
 struct Ev {
   Time t;
   std::uint32_t idx, gen;
@@ -139,6 +142,10 @@ class Simulator {
     cfg_.planner.restart_cost = opt_.restart_cost;
     cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
+    // Pending stays in FIFO order (arrivals in trace order, requeues at
+    // their place, starts removed in place): the order stage need not check
+    // it (model.hpp pending_fifo); arrive() keeps the promise true.
+    snap_.pending_fifo = std::is_sorted(snap_.pending.begin(), snap_.pending.end(), fifo_less);
     snap_.nodes_version = 1;  // the nodes never change during a replay (a kept Planner reuses them)
     if (cfg_.pba.enabled && !cfg_.planner.may_place &&
         std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
@@ -415,6 +422,8 @@ class Simulator {
     j.slots_min = j.slots_max = s.procs;
     j.checkpointable = true;
     if (opt_.on_arrival) opt_.on_arrival(j, s);
+    // A hook may have changed its submit time.
+    if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) snap_.pending_fifo = false;
     if (opt_.projects) arrive_project(idx, j);
     // Time-based policy thresholds need a pass when they are crossed, even
     // if no job arrives or ends then: PBA's pending threshold ("pending for
@@ -585,9 +594,7 @@ class Simulator {
     j.work_done = r.work_done;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
-    auto pos = std::lower_bound(snap_.pending.begin(), snap_.pending.end(), j, [](const Job& a, const Job& b) {
-      return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
-    });
+    auto pos = std::lower_bound(snap_.pending.begin(), snap_.pending.end(), j, fifo_less);
     snap_.pending.insert(pos, std::move(j));
   }
 
@@ -827,6 +834,7 @@ class Simulator {
       }
     }
     pend.resize(w);
+    if (pend.empty()) snap_.pending_fifo = true;
   }
 
   void summarize() {

@@ -316,6 +316,72 @@ TEST_CASE("order: fifo, sjf, saf, wfp3, sjbf and the aging bound", "[sim][order]
   CHECK_FALSE(order_policy_known("random"));
 }
 
+TEST_CASE("order: Snapshot::pending_fifo skips the check, the policies still apply", "[sim][order]") {
+  Snapshot s = order_snap();
+  OrderConfig c;
+  for (const char* pol : {"fifo", "sjf", "saf", "wfp3", "lxf", "sjbf"})
+    for (Time aging : {Time{0}, Time{950}}) {
+      c.policy = pol;
+      c.aging = aging;
+      s.pending_fifo = false;
+      const std::vector<JobId> checked = ids(s, c);
+      s.pending_fifo = true;  // true of order_snap(): submit order
+      CHECK(ids(s, c) == checked);
+    }
+  // The promise is taken as given (no job is read for it): a caller that
+  // breaks it gets its own order back under fifo.
+  c.policy = "fifo";
+  c.aging = 0;
+  std::swap(s.pending[0], s.pending[3]);
+  s.pending_fifo = true;
+  CHECK(ids(s, c) == std::vector<JobId>{4, 2, 3, 1, 5});
+  s.pending_fifo = false;
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("sim: the simulator promises pending_fifo only when pending is in FIFO order", "[sim][order]") {
+  // Random jobs on a small machine under the checkpoint policy (requeues put
+  // jobs back in the middle of pending); a hook makes some arrivals older
+  // than the jobs queued before them, which breaks FIFO order until the
+  // queue empties.
+  std::mt19937 rng(7);
+  std::string text = "; MaxProcs: 8\n";
+  Time t = 0;
+  for (int i = 1; i <= 400; ++i) {
+    t += static_cast<Time>(rng() % 40);
+    const long run = 1 + static_cast<long>(rng() % 300);
+    const long procs = 1 + static_cast<long>(rng() % 8);
+    text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 600));
+  }
+  const SwfTrace tr = parse_swf(text);
+  for (bool hook : {false, true}) {
+    SimOptions opt;
+    opt.sched.planner.backfill = Backfill::Checkpoint;
+    opt.sched.planner.checkpoint_threshold = 10;  // every backfilled job is split
+    opt.sched.planner.checkpoint_split = 0.1;
+    if (hook)
+      opt.on_arrival = [](Job& j, const SwfJob& sj) {
+        if (sj.id % 7 == 0) j.submit -= 500;
+      };
+    std::size_t promised = 0, unsorted = 0, broken = 0;
+    opt.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) {
+      const bool sorted = std::is_sorted(s.pending.begin(), s.pending.end(), [](const Job& a, const Job& b) {
+        return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
+      });
+      if (s.pending_fifo) ++promised;
+      if (!sorted) ++unsorted;
+      if (s.pending_fifo && !sorted) ++broken;
+      return schedule(s, cfg, seed);
+    };
+    const SimResult r = simulate(tr, opt);
+    CHECK(r.finished == 400);
+    CHECK(r.checkpoints > 0);
+    CHECK(broken == 0);
+    CHECK(promised > 0);
+    if (hook) CHECK(unsorted > 0);
+  }
+}
+
 // ------------------------------------------------------ event mechanics --
 
 TEST_CASE("sim: completions before arrivals, metrics, starts file", "[sim]") {
