@@ -6,6 +6,12 @@
 namespace corral {
 
 namespace {
+// A grant's project and amount (set_grant, set_grant_every).
+void check_grant(const std::string& project, double su) {
+  if (project.empty()) throw std::invalid_argument("grant: project name missing");
+  if (su < 0) throw std::invalid_argument("grant for project " + project + " is negative");
+}
+
 std::int64_t floor_div(Time a, Time b) {
   if (b <= 0) return 0;
   std::int64_t q = a / b;
@@ -31,15 +37,13 @@ std::int64_t Ledger::period_of(const std::string& project, Time t) const {
 std::int64_t Ledger::week_of(Time t) const { return floor_div(t - cfg_.week_origin, 7 * 86400); }
 
 void Ledger::set_grant(const std::string& project, double su, Time at) {
-  if (project.empty()) throw std::invalid_argument("grant: project name missing");
-  if (su < 0) throw std::invalid_argument("grant for project " + project + " is negative");
+  check_grant(project, su);
   grant_[{project, period_of(project, at)}] = su;
   latest_at_ = std::max(latest_at_, at);
 }
 
 void Ledger::set_grant_every(const std::string& project, double su, Time period) {
-  if (project.empty()) throw std::invalid_argument("grant: project name missing");
-  if (su < 0) throw std::invalid_argument("grant for project " + project + " is negative");
+  check_grant(project, su);
   if (period < 0) throw std::invalid_argument("grant for project " + project + ": negative period");
   recurring_[project] = {su, period};
 }

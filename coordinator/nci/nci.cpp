@@ -50,6 +50,22 @@ const std::string& queue_name(const Job& j, const NciConfig& cfg) {
   return j.queue.empty() ? cfg.default_queue : j.queue;
 }
 
+// Runpriority of queue `q` in the table `qs` (0 for a queue it lacks).
+int runpriority(const std::vector<Queue>& qs, const std::string& q) {
+  const Queue* qq = nci_find_queue(qs, q);
+  return qq ? qq->priority : 0;
+}
+
+// A decision about `job` at `at` (no slots, no placement).
+Decision decision(Action a, JobId job, Time at, std::string reason) {
+  Decision d;
+  d.action = a;
+  d.job = job;
+  d.at = at;
+  d.reason = std::move(reason);
+  return d;
+}
+
 std::string bound_error(const char* what, long long v, const Queue& q, long long bound,
                         const char* unit) {
   return std::string(what) + " " + std::to_string(v) + unit + " above queue " + q.name +
@@ -235,10 +251,7 @@ void sort_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<Index>&
   const std::vector<Queue>& qs = table_of(snap.queues, cfg);
   std::vector<std::pair<Index, int>> key;
   key.reserve(susp.size());
-  for (Index i : susp) {
-    const Queue* q = nci_find_queue(qs, queue_name(snap.running[i].job, cfg));
-    key.push_back({i, q ? q->priority : 0});
-  }
+  for (Index i : susp) key.push_back({i, runpriority(qs, queue_name(snap.running[i].job, cfg))});
   std::stable_sort(key.begin(), key.end(), [&](const auto& a, const auto& b) {
     return claims_before(snap.running[a.first], a.second, snap.running[b.first], b.second, snap.now, cfg);
   });
@@ -341,20 +354,13 @@ struct Cycle {
 
   Cycle(const Snapshot& s, const NciConfig& c, Plan& p) : snap(s), cfg(c), plan(p) {}
 
-  int prio_of(const std::string& q) const {
-    const Queue* qq = nci_find_queue(queues, q);
-    return qq ? qq->priority : 0;
-  }
+  int prio_of(const std::string& q) const { return runpriority(queues, q); }
 
   // A Suspend or Resume of run `r` on its own cores, now.
   void decide(Action a, const Run& r, std::string reason) {
-    Decision d;
-    d.action = a;
-    d.job = r.job->id;
-    d.at = snap.now;
+    Decision d = decision(a, r.job->id, snap.now, std::move(reason));
     d.slots = r.cpus;
     d.placement = r.placement();
-    d.reason = std::move(reason);
     plan.decisions.push_back(std::move(d));
   }
 
@@ -952,26 +958,18 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
       v = {false, "ncpus " + std::to_string(j.slots_min) + " above the cluster's " +
                       std::to_string(cy.total_up_cores) + " cpus"};
     if (!v.ok) {
-      Decision d;
-      d.action = Action::Reject;
-      d.job = j.id;
-      d.at = snap.now;
-      d.reason = v.reason;
-      plan.decisions.push_back(std::move(d));
+      plan.decisions.push_back(decision(Action::Reject, j.id, snap.now, v.reason));
       continue;
     }
     std::string q = queue_name(j, cfg);
     auto g = cfg.grant_left.find(j.project);
     if (bonus && q != bonus->name && g != cfg.grant_left.end() && g->second <= 0) {
-      Decision d;
-      d.action = Action::Demote;
-      d.job = j.id;
-      d.at = snap.now;
-      d.queue = bonus->name;
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2f", g->second);
-      d.reason = "project " + j.project + " has no grant left (" + buf + " SU): runs in " +
-                 bonus->name + " on idle cpus";
+      Decision d = decision(Action::Demote, j.id, snap.now,
+                            "project " + j.project + " has no grant left (" + buf + " SU): runs in " +
+                                bonus->name + " on idle cpus");
+      d.queue = bonus->name;
       plan.decisions.push_back(std::move(d));
       q = bonus->name;
     }
