@@ -134,6 +134,7 @@ class Daemon {
   void heartbeat();
   void sample_usage(bool publish);
   void publish(proto::Event& e);
+  void send_events();
   proto::JobInfo info(const JobRecord& rec) const;
   std::string write_script(const JobRecord& rec);
   void remove_script(std::uint64_t id);
@@ -166,6 +167,14 @@ class Daemon {
   // the store record of snap_.pending[i] (std::map nodes stay put; a pending job is never erased).
   Snapshot snap_;
   std::vector<const JobRecord*> snap_recs_;
+  // Ids whose record changed in a way the core sees (policy updates, a Demote, a requeue) since
+  // the last pass: the only kept entries pass_snapshot() refreshes. Every other pending record
+  // is fixed while it waits.
+  std::vector<std::uint64_t> snap_stale_;
+  Planner planner_;
+  Plan plan_;
+  std::vector<int> freed_cores_;  // cores of the first job ended in this loop iteration
+  std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
 };
 
