@@ -103,6 +103,11 @@ struct Placement {
   std::uint32_t slots = 0;
   std::vector<int> cores;        // core indices on that node (may be empty when
                                  // the caller does not track cores)
+  // Consecutive nodes this entry stands for: node, node + 1, ...,
+  // node + count - 1, each with `slots` slots. Above 1 only in plans of a
+  // planner configured with PlannerConfig::node_ranges (cores then empty),
+  // and in running entries made from them; 1 everywhere else.
+  std::uint32_t count = 1;
 };
 
 struct RunningJob {

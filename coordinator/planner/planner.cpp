@@ -134,23 +134,64 @@ struct NodeSets {
       m = w[--wi];
     }
   }
-  // Placement of s slots now (see above); the nodes' free counts are not changed.
-  std::vector<Placement> place(int s, std::size_t nodes) const {
+  // Length of the run of nodes with exactly c free at n, n - 1, ... (n has
+  // c free), at most maxk: whole words at a time.
+  std::int64_t run_down(int c, std::int64_t n, std::int64_t maxk) const {
+    const std::uint64_t* w = bits.data() + static_cast<std::size_t>(c) * nw;
+    std::int64_t k = 0;
+    while (k < maxk && n >= 0) {
+      const unsigned b = static_cast<unsigned>(n % 64);
+      // Bit b moved to the top: the leading ones are the run (the bits
+      // shifted in below are zeros, so it stops at bit 0 of the word).
+      const std::uint64_t inv = ~(w[n / 64] << (63 - b));
+      const std::int64_t ones = inv ? __builtin_clzll(inv) : 64;
+      k += ones;
+      n -= ones;
+      if (ones < static_cast<std::int64_t>(b) + 1) break;
+    }
+    return std::min(k, maxk);
+  }
+  // Placement of s slots now (see above); the nodes' free counts are not
+  // changed. ranges: consecutive nodes with the same slots make one entry
+  // (Placement::count, PlannerConfig::node_ranges); the nodes and slots are
+  // the same either way.
+  std::vector<Placement> place(int s, std::size_t nodes, bool ranges = false) const {
     std::vector<Placement> out;
-    // Single-core nodes: one entry per slot, reserved at once (no regrowth).
-    if (maxc == 1) out.reserve(static_cast<std::size_t>(std::min<std::int64_t>(std::max(1, s), static_cast<std::int64_t>(nodes))));
+    // Single-core nodes: one entry per slot, reserved at once (no regrowth);
+    // with ranges, room for a few (CTC: 2.6 a start on average).
+    if (ranges) out.reserve(4);
+    else if (maxc == 1)
+      out.reserve(static_cast<std::size_t>(std::min<std::int64_t>(std::max(1, s), static_cast<std::int64_t>(nodes))));
     const auto nn = static_cast<std::int64_t>(nodes);
     for (int c = std::max(1, s); c <= maxc; ++c)
       if (count[static_cast<std::size_t>(c)] > 0) {
         out.push_back({static_cast<std::uint32_t>(highest(c, nn)), static_cast<std::uint32_t>(s), {}});
         return out;
       }
+    // Nodes lo .. lo + k - 1 with `take` slots each (found highest first:
+    // a run that ends right below the last entry's first node joins it).
+    auto add = [&](std::int64_t lo, int take, std::int64_t k) {
+      if (ranges && !out.empty() && out.back().node == lo + k && out.back().slots == static_cast<std::uint32_t>(take)) {
+        out.back().node = static_cast<std::uint32_t>(lo);
+        out.back().count += static_cast<std::uint32_t>(k);
+        return;
+      }
+      out.push_back({static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(take), {}, static_cast<std::uint32_t>(k)});
+    };
     int left = s;
     for (int c = std::min(maxc, s); c >= 1 && left > 0; --c)
-      for (std::int64_t n = highest(c, nn); n >= 0 && left > 0; n = highest(c, n)) {
+      for (std::int64_t n = highest(c, nn); n >= 0 && left > 0;) {
+        if (ranges && left >= c) {
+          const std::int64_t k = run_down(c, n, left / c);
+          add(n - k + 1, c, k);
+          left -= static_cast<int>(k) * c;
+          n = highest(c, n - k + 1);
+          continue;
+        }
         const int take = std::min(c, left);
-        out.push_back({static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(take), {}});
+        add(n, take, 1);
         left -= take;
+        n = highest(c, n);
       }
     return out;
   }
@@ -1125,6 +1166,8 @@ struct Planner::Impl {
     bool suspended = false, backfilled = false, holds = false;
     // The placement flattened (node, slots, core count, cores...), inline when
     // short, so comparing it reads only the snapshot's side from the heap.
+    // A range (Placement::count != 1, no cores) stores -1 - count as its core
+    // count.
     static constexpr std::uint32_t kInline = 10;
     std::uint32_t n = 0;
     std::int32_t inl[kInline] = {};
@@ -1146,9 +1189,13 @@ struct Planner::Impl {
       ext.swap(o.ext);
     }
     bool empty_pl() const { return n == 0; }
+    static std::int32_t third(const Placement& p) {
+      return p.count == 1 ? static_cast<std::int32_t>(p.cores.size()) : -1 - static_cast<std::int32_t>(p.count);
+    }
+    static std::uint32_t ncores(const Placement& p) { return p.count == 1 ? static_cast<std::uint32_t>(p.cores.size()) : 0; }
     void set(const std::vector<Placement>& pl) {
       std::uint32_t len = 0;
-      for (const Placement& p : pl) len += 3 + static_cast<std::uint32_t>(p.cores.size());
+      for (const Placement& p : pl) len += 3 + ncores(p);
       n = len;
       std::int32_t* o = inl;
       if (len > kInline) {
@@ -1158,8 +1205,9 @@ struct Planner::Impl {
       for (const Placement& p : pl) {
         *o++ = static_cast<std::int32_t>(p.node);
         *o++ = static_cast<std::int32_t>(p.slots);
-        *o++ = static_cast<std::int32_t>(p.cores.size());
-        for (int c : p.cores) *o++ = c;
+        *o++ = third(p);
+        if (p.count == 1)
+          for (int c : p.cores) *o++ = c;
       }
     }
     bool same(const std::vector<Placement>& pl) const {
@@ -1167,9 +1215,10 @@ struct Planner::Impl {
       const std::int32_t* e = q + n;
       for (const Placement& p : pl) {
         if (e - q < 3 || q[0] != static_cast<std::int32_t>(p.node) || q[1] != static_cast<std::int32_t>(p.slots) ||
-            q[2] != static_cast<std::int32_t>(p.cores.size()))
+            q[2] != third(p))
           return false;
         q += 3;
+        if (p.count != 1) continue;
         if (e - q < static_cast<std::ptrdiff_t>(p.cores.size())) return false;
         for (int c : p.cores)
           if (*q++ != c) return false;
@@ -1267,6 +1316,42 @@ struct Planner::Impl {
     f_sum_free += nf - old;
   }
 
+  // f_node_add for nodes n0 .. n0 + k - 1 (up ones only when check_up). On
+  // single-core nodes only the set of free count 1 exists: its bits change
+  // a word at a time.
+  void f_range_add(std::uint32_t n0, std::uint32_t k, int delta, bool check_up) {
+    const std::uint64_t end = std::min<std::uint64_t>(fl_nn, std::uint64_t{n0} + k);
+    if (f_sets.maxc != 1) {
+      for (std::uint64_t n = n0; n < end; ++n)
+        if (!check_up || fl_up[n]) f_node_add(static_cast<std::uint32_t>(n), delta);
+      return;
+    }
+    std::uint64_t* w = f_sets.bits.data() + f_sets.nw;  // the bitset of free count 1
+    int* used = f_used.data();
+    int* fr1 = f_free.data();
+    const int* cap = fl_cap.data();
+    const std::uint8_t* up = fl_up.data();
+    std::int64_t dsum = 0;
+    for (std::uint64_t n = n0; n < end;) {
+      // One word of the bitset at a time.
+      const std::uint64_t wend = std::min(end, (n / 64 + 1) * 64);
+      std::uint64_t set = 0, clr = 0;
+      for (; n < wend; ++n) {
+        if (check_up && !up[n]) continue;
+        const int old = fr1[n];
+        const int u = used[n] += delta;
+        const int nf = cap[n] > 0 && u <= 0 ? 1 : 0;  // clamp(cap - u, 0, cap) with cap <= 1
+        if (nf == old) continue;
+        fr1[n] = nf;
+        dsum += nf - old;
+        (nf ? set : clr) |= std::uint64_t{1} << (n % 64);
+      }
+      w[(wend - 1) / 64] = (w[(wend - 1) / 64] & ~clr) | set;
+    }
+    f_sum_free += dsum;
+    f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + dsum);
+  }
+
   void f_apply(const RunRec& r, int sign) {
     if (!r.holds) return;
     f_apply_nodes(r, sign);
@@ -1278,7 +1363,14 @@ struct Planner::Impl {
     const std::int32_t* qe = q + r.n;
     while (q < qe) {
       const auto node = static_cast<std::uint32_t>(q[0]);
-      const int slots = q[1], nc = q[2];
+      const int slots = q[1];
+      if (q[2] < 0) {  // a range of -1 - q[2] nodes
+        const auto k = static_cast<std::uint32_t>(-1 - q[2]);
+        q += 3;
+        if (node < fl_nn) f_range_add(node, k, sign * slots, true);
+        continue;
+      }
+      const int nc = q[2];
       q += 3;
       const std::int32_t* cores = q;
       q += nc;
@@ -1388,8 +1480,11 @@ struct Planner::Impl {
       r.holds = !rj.suspended;
       r.set(rj.placement);
       r.on_up = 0;
-      for (const Placement& p : rj.placement)
-        if (p.node < fl_nn && fl_up[p.node]) r.on_up += static_cast<int>(p.slots);
+      for (const Placement& p : rj.placement) {
+        const std::uint64_t end = std::min<std::uint64_t>(fl_nn, std::uint64_t{p.node} + p.count);
+        for (std::uint64_t n = p.node; n < end; ++n)
+          if (fl_up[n]) r.on_up += static_cast<int>(p.slots);
+      }
       if (r.holds && r.empty_pl()) ++fr_bad;
       f_apply(r, +1);
       f_added.push_back({r.id, r.end, r.on_up, r.holds});
@@ -1420,16 +1515,17 @@ struct Planner::Impl {
 
   // Starts j now on s slots: node state, undo log, decision.
   void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
-    std::vector<Placement> pl = f_sets.place(sl, fl_nn);
     const bool cores = cfg->pick_cores;
+    std::vector<Placement> pl = f_sets.place(sl, fl_nn, cfg->node_ranges && !cores);
     int on_up = 0;
     for (Placement& p : pl) {
       if (cores) {
         std::uint16_t* used = f_core.data() + fl_coff[p.node];
         p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
       }
-      f_node_add(p.node, static_cast<int>(p.slots));
-      on_up += static_cast<int>(p.slots);  // f_sets holds up nodes only
+      if (p.count == 1) f_node_add(p.node, static_cast<int>(p.slots));
+      else f_range_add(p.node, p.count, static_cast<int>(p.slots), false);
+      on_up += static_cast<int>(p.slots * p.count);  // f_sets holds up nodes only
     }
     fu_ends.emplace_back(sat_add(s.now, d), sl);
     // Its provisional record (see f_prov).
@@ -1864,16 +1960,48 @@ Planner::~Planner() = default;
 Planner::Planner(Planner&&) noexcept = default;
 Planner& Planner::operator=(Planner&&) noexcept = default;
 
+namespace {
+// Whether a running entry's placement has a node range (Placement::count != 1).
+bool has_ranges(const Snapshot& s) {
+  for (const RunningJob& rj : s.running)
+    for (const Placement& p : rj.placement)
+      if (p.count != 1) return true;
+  return false;
+}
+// The same running set with one entry per node (the general path reads
+// placements node by node).
+void expand_ranges(std::vector<RunningJob>& running) {
+  for (RunningJob& rj : running) {
+    std::vector<Placement> pl;
+    for (Placement& p : rj.placement)
+      if (p.count == 1) pl.push_back(std::move(p));
+      else
+        for (std::uint32_t k = 0; k < p.count; ++k) pl.push_back({p.node + k, p.slots, {}});
+    rj.placement = std::move(pl);
+  }
+}
+}  // namespace
+
 void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan) {
   Impl& m = *impl_;
   plan.now = snap.now;
   const std::size_t first = plan.decisions.size();
   if (st.order.empty() && !cfg.monitor) return;  // nothing to plan
   if (m.fast_plan(snap, cfg, st, plan)) return;
+  // The general path on a snapshot with node ranges: a copy, node by node
+  // (the fast path's ranges meet it only when a pass falls back to it).
+  Snapshot expanded;
+  const Snapshot* sp = &snap;
+  if (has_ranges(snap)) {
+    expanded = snap;
+    expanded.running_version = expanded.running_since = 0;
+    expand_ranges(expanded.running);
+    sp = &expanded;
+  }
   m.st_freed = st.freed;
   m.st_cur = &st;
   m.out = &plan;
-  m.setup(snap, cfg, plan);
+  m.setup(*sp, cfg, plan);
   m.run(st, plan);
   if (cfg.monitor) m.monitor(plan, first);
 }

@@ -91,6 +91,12 @@ struct PlannerConfig {
   // false: Placement::cores stay empty (model.hpp allows it when the caller
   // does not bind cores, e.g. the simulator); nodes and slots are the same.
   bool pick_cores = true;
+  // With pick_cores false: a start's consecutive nodes with the same slots
+  // may come as one Placement with count > 1 (model.hpp), one entry per
+  // range instead of per node (the simulator, on CTC's single-core nodes
+  // ~11 nodes but ~2.6 ranges a start). The caller must read `count`. The
+  // planner reads it in running entries whatever this says.
+  bool node_ranges = false;
   // --- hook added by the pba part (PBA placeholder slots) ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so

@@ -154,7 +154,10 @@ class Simulator {
     // The replay binds no cores: placements name nodes and slots only (one
     // heap block less per node of every start). NCI reads the cores of its
     // suspended jobs' placements, so with it (or PBA) they are still picked.
+    // Without cores, consecutive nodes of a start come as one range
+    // (Placement::count): one entry per range instead of per node.
     if (!cfg_.nci.enabled && !cfg_.pba.enabled) cfg_.planner.pick_cores = false;
+    if (!cfg_.planner.pick_cores) cfg_.planner.node_ranges = true;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
@@ -525,20 +528,27 @@ class Simulator {
     run_pos_[idx] = -1;
   }
 
+  // Placements name nodes p.node .. p.node + p.count - 1 (model.hpp).
   void release(int slots, const std::vector<Placement>& place) {
     used_ -= slots;
-    for (const Placement& p : place)
-      if (p.node < node_used_.size()) node_used_[p.node] -= static_cast<int>(p.slots);
+    for (const Placement& p : place) {
+      const std::size_t end = std::min<std::size_t>(node_used_.size(), std::size_t{p.node} + p.count);
+      for (std::size_t n = p.node; n < end; ++n) node_used_[n] -= static_cast<int>(p.slots);
+    }
   }
   bool can_take(int slots, const std::vector<Placement>& place) const {
     if (used_ + slots > total_) return false;
-    for (const Placement& p : place)
-      if (p.node >= node_used_.size() || node_used_[p.node] + static_cast<int>(p.slots) > cpn_) return false;
+    for (const Placement& p : place) {
+      if (std::size_t{p.node} + p.count > node_used_.size()) return false;
+      for (std::size_t n = p.node; n < std::size_t{p.node} + p.count; ++n)
+        if (node_used_[n] + static_cast<int>(p.slots) > cpn_) return false;
+    }
     return true;
   }
   void take(int slots, const std::vector<Placement>& place) {
     used_ += slots;
-    for (const Placement& p : place) node_used_[p.node] += static_cast<int>(p.slots);
+    for (const Placement& p : place)
+      for (std::size_t n = p.node; n < std::size_t{p.node} + p.count; ++n) node_used_[n] += static_cast<int>(p.slots);
   }
 
   void segment(std::size_t idx, const RunningJob& rj, Time end, bool ckpt) {

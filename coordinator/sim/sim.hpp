@@ -87,7 +87,7 @@ struct Segment {
   JobId id = 0;          // trace id
   Time start = 0, end = 0;
   int slots = 0;
-  std::vector<Placement> placement;  // as granted (may be empty)
+  std::vector<Placement> placement;  // as granted (may be empty; node ranges: Placement::count)
   bool checkpointed = false;         // ended by a checkpoint (not completion)
 };
 
