@@ -272,6 +272,9 @@ void sort_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<Index>&
 // each in claim order, `core(i, p, c, first)` is called for each core c of
 // each placement p on an up node (c in range; `first`: no earlier job in the
 // order wants c), then `done(i)`. Whether c is free is the caller's to say.
+// (Both callers claim every free core with `first` and a claimed core stays
+// taken, so today `first` is false only on cores that are not free anyway:
+// the claim order alone decides; measured identical on KTH without it.)
 template <class Core, class Done>
 void walk_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<std::size_t> susp, Core core,
                  Done done) {
