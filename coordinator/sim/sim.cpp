@@ -154,10 +154,19 @@ class Simulator {
     // The replay binds no cores: placements name nodes and slots only (one
     // heap block less per node of every start). NCI reads the cores of its
     // suspended jobs' placements, so with it (or PBA) they are still picked.
-    // Without cores, consecutive nodes of a start come as one range
-    // (Placement::count): one entry per range instead of per node.
     if (!cfg_.nci.enabled && !cfg_.pba.enabled) cfg_.planner.pick_cores = false;
-    if (!cfg_.planner.pick_cores) cfg_.planner.node_ranges = true;
+    // Without cores, consecutive nodes of a start come as one range
+    // (Placement::count): one entry per range instead of per node. Only
+    // where passes take the planner's fast path (fcfs, easy, conservative
+    // on plain nodes, nothing freed by a stage): the general path would
+    // expand the ranges into a copy of the snapshot every pass.
+    const Backfill bf = cfg_.planner.backfill;
+    if (!cfg_.nci.enabled && !cfg_.pba.enabled && !cfg_.planner.pick_cores &&
+        (bf == Backfill::Fcfs || bf == Backfill::Easy || bf == Backfill::Conservative) &&
+        !runs_selective_preemption(cfg_) && !cfg_.planner.monitor && snap_.queues.empty() && snap_.global.empty() &&
+        std::all_of(snap_.nodes.begin(), snap_.nodes.end(),
+                    [](const Node& nd) { return nd.mem_mb <= 0 && nd.jobfs_mb <= 0 && nd.consumables.empty(); }))
+      cfg_.planner.node_ranges = true;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
