@@ -1159,7 +1159,9 @@ struct Planner::Impl {
   std::vector<std::uint32_t> fl_coff;
 
   // Mirror of snap.running as of the last fast pass.
-  struct RunRec {
+  // RunRec's trivially copyable part (swapped as one block).
+  struct RunRecPod {
+    static constexpr std::uint32_t kInline = 10;
     JobId id = 0;
     Time start = 0, end = 0;      // expected_end
     int slots = 0, on_up = 0;     // on_up: slots on up nodes (cores held)
@@ -1168,24 +1170,17 @@ struct Planner::Impl {
     // short, so comparing it reads only the snapshot's side from the heap.
     // A range (Placement::count != 1, no cores) stores -1 - count as its core
     // count.
-    static constexpr std::uint32_t kInline = 10;
     std::uint32_t n = 0;
     std::int32_t inl[kInline] = {};
+  };
+  struct RunRec : RunRecPod {
     std::vector<std::int32_t> ext;
     const std::int32_t* sig() const { return n <= kInline ? inl : ext.data(); }
-    // Member-wise swap (the records change places in every diff; std::swap's
-    // three moves cost about three times as much).
+    // The records change places in every diff: the plain part is swapped as
+    // one block (std::swap's three moves of a RunRec cost about three times
+    // as much, a swap member by member twice).
     void swap(RunRec& o) noexcept {
-      std::swap(id, o.id);
-      std::swap(start, o.start);
-      std::swap(end, o.end);
-      std::swap(slots, o.slots);
-      std::swap(on_up, o.on_up);
-      std::swap(suspended, o.suspended);
-      std::swap(backfilled, o.backfilled);
-      std::swap(holds, o.holds);
-      std::swap(n, o.n);
-      std::swap(inl, o.inl);
+      std::swap(static_cast<RunRecPod&>(*this), static_cast<RunRecPod&>(o));
       ext.swap(o.ext);
     }
     bool empty_pl() const { return n == 0; }

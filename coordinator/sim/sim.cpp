@@ -60,7 +60,7 @@ constexpr std::size_t field_count() {
 void shift_job(Job& d, Job& s) {
   static_assert(field_count<Job>() == 26 && sizeof(Job) == 384, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
-    if (!a.empty() || !b.empty()) a = std::move(b);
+    if ((a.size() | b.size()) != 0) a = std::move(b);  // one branch: both empty, nothing to do
   };
   d.id = s.id;
   str(d.name, s.name);
@@ -77,7 +77,7 @@ void shift_job(Job& d, Job& s) {
   d.slots_max = s.slots_max;
   d.mem_mb = s.mem_mb;
   d.jobfs_mb = s.jobfs_mb;
-  if (!d.consumables.empty() || !s.consumables.empty()) d.consumables = std::move(s.consumables);
+  if ((d.consumables.size() | s.consumables.size()) != 0) d.consumables = std::move(s.consumables);
   d.reserve = s.reserve;
   d.checkpointable = s.checkpointable;
   d.preempt = s.preempt;
@@ -580,11 +580,13 @@ class Simulator {
     r.st = St::Done;
     ++r.gen;
     const SwfJob& s = tr_.jobs[idx];
-    if (s.user >= 0) {  // EASY++ history: the user's last two run times
-      auto& h = history_[s.user];
-      h.first = h.second;
-      h.second = s.run;
-      ++history_n_[s.user];
+    if (s.user >= 0) {  // EASY++ history: the user's last two run times (read by predict() only)
+      if (opt_.predict) {
+        auto& h = history_[s.user];
+        h.first = h.second;
+        h.second = s.run;
+        ++history_n_[s.user];
+      }
       if (opt_.repredict) repredict(s.user);
     }
   }
