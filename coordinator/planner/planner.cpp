@@ -1534,13 +1534,10 @@ struct Planner::Impl {
     r.suspended = r.backfilled = false;
     r.holds = true;
     r.set(pl);
-    Decision dec;
-    dec.action = Action::Start;
-    dec.job = j.id;
-    dec.at = s.now;
-    dec.slots = sl;
-    dec.placement = std::move(pl);
-    plan.decisions.push_back(std::move(dec));
+    // Built in place by parenthesized aggregate initialization (C++20): no
+    // local Decision to move and destroy, and no zero-fill of the whole
+    // Decision first (as value-initialization by emplace_back() does).
+    plan.decisions.emplace_back(Action::Start, j.id, s.now, sl, std::move(pl));
   }
 
   // End of a fast pass: its starts become the provisional records.
@@ -1574,12 +1571,9 @@ struct Planner::Impl {
   }
   // A reservation of the cores-only path (no placement: nodes are chosen at start).
   static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
-    Decision dec;  // not emplace_back(): value-initialization zero-fills the whole Decision first
-    dec.action = Action::Reserve;
-    dec.job = j.id;
-    dec.at = at;
-    dec.slots = slots;
-    plan.decisions.push_back(std::move(dec));
+    // In place (see f_start); not emplace_back() without arguments:
+    // value-initialization zero-fills the whole Decision first.
+    plan.decisions.emplace_back(Action::Reserve, j.id, at, slots);
   }
   std::string never_text(const Job& j) const {
     return "job " + std::to_string(j.id) + " can never run: no set of up nodes can hold " + std::to_string(j.slots_min) +
