@@ -156,6 +156,12 @@ struct Snapshot {
   // (submit, then id), so the order stage need not check it job by job.
   // false (default): it is checked.
   bool pending_fifo = false;
+  // Optional (the simulator): when its size is that of `pending` (> 0), the
+  // positions of `pending` in FIFO order (submit, then id), each once; the
+  // order stage then takes it as the FIFO order (pending itself may be in
+  // any order: the simulator fills the hole a job leaves with the last
+  // entry instead of moving every job behind it). Otherwise ignored.
+  std::vector<std::uint32_t> pending_order;
 };
 
 // ----------------------------------------------------------------- output --

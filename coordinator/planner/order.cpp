@@ -58,7 +58,9 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
   // it (Snapshot::pending_fifo): then no job is read.
   bool sorted = true;
   std::uint32_t* o = st.order.data();
-  if (snap.pending_fifo) {
+  if (n > 0 && snap.pending_order.size() == n) {  // the caller's FIFO order (model.hpp)
+    std::copy(snap.pending_order.begin(), snap.pending_order.end(), o);
+  } else if (snap.pending_fifo) {
     // Four at a time (one vector store at -O2).
     std::uint32_t i = 0;
     for (; i + 4 <= n; i += 4) {

@@ -175,6 +175,15 @@ class Simulator {
     fen_.assign(static_cast<std::size_t>(total_) + 2, 0);
     recs_.resize(n_);
     run_pos_.assign(n_, -1);
+    // Pending kept unordered (a job that leaves is replaced by the last one:
+    // one Job moved, not every job behind it), its FIFO order given in
+    // Snapshot::pending_order (model.hpp). Not with PBA or NCI (their stages
+    // read pending in vector order), nor for a caller's own pass function.
+    swap_pending_ = !cfg_.pba.enabled && !cfg_.nci.enabled && !opt_.scheduler && snap_.pending.empty();
+    if (swap_pending_) {
+      snap_.pending_fifo = false;
+      pend_pos_.assign(n_, -1);
+    }
     res_.machine_procs = static_cast<int>(total_);
   }
 
@@ -258,6 +267,27 @@ class Simulator {
   SimResult res_;
   std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
   std::vector<std::size_t> leaving_, leave_pos_;  // scratch (pass): jobs leaving pending, their positions
+  bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
+  std::vector<std::int32_t> pend_pos_;  // swap_pending_: per job, its position in pending (-1: none)
+  std::vector<std::uint32_t> fifo_at_;  // swap_pending_: per pending position, its place in pending_order
+
+  // swap_pending_: pending position `pos` (just added) takes its FIFO place.
+  void fifo_insert(std::size_t pos) {
+    auto& ord = snap_.pending_order;
+    const auto& pend = snap_.pending;
+    if (fifo_at_.size() < pend.size()) fifo_at_.resize(pend.size() + pend.size() / 2 + 16);
+    pend_pos_[pend[pos].id - 1] = static_cast<std::int32_t>(pos);
+    if (ord.empty() || !fifo_less(pend[pos], pend[ord.back()])) {  // arrivals: at the end
+      fifo_at_[pos] = static_cast<std::uint32_t>(ord.size());
+      ord.push_back(static_cast<std::uint32_t>(pos));
+      return;
+    }
+    auto it = std::upper_bound(ord.begin(), ord.end(), pos,
+                               [&](std::size_t a, std::uint32_t b) { return fifo_less(pend[a], pend[b]); });
+    const std::size_t k = static_cast<std::size_t>(it - ord.begin());
+    ord.insert(it, static_cast<std::uint32_t>(pos));
+    for (std::size_t m = k; m < ord.size(); ++m) fifo_at_[ord[m]] = static_cast<std::uint32_t>(m);
+  }
 
   // ---- project figures (SimOptions::projects)
   struct ProjAcc {
@@ -453,6 +483,7 @@ class Simulator {
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
+    if (swap_pending_) fifo_insert(snap_.pending.size() - 1);
   }
 
   // The job's project (the plan's members: ProjectPlan::project_of) and
@@ -615,6 +646,11 @@ class Simulator {
     j.work_done = r.work_done;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
+    if (swap_pending_) {
+      snap_.pending.push_back(std::move(j));
+      fifo_insert(snap_.pending.size() - 1);
+      return;
+    }
     auto pos = std::lower_bound(snap_.pending.begin(), snap_.pending.end(), j, fifo_less);
     snap_.pending.insert(pos, std::move(j));
   }
@@ -808,6 +844,10 @@ class Simulator {
       }
     }
     if (!any_start) return;
+    if (swap_pending_) {
+      leave_swapped();
+      return;
+    }
     auto& pend = snap_.pending;
     // Pending stays sorted by internal id (arrivals in trace order, requeues
     // at their submit-order place): the leaving jobs are found by binary
@@ -856,6 +896,59 @@ class Simulator {
     }
     pend.resize(w);
     if (pend.empty()) snap_.pending_fifo = true;
+  }
+
+  // swap_pending_: the jobs that start or are rejected leave pending, in id
+  // order (as the FIFO sweep of pass() takes them); the last job fills each
+  // hole, and pending_order drops their places.
+  void leave_swapped() {
+    auto& pend = snap_.pending;
+    auto& ord = snap_.pending_order;
+    std::sort(leaving_.begin(), leaving_.end());
+    leaving_.erase(std::unique(leaving_.begin(), leaving_.end()), leaving_.end());
+    constexpr std::uint32_t kGone = UINT32_MAX;
+    bool any_gone = false;
+    for (std::size_t idx : leaving_) {
+      if (pend_pos_[idx] < 0) continue;
+      const auto p = static_cast<std::size_t>(pend_pos_[idx]);
+      Rec& r = recs_[idx];
+      if (r.starting) {
+        r.starting = false;
+        fen_add(pend[p].slots_min, -1);
+        count_pending(idx, -1);
+        // Its cores were already taken when the decision was checked.
+        add_running(idx, std::move(pend[p]), r.start_slots, std::move(r.start_place), r.start_backfilled);
+        r.start_place.clear();
+      } else if (r.st == St::Rejected) {
+        fen_add(pend[p].slots_min, -1);
+        count_pending(idx, -1);
+        ++res_.rejected;
+        if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= pend[p].slots_min;
+      } else {
+        continue;  // stays pending
+      }
+      ord[fifo_at_[p]] = kGone;
+      any_gone = true;
+      const std::size_t last = pend.size() - 1;
+      if (p != last) {
+        shift_job(pend[p], pend[last]);
+        pend_pos_[pend[p].id - 1] = static_cast<std::int32_t>(p);
+        fifo_at_[p] = fifo_at_[last];
+        ord[fifo_at_[p]] = static_cast<std::uint32_t>(p);
+      }
+      pend.pop_back();
+      pend_pos_[idx] = -1;
+    }
+    leaving_.clear();
+    if (!any_gone) return;
+    std::size_t w = 0;
+    for (std::size_t m = 0; m < ord.size(); ++m) {
+      if (ord[m] == kGone) continue;
+      ord[w] = ord[m];
+      fifo_at_[ord[w]] = static_cast<std::uint32_t>(w);
+      ++w;
+    }
+    ord.resize(w);
   }
 
   void summarize() {
