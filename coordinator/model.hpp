@@ -162,6 +162,10 @@ struct Snapshot {
   // any order: the simulator fills the hole a job leaves with the last
   // entry instead of moving every job behind it). Otherwise ignored.
   std::vector<std::uint32_t> pending_order;
+  // Optional (the simulator): true promises that every pending job is valid
+  // and needs cores only (planner.hpp cores_only_job()), so the planner need
+  // not check each job it visits. false (default): each is checked.
+  bool pending_cores_only = false;
 };
 
 // ----------------------------------------------------------------- output --

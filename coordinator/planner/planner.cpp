@@ -1564,11 +1564,7 @@ struct Planner::Impl {
     }
     return {};
   }
-  static bool f_plain_job(const Job& j) {
-    // Sign tests or'ed together: one branch for the four non-negative fields.
-    return j.slots_min >= 1 && j.slots_max >= j.slots_min && (j.mem_mb | j.jobfs_mb | j.walltime | j.estimate) >= 0 &&
-           j.queue.empty() && j.consumables.empty();
-  }
+  static bool f_plain_job(const Job& j) { return cores_only_job(j); }
   // A reservation of the cores-only path (no placement: nodes are chosen at start).
   static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
     // In place (see f_start); not emplace_back() without arguments:
@@ -1655,6 +1651,7 @@ struct Planner::Impl {
     Time shadow = kForever;
     int reservations_left = pol == Backfill::Fcfs ? 0 : 1;
     const std::size_t np = pend.size();
+    const bool all_plain = s.pending_cores_only;  // model.hpp: no job needs the check
     for (std::uint32_t idx : st.order) {
       if (idx >= np) continue;
       const Job& j = pend[idx];
@@ -1662,11 +1659,11 @@ struct Planner::Impl {
       // are free now does nothing (the path below ends in the same `continue`
       // or `break`); most of a pass's visits end here, so they end early.
       if (reservations_left == 0 && j.slots_min > free_now && j.slots_min <= fl_total && pol != Backfill::Fcfs &&
-          f_plain_job(j)) {
+          (all_plain || f_plain_job(j))) {
         if (free_now <= 0) break;
         continue;
       }
-      if (!f_plain_job(j)) {
+      if (!all_plain && !f_plain_job(j)) {
         if (std::string err = f_check(j); !err.empty()) {
           reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
           continue;
@@ -1766,7 +1763,7 @@ struct Planner::Impl {
       if (idx >= pend.size()) continue;
       const Job& j = pend[idx];
       const int smin = j.slots_min;
-      if (!f_plain_job(j)) {
+      if (!s.pending_cores_only && !f_plain_job(j)) {  // model.hpp pending_cores_only
         if (std::string err = f_check(j); !err.empty()) {
           reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
           cc_next.push_back({j.id, smin, j.slots_max, 0, kReject, 0, 0});

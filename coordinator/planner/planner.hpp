@@ -105,6 +105,15 @@ struct PlannerConfig {
                      std::uint32_t node, int slots)> may_place;
 };
 
+// A valid job that needs cores only: slot range 1 <= min <= max, no negative
+// request, the default queue, no consumables (the planner's fast path plans
+// it from the free cores alone; Snapshot::pending_cores_only promises it).
+inline bool cores_only_job(const Job& j) {
+  // Sign tests or'ed together: one branch for the four non-negative fields.
+  return j.slots_min >= 1 && j.slots_max >= j.slots_min && (j.mem_mb | j.jobfs_mb | j.walltime | j.estimate) >= 0 &&
+         j.queue.empty() && j.consumables.empty();
+}
+
 // The duration the planner assumes for `job` (see the header comment).
 Time planned_duration(const Job& job, const PlannerConfig& cfg);
 // The checkpoint policy's shortened duration for a non-head job.

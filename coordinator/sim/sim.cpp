@@ -34,6 +34,7 @@ struct Rec {
   std::uint32_t gen = 0;    // bumps invalidate queued events
   St st = St::Future;
   bool starting = false;    // selected by this pass's Start decisions
+  bool odd = false;         // pending and not planner.hpp cores_only_job() (counted in odd_pending_)
   int start_slots = 0;
   bool start_backfilled = false;
   std::vector<Placement> start_place;
@@ -180,6 +181,8 @@ class Simulator {
     // Snapshot::pending_order (model.hpp). Not with PBA or NCI (their stages
     // read pending in vector order), nor for a caller's own pass function.
     swap_pending_ = !cfg_.pba.enabled && !cfg_.nci.enabled && !opt_.scheduler && snap_.pending.empty();
+    cores_only_ok_ = snap_.pending.empty();
+    snap_.pending_cores_only = cores_only_ok_;
     if (swap_pending_) {
       snap_.pending_fifo = false;
       pend_pos_.assign(n_, -1);
@@ -268,6 +271,26 @@ class Simulator {
   std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
   std::vector<std::size_t> leaving_, leave_pos_;  // scratch (pass): jobs leaving pending, their positions
   bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
+  // Pending jobs that are not cores_only_job(); at 0 the snapshot promises
+  // pending_cores_only (model.hpp). Jobs put in pending by on_setup have no
+  // record: with any, the promise is never made.
+  std::size_t odd_pending_ = 0;
+  bool cores_only_ok_ = true;
+  void set_odd(std::size_t idx, const Job& j) {  // job idx is pending as j
+    const bool odd = !cores_only_job(j);
+    if (odd != recs_[idx].odd) {
+      recs_[idx].odd = odd;
+      if (odd) ++odd_pending_;
+      else --odd_pending_;
+    }
+    snap_.pending_cores_only = cores_only_ok_ && odd_pending_ == 0;
+  }
+  void clear_odd(std::size_t idx) {  // job idx leaves pending
+    if (!recs_[idx].odd) return;
+    recs_[idx].odd = false;
+    --odd_pending_;
+    snap_.pending_cores_only = cores_only_ok_ && odd_pending_ == 0;
+  }
   std::vector<std::int32_t> pend_pos_;  // swap_pending_: per job, its position in pending (-1: none)
   std::vector<std::uint32_t> fifo_at_;  // swap_pending_: per pending position, its place in pending_order
 
@@ -483,6 +506,7 @@ class Simulator {
     r.st = St::Pending;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
+    set_odd(idx, j);
     if (swap_pending_) fifo_insert(snap_.pending.size() - 1);
   }
 
@@ -632,6 +656,7 @@ class Simulator {
       if (tr_.jobs[k].user != user) continue;
       j.estimate = predict(tr_.jobs[k]);
       recs_[k].plan_est = j.estimate > 0 ? j.estimate : j.walltime;
+      set_odd(k, j);
     }
   }
   void count_pending(std::size_t idx, int d) {
@@ -646,6 +671,7 @@ class Simulator {
     j.work_done = r.work_done;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
+    set_odd(idx, j);
     if (swap_pending_) {
       snap_.pending.push_back(std::move(j));
       fifo_insert(snap_.pending.size() - 1);
@@ -838,7 +864,10 @@ class Simulator {
         case Action::Demote:
           if (r.st == St::Pending)
             for (Job& j : snap_.pending)
-              if (j.id == d.job) j.queue = d.queue;
+              if (j.id == d.job) {
+                j.queue = d.queue;
+                set_odd(idx, j);
+              }
           break;
         default: break;
       }
@@ -879,12 +908,14 @@ class Simulator {
       Rec& r = recs_[idx];
       if (r.starting) {
         r.starting = false;
+        clear_odd(idx);
         fen_add(pend[i].slots_min, -1);
         count_pending(idx, -1);
         // Its cores were already taken when the decision was checked.
         add_running(idx, std::move(pend[i]), r.start_slots, std::move(r.start_place), r.start_backfilled);
         r.start_place.clear();
       } else if (r.st == St::Rejected) {
+        clear_odd(idx);
         fen_add(pend[i].slots_min, -1);
         count_pending(idx, -1);
         ++res_.rejected;
@@ -914,12 +945,14 @@ class Simulator {
       Rec& r = recs_[idx];
       if (r.starting) {
         r.starting = false;
+        clear_odd(idx);
         fen_add(pend[p].slots_min, -1);
         count_pending(idx, -1);
         // Its cores were already taken when the decision was checked.
         add_running(idx, std::move(pend[p]), r.start_slots, std::move(r.start_place), r.start_backfilled);
         r.start_place.clear();
       } else if (r.st == St::Rejected) {
+        clear_odd(idx);
         fen_add(pend[p].slots_min, -1);
         count_pending(idx, -1);
         ++res_.rejected;

@@ -449,6 +449,51 @@ TEST_CASE("sim: pending kept unordered with pending_order gives the replay of a 
   }
 }
 
+TEST_CASE("sim: pending_cores_only is promised only when every pending job needs cores only", "[sim][order]") {
+  // A hook gives some arrivals an unknown queue or a consumable (the planner
+  // rejects them); while one of them waits, the simulator must not promise
+  // Snapshot::pending_cores_only. The replay must equal one where the planner
+  // checks every job (a pass function that drops the promise).
+  std::mt19937 rng(11);
+  std::string text = "; MaxProcs: 8\n";
+  Time t = 0;
+  for (int i = 1; i <= 300; ++i) {
+    t += static_cast<Time>(rng() % 40);
+    const long run = 1 + static_cast<long>(rng() % 300);
+    const long procs = 1 + static_cast<long>(rng() % 8);
+    text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 600));
+  }
+  const SwfTrace tr = parse_swf(text);
+  for (Backfill b : {Backfill::Easy, Backfill::Conservative}) {
+    SimOptions opt;
+    opt.sched.planner.backfill = b;
+    opt.on_arrival = [](Job& j, const SwfJob& sj) {
+      if (sj.id % 23 == 0) j.queue = "nowhere";
+      if (sj.id % 31 == 0) j.consumables["licence"] = 1;
+    };
+    std::size_t promised = 0, odd_seen = 0, broken = 0;
+    SimOptions checked = opt;
+    checked.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) {
+      const bool all = std::all_of(s.pending.begin(), s.pending.end(), [](const Job& j) { return cores_only_job(j); });
+      promised += s.pending_cores_only;
+      odd_seen += !all;
+      broken += s.pending_cores_only && !all;
+      Snapshot copy = s;
+      copy.pending_cores_only = false;
+      return schedule(copy, cfg, seed);
+    };
+    const SimResult ref = simulate(tr, checked);
+    const SimResult own = simulate(tr, opt);
+    INFO("policy " << backfill_name(b));
+    CHECK(broken == 0);
+    CHECK(promised > 0);
+    CHECK(odd_seen > 0);
+    CHECK(ref.rejected == 300 / 23 + 300 / 31);
+    CHECK(own.rejected == ref.rejected);
+    CHECK(starts_csv(own) == starts_csv(ref));
+  }
+}
+
 // ------------------------------------------------------ event mechanics --
 
 TEST_CASE("sim: completions before arrivals, metrics, starts file", "[sim]") {
