@@ -417,17 +417,10 @@ int Daemon::run() {
     // syncs the submits it acknowledges.
     mono = mono_now();
     if ((fds[2].revents & POLLIN) || (!active_.empty() && mono >= next_poll_)) {
-      freed_cores_.clear();
       poll_launcher();
       next_poll_ = mono + cfg_.poll_interval;
       if (dirty_) {
-        // The pass and the start it makes run on the CPU of a slot that just ended: that CPU is
-        // otherwise idle until its next job starts, while the other slots' CPUs have jobs to run
-        // (left to itself this thread often stayed on such a CPU and the freed one idled:
-        // bench/launch/RESULTS.md, sixth round). Widened again right after.
-        if (!freed_cores_.empty() && !pending_.empty()) launcher_->run_near(freed_cores_);
         cycle();
-        launcher_->run_near({});
         next_cycle_ = mono_now() + cfg_.cycle_interval;
       }
     }
@@ -1214,7 +1207,6 @@ void Daemon::on_end(const node::JobEnd& e) {
     log_line("launcher: end of unknown job " + std::to_string(e.id) + " ignored");
     return;
   }
-  if (freed_cores_.empty() && rec->state == proto::state::kRunning) freed_cores_ = rec->cores;
   if (e.reason == node::EndReason::Preempted) {
     requeue(*rec, "requeued" + (e.message.empty() ? "" : ": " + e.message), false);
   } else if (e.reason == node::EndReason::Checkpointed) {

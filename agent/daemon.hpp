@@ -173,7 +173,6 @@ class Daemon {
   std::vector<std::uint64_t> snap_stale_;
   Planner planner_;
   Plan plan_;
-  std::vector<int> freed_cores_;  // cores of the first job ended in this loop iteration
   std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
 };

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <ftw.h>
-#include <sched.h>
 #include <poll.h>
 #include <sys/syscall.h>
 #include <grp.h>
@@ -251,14 +250,6 @@ struct Launcher::Impl {
   pid_t srv_pid = -1;
   std::vector<pid_t> old_servers;  // servers let go while they still had jobs: reaped once they exit
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
-  cpu_set_t own_cpus{};     // the creating thread's CPUs (run_near() narrows them for a while)
-  bool narrowed = false;
-  // Back to own_cpus: before anything is spawned or forked (it would inherit a narrowed set).
-  void widen() {
-    if (!narrowed) return;
-    narrowed = false;
-    ::sched_setaffinity(0, sizeof own_cpus, &own_cpus);
-  }
   std::map<std::string, std::pair<std::int64_t, UserInfo>> users;  // lookups, with their time
   // Ended jobs whose cleanup() waits for tidy() (LauncherConfig::defer_cleanup).
   struct Untidy {
@@ -291,7 +282,6 @@ struct Launcher::Impl {
   // A dead server shows as EPIPE on the next request (start() then restarts it once).
   std::string ensure_server() {
     if (srv_fd >= 0) return {};
-    widen();  // the server's launch threads are made per CPU it may use
     stop_server();
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return "socketpair: " + errstr(errno);
@@ -740,7 +730,6 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
     if (impl_->shepherd.empty() && !impl_->cfg.shepherd.empty())
       throw std::runtime_error("shepherd " + impl_->cfg.shepherd + " is not an executable file");
   }
-  if (::sched_getaffinity(0, sizeof impl_->own_cpus, &impl_->own_cpus) != 0) CPU_ZERO(&impl_->own_cpus);
   std::ifstream online("/sys/devices/system/cpu/online");
   std::string list;
   if (std::getline(online, list)) {
@@ -749,21 +738,6 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
     } catch (...) {
     }
   }
-}
-
-void Launcher::run_near(const std::vector<int>& cores) {
-  Impl& I = *impl_;
-  if (cores.empty() || CPU_COUNT(&I.own_cpus) < 2) return I.widen();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  try {
-    for (int c : I.map_cpus(pus_of(I.topo, cores)))
-      if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &I.own_cpus)) CPU_SET(c, &set);
-  } catch (const std::exception&) {
-    return;  // a core out of range: stay where we are
-  }
-  if (CPU_COUNT(&set) == 0 || CPU_EQUAL(&set, &I.own_cpus)) return;
-  if (::sched_setaffinity(0, sizeof set, &set) == 0) I.narrowed = true;
 }
 
 Launcher::~Launcher() {
@@ -993,7 +967,6 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const int wake_w = I.wake_w;
 
-  I.widen();
   pid_t sp = ::fork();
   if (sp < 0) {
     int e = errno;

@@ -142,12 +142,6 @@ class Launcher {
   // come out of the next poll().
   std::vector<Recovered> recover(RecoverMode mode);
 
-  // Moves the calling thread onto the CPUs of `cores` (a slot whose job just ended: the work
-  // that starts its next job runs where that job will run, not on a CPU a running job needs);
-  // an empty list gives it back the CPUs it had when the Launcher was made. Best effort: a CPU
-  // it may not use is ignored. Children are never started with a narrowed set.
-  void run_near(const std::vector<int>& cores);
-
   void stop_all();            // cancel every job (shutdown without restart)
   int wake_fd() const;        // readable when a shepherd reports (job running, failed, ended); poll() drains it
   static std::int64_t now_ms();

@@ -4,7 +4,6 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -831,62 +830,4 @@ TEST_CASE("defer_cleanup: an ended job's slot goes at tidy(); a requeued id rest
   CHECK(n.L->tidy().empty());
   CHECK(n.leftovers().empty());
   CHECK(!std::filesystem::exists(n.cfg.ckpt_root + "/122"));
-}
-
-namespace {
-std::string own_cpu_list(pid_t tid = 0) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  if (::sched_getaffinity(tid, sizeof s, &s) != 0) return "?";
-  std::vector<int> v;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &s)) v.push_back(c);
-  return to_cpu_list(v);
-}
-}  // namespace
-
-// corrald runs the pass that follows a job's end on that job's CPUs (run_near), then widens
-// again. Nothing it spawns may inherit the narrowed set: the server made while narrowed gets the
-// whole one (its launch threads are made per CPU it may use).
-TEST_CASE("run_near narrows the calling thread to a slot's CPUs and back; a server spawned meanwhile gets all",
-          "[node][launcher]") {
-  if (!nodetest::need_cgroups()) return;
-  Node n("corral_t_launch");
-  const std::string all = own_cpu_list();
-  const auto& cores = n.L->topology().cores;
-  int last = static_cast<int>(cores.size()) - 1;
-  n.L->run_near({last});
-  if (cores.size() < 2) {
-    CHECK(own_cpu_list() == all);  // one CPU: nothing to narrow
-  } else {
-    CHECK(own_cpu_list() == to_cpu_list(cores[static_cast<std::size_t>(last)].pus));
-  }
-  n.L->run_near({});
-  CHECK(own_cpu_list() == all);
-  n.L->run_near({static_cast<int>(cores.size()) + 5});  // out of range: ignored
-  CHECK(own_cpu_list() == all);
-
-  n.L->run_near({0});
-  auto s = n.spec(131, {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"});
-  s.cores = {0};
-  REQUIRE(n.L->start(s) == "");
-  CHECK(own_cpu_list() == all);  // widened before the server was spawned
-  pid_t server = 0;
-  for (auto& d : std::filesystem::directory_iterator("/proc")) {
-    std::string s = slurp(d.path().string() + "/stat");
-    auto r = s.rfind(')');
-    if (s.find("(corral-shepherd)") == std::string::npos || r == std::string::npos) continue;
-    std::istringstream in(s.substr(r + 2));
-    std::string state;
-    pid_t ppid = 0;
-    in >> state >> ppid;
-    if (ppid == ::getpid() && state != "Z") server = static_cast<pid_t>(std::stol(d.path().filename().string()));
-  }
-  REQUIRE(server > 0);
-  CHECK(own_cpu_list(server) == all);
-  auto e = n.wait_end(131, 10000);
-  REQUIRE(e);
-  CHECK(e->reason == EndReason::Completed);
-  CHECK(n.out(131).find("Cpus_allowed_list:\t" + to_cpu_list(cores[0].pus) + "\n") != std::string::npos);
-  n.L->run_near({});
 }
