@@ -166,6 +166,17 @@ struct Snapshot {
   // and needs cores only (planner.hpp cores_only_job()), so the planner need
   // not check each job it visits. false (default): each is checked.
   bool pending_cores_only = false;
+  // Optional (the simulator), read only with pending_cores_only: when its
+  // size is that of `pending` (> 0), entry i is pending[i].slots_min, so the
+  // fast easy scan passes over jobs that need more than the free cores in
+  // this compact array instead of reading each Job. Otherwise ignored.
+  std::vector<int> pending_slots_min;
+  // Optional, with pending_slots_min: when its size is that of `pending`,
+  // entry i is at most the planned duration of pending[i] under any
+  // PlannerConfig (planner.hpp duration_floor()), so the fast easy scan also
+  // passes over jobs that fit now but would end after the reservation's
+  // start where they do not fit. Otherwise ignored.
+  std::vector<Time> pending_min_duration;
 };
 
 // ----------------------------------------------------------------- output --

@@ -1662,7 +1662,51 @@ struct Planner::Impl {
     int reservations_left = pol == Backfill::Fcfs ? 0 : 1;
     const std::size_t np = pend.size();
     const bool all_plain = s.pending_cores_only;  // model.hpp: no job needs the check
-    for (std::uint32_t idx : st.order) {
+    // Snapshot::pending_slots_min (model.hpp): past the reservation, the jobs
+    // that do nothing are passed over in this compact array without reading
+    // their Job: those that need more than the free cores (and no more than
+    // the machine), and with pending_min_duration those that fit now but not
+    // at the shadow time and surely end after it (the path below ends in the
+    // same `continue`).
+    const int* need = all_plain && np > 0 && s.pending_slots_min.size() == np && pol != Backfill::Fcfs
+                          ? s.pending_slots_min.data()
+                          : nullptr;
+    const Time* mind = need != nullptr && s.pending_min_duration.size() == np ? s.pending_min_duration.data() : nullptr;
+    const std::uint32_t* ord = st.order.data();
+    const std::size_t no = st.order.size();
+    for (std::size_t k = 0; k < no; ++k) {
+      if (need != nullptr && reservations_left == 0) {
+        if (free_now <= 0) {
+          // Every valid job needs more: the first one ends the pass.
+          while (k < no && ord[k] >= np) ++k;
+          if (k == no) break;
+          if (need[ord[k]] <= fl_total) return;
+        } else {
+          // Skipped: n in (lo, fl_total] (fits neither now nor in the least
+          // free count before the shadow time; one unsigned compare).
+          const std::int64_t lo = std::min(free_now, at_now);
+          const auto span = static_cast<std::uint64_t>(fl_total - lo);
+          if (mind == nullptr || at_shadow >= lo) {
+            for (; k < no; ++k) {
+              const std::uint32_t i = ord[k];
+              if (i < np && static_cast<std::uint64_t>(need[i] - lo - 1) >= span) break;
+            }
+          } else {
+            // Also n in (at_shadow, lo] with an end surely past the shadow time.
+            const Time room = shadow - now;
+            for (; k < no; ++k) {
+              const std::uint32_t i = ord[k];
+              if (i >= np) continue;
+              const int n = need[i];
+              if (static_cast<std::uint64_t>(n - lo - 1) < span) continue;
+              if (n > at_shadow && n <= lo && mind[i] > room) continue;
+              break;
+            }
+          }
+          if (k == no) break;
+        }
+      }
+      const std::uint32_t idx = ord[k];
       if (idx >= np) continue;
       const Job& j = pend[idx];
       // Past easy's one reservation, a valid job that needs more cores than

@@ -114,6 +114,13 @@ inline bool cores_only_job(const Job& j) {
          j.queue.empty() && j.consumables.empty();
 }
 
+// A lower bound of planned_duration(job, cfg) whatever cfg says (offsets,
+// the default duration and restart costs left out): Snapshot::pending_min_duration.
+inline Time duration_floor(const Job& j) {
+  if (j.work_done > 0) return 1;
+  return j.estimate > 0 ? j.estimate : j.walltime > 0 ? j.walltime : 1;
+}
+
 // The duration the planner assumes for `job` (see the header comment).
 Time planned_duration(const Job& job, const PlannerConfig& cfg);
 // The checkpoint policy's shortened duration for a non-head job.

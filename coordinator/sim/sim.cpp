@@ -186,6 +186,8 @@ class Simulator {
     if (swap_pending_) {
       snap_.pending_fifo = false;
       pend_pos_.assign(n_, -1);
+      snap_.pending_slots_min.clear();
+      snap_.pending_min_duration.clear();
     }
     res_.machine_procs = static_cast<int>(total_);
   }
@@ -284,6 +286,13 @@ class Simulator {
       else --odd_pending_;
     }
     snap_.pending_cores_only = cores_only_ok_ && odd_pending_ == 0;
+    // Every change of a queued job passes here: its entry of
+    // Snapshot::pending_slots_min follows (arrivals and requeues get theirs
+    // in fifo_insert()).
+    if (swap_pending_ && pend_pos_[idx] >= 0) {
+      snap_.pending_slots_min[static_cast<std::size_t>(pend_pos_[idx])] = j.slots_min;
+      snap_.pending_min_duration[static_cast<std::size_t>(pend_pos_[idx])] = duration_floor(j);
+    }
   }
   void clear_odd(std::size_t idx) {  // job idx leaves pending
     if (!recs_[idx].odd) return;
@@ -300,6 +309,12 @@ class Simulator {
     const auto& pend = snap_.pending;
     if (fifo_at_.size() < pend.size()) fifo_at_.resize(pend.size() + pend.size() / 2 + 16);
     pend_pos_[pend[pos].id - 1] = static_cast<std::int32_t>(pos);
+    // Snapshot::pending_slots_min (model.hpp): parallel to pending.
+    auto& need = snap_.pending_slots_min;
+    need.resize(pend.size());
+    need[pos] = pend[pos].slots_min;
+    snap_.pending_min_duration.resize(pend.size());
+    snap_.pending_min_duration[pos] = duration_floor(pend[pos]);
     if (ord.empty() || !fifo_less(pend[pos], pend[ord.back()])) {  // arrivals: at the end
       fifo_at_[pos] = static_cast<std::uint32_t>(ord.size());
       ord.push_back(static_cast<std::uint32_t>(pos));
@@ -968,8 +983,12 @@ class Simulator {
         pend_pos_[pend[p].id - 1] = static_cast<std::int32_t>(p);
         fifo_at_[p] = fifo_at_[last];
         ord[fifo_at_[p]] = static_cast<std::uint32_t>(p);
+        snap_.pending_slots_min[p] = snap_.pending_slots_min[last];
+        snap_.pending_min_duration[p] = snap_.pending_min_duration[last];
       }
       pend.pop_back();
+      snap_.pending_slots_min.pop_back();
+      snap_.pending_min_duration.pop_back();
       pend_pos_[idx] = -1;
     }
     leaving_.clear();
