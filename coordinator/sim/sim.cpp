@@ -919,29 +919,33 @@ class Simulator {
         continue;
       }
       ++next_leave;
-      std::size_t idx = static_cast<std::size_t>(pend[i].id - 1);
-      Rec& r = recs_[idx];
-      if (r.starting) {
-        r.starting = false;
-        clear_odd(idx);
-        fen_add(pend[i].slots_min, -1);
-        count_pending(idx, -1);
-        // Its cores were already taken when the decision was checked.
-        add_running(idx, std::move(pend[i]), r.start_slots, std::move(r.start_place), r.start_backfilled);
-        r.start_place.clear();
-      } else if (r.st == St::Rejected) {
-        clear_odd(idx);
-        fen_add(pend[i].slots_min, -1);
-        count_pending(idx, -1);
-        ++res_.rejected;
-        if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= pend[i].slots_min;
-      } else {
+      if (!leave(static_cast<std::size_t>(pend[i].id - 1), pend[i])) {
         if (w != i) shift_job(pend[w], pend[i]);
         ++w;
       }
     }
     pend.resize(w);
     if (pend.empty()) snap_.pending_fifo = true;
+  }
+
+  // A pending job the last pass started (moved into running: its cores were
+  // already taken when the decision was checked) or rejected leaves the
+  // queue's books; false: it stays pending. Both compactions use it.
+  bool leave(std::size_t idx, Job& job) {
+    Rec& r = recs_[idx];
+    if (!r.starting && r.st != St::Rejected) return false;
+    clear_odd(idx);
+    fen_add(job.slots_min, -1);
+    count_pending(idx, -1);
+    if (r.starting) {
+      r.starting = false;
+      add_running(idx, std::move(job), r.start_slots, std::move(r.start_place), r.start_backfilled);
+      r.start_place.clear();
+    } else {
+      ++res_.rejected;
+      if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= job.slots_min;
+    }
+    return true;
   }
 
   // swap_pending_: the jobs that start or are rejected leave pending, in id
@@ -957,24 +961,7 @@ class Simulator {
     for (std::size_t idx : leaving_) {
       if (pend_pos_[idx] < 0) continue;
       const auto p = static_cast<std::size_t>(pend_pos_[idx]);
-      Rec& r = recs_[idx];
-      if (r.starting) {
-        r.starting = false;
-        clear_odd(idx);
-        fen_add(pend[p].slots_min, -1);
-        count_pending(idx, -1);
-        // Its cores were already taken when the decision was checked.
-        add_running(idx, std::move(pend[p]), r.start_slots, std::move(r.start_place), r.start_backfilled);
-        r.start_place.clear();
-      } else if (r.st == St::Rejected) {
-        clear_odd(idx);
-        fen_add(pend[p].slots_min, -1);
-        count_pending(idx, -1);
-        ++res_.rejected;
-        if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= pend[p].slots_min;
-      } else {
-        continue;  // stays pending
-      }
+      if (!leave(idx, pend[p])) continue;  // stays pending
       ord[fifo_at_[p]] = kGone;
       any_gone = true;
       const std::size_t last = pend.size() - 1;
