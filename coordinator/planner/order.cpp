@@ -26,8 +26,6 @@ Time est_of(const Job& j) {
   return std::max<Time>(1, e - j.work_done);
 }
 
-bool fifo_less(const Job& x, const Job& y) { return x.submit != y.submit ? x.submit < y.submit : x.id < y.id; }
-
 }  // namespace
 
 Time aging_of(const Job& job, const OrderConfig& cfg, std::int64_t cores) {

@@ -38,6 +38,9 @@ Time aging_of(const Job& job, const OrderConfig& cfg, std::int64_t cores);
 // Cores of the up nodes.
 std::int64_t up_cores(const Snapshot& snap);
 
+// FIFO order of pending jobs ("fifo" above): submit time, then job id.
+inline bool fifo_less(const Job& x, const Job& y) { return x.submit != y.submit ? x.submit < y.submit : x.id < y.id; }
+
 // True if `policy` names a policy above (for command-line validation).
 bool order_policy_known(const std::string& policy);
 

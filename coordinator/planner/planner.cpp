@@ -1567,7 +1567,6 @@ struct Planner::Impl {
     }
     return {};
   }
-  static bool f_plain_job(const Job& j) { return cores_only_job(j); }
   // A reservation of the cores-only path (no placement: nodes are chosen at start).
   static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
     // Not emplace_back(), with or without arguments: value-initialization
@@ -1713,11 +1712,11 @@ struct Planner::Impl {
       // are free now does nothing (the path below ends in the same `continue`
       // or `break`); most of a pass's visits end here, so they end early.
       if (reservations_left == 0 && j.slots_min > free_now && j.slots_min <= fl_total && pol != Backfill::Fcfs &&
-          (all_plain || f_plain_job(j))) {
+          (all_plain || cores_only_job(j))) {
         if (free_now <= 0) break;
         continue;
       }
-      if (!all_plain && !f_plain_job(j)) {
+      if (!all_plain && !cores_only_job(j)) {
         if (std::string err = f_check(j); !err.empty()) {
           reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
           continue;
@@ -1817,7 +1816,7 @@ struct Planner::Impl {
       if (idx >= pend.size()) continue;
       const Job& j = pend[idx];
       const int smin = j.slots_min;
-      if (!s.pending_cores_only && !f_plain_job(j)) {  // model.hpp pending_cores_only
+      if (!s.pending_cores_only && !cores_only_job(j)) {  // model.hpp pending_cores_only
         if (std::string err = f_check(j); !err.empty()) {
           reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
           cc_next.push_back({j.id, smin, j.slots_max, 0, kReject, 0, 0});
@@ -1913,7 +1912,7 @@ struct Planner::Impl {
       if (k == cc.size()) break;  // a new job: planned from here on
       const CEntry& e = cc[k++];
       if (e.kind == kStart || j.slots_min != e.smin || j.slots_max != e.smax) return fail();
-      const bool plain = f_plain_job(j);
+      const bool plain = cores_only_job(j);
       if (e.kind == kReject) {
         if (!plain) {
           std::string err = f_check(j);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "coordinator/nci/ledger.hpp"
+#include "coordinator/planner/order.hpp"
 
 namespace corral::sim {
 
@@ -107,9 +108,6 @@ void shift_running(RunningJob& d, RunningJob& s) {
   d.suspended_since = s.suspended_since;
   d.stopping = s.stopping;
 }
-
-// FIFO order of pending jobs (order.hpp "fifo"): submit, then id.
-bool fifo_less(const Job& a, const Job& b) { return a.submit != b.submit ? a.submit < b.submit : a.id < b.id; }
 
 struct Ev {
   Time t;
@@ -289,10 +287,13 @@ class Simulator {
     // Every change of a queued job passes here: its entry of
     // Snapshot::pending_slots_min follows (arrivals and requeues get theirs
     // in fifo_insert()).
-    if (swap_pending_ && pend_pos_[idx] >= 0) {
-      snap_.pending_slots_min[static_cast<std::size_t>(pend_pos_[idx])] = j.slots_min;
-      snap_.pending_min_duration[static_cast<std::size_t>(pend_pos_[idx])] = duration_floor(j);
-    }
+    if (swap_pending_ && pend_pos_[idx] >= 0) put_need(static_cast<std::size_t>(pend_pos_[idx]), j);
+  }
+  // Pending position pos's entries of Snapshot::pending_slots_min and
+  // pending_min_duration (model.hpp), from its job j.
+  void put_need(std::size_t pos, const Job& j) {
+    snap_.pending_slots_min[pos] = j.slots_min;
+    snap_.pending_min_duration[pos] = duration_floor(j);
   }
   void clear_odd(std::size_t idx) {  // job idx leaves pending
     if (!recs_[idx].odd) return;
@@ -310,11 +311,9 @@ class Simulator {
     if (fifo_at_.size() < pend.size()) fifo_at_.resize(pend.size() + pend.size() / 2 + 16);
     pend_pos_[pend[pos].id - 1] = static_cast<std::int32_t>(pos);
     // Snapshot::pending_slots_min (model.hpp): parallel to pending.
-    auto& need = snap_.pending_slots_min;
-    need.resize(pend.size());
-    need[pos] = pend[pos].slots_min;
+    snap_.pending_slots_min.resize(pend.size());
     snap_.pending_min_duration.resize(pend.size());
-    snap_.pending_min_duration[pos] = duration_floor(pend[pos]);
+    put_need(pos, pend[pos]);
     if (ord.empty() || !fifo_less(pend[pos], pend[ord.back()])) {  // arrivals: at the end
       fifo_at_[pos] = static_cast<std::uint32_t>(ord.size());
       ord.push_back(static_cast<std::uint32_t>(pos));
