@@ -161,6 +161,22 @@ SwfTrace random_trace(std::uint32_t seed, int machine, int n) {
   return parse_swf(o.str());
 }
 
+// n jobs on a machine of `machine` single-core nodes: submit gaps below
+// `gap`, run times 1..run_max, 1..machine procs, requested time up to 599 s
+// past the run (the order tests' workloads).
+SwfTrace uniform_trace(unsigned seed, long machine, int n, long gap, long run_max) {
+  std::mt19937 rng(seed);
+  std::string text = "; MaxProcs: " + std::to_string(machine) + "\n";
+  Time t = 0;
+  for (int i = 1; i <= n; ++i) {
+    t += static_cast<Time>(rng() % static_cast<unsigned long>(gap));
+    const long run = 1 + static_cast<long>(rng() % static_cast<unsigned long>(run_max));
+    const long procs = 1 + static_cast<long>(rng() % static_cast<unsigned long>(machine));
+    text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 600));
+  }
+  return parse_swf(text);
+}
+
 // A scripted pass: FIFO, start every job that fits (no backfilling).
 Plan greedy(const Snapshot& s) {
   Plan p;
@@ -344,16 +360,7 @@ TEST_CASE("sim: the simulator promises pending_fifo only when pending is in FIFO
   // jobs back in the middle of pending); a hook makes some arrivals older
   // than the jobs queued before them, which breaks FIFO order until the
   // queue empties.
-  std::mt19937 rng(7);
-  std::string text = "; MaxProcs: 8\n";
-  Time t = 0;
-  for (int i = 1; i <= 400; ++i) {
-    t += static_cast<Time>(rng() % 40);
-    const long run = 1 + static_cast<long>(rng() % 300);
-    const long procs = 1 + static_cast<long>(rng() % 8);
-    text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 600));
-  }
-  const SwfTrace tr = parse_swf(text);
+  const SwfTrace tr = uniform_trace(7, 8, 400, 40, 300);
   for (bool hook : {false, true}) {
     SimOptions opt;
     opt.sched.planner.backfill = Backfill::Checkpoint;
@@ -411,16 +418,7 @@ TEST_CASE("sim: pending kept unordered with pending_order gives the replay of a 
   // into the queue), with a hook that makes some arrivals older than jobs
   // queued before them.
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    std::mt19937 rng(static_cast<unsigned>(seed));
-    std::string text = "; MaxProcs: 16\n";
-    Time t = 0;
-    for (int i = 1; i <= 200; ++i) {
-      t += static_cast<Time>(rng() % 30);
-      const long run = 1 + static_cast<long>(rng() % 400);
-      const long procs = 1 + static_cast<long>(rng() % 16);
-      text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 600));
-    }
-    const SwfTrace tr = parse_swf(text);
+    const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 16, 200, 30, 400);
     for (Backfill b : {Backfill::Easy, Backfill::Conservative, Backfill::Checkpoint}) {
       SimOptions opt;
       opt.sched.planner.backfill = b;
@@ -454,16 +452,7 @@ TEST_CASE("sim: pending_cores_only is promised only when every pending job needs
   // rejects them); while one of them waits, the simulator must not promise
   // Snapshot::pending_cores_only. The replay must equal one where the planner
   // checks every job (a pass function that drops the promise).
-  std::mt19937 rng(11);
-  std::string text = "; MaxProcs: 8\n";
-  Time t = 0;
-  for (int i = 1; i <= 300; ++i) {
-    t += static_cast<Time>(rng() % 40);
-    const long run = 1 + static_cast<long>(rng() % 300);
-    const long procs = 1 + static_cast<long>(rng() % 8);
-    text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 600));
-  }
-  const SwfTrace tr = parse_swf(text);
+  const SwfTrace tr = uniform_trace(11, 8, 300, 40, 300);
   for (Backfill b : {Backfill::Easy, Backfill::Conservative}) {
     SimOptions opt;
     opt.sched.planner.backfill = b;
