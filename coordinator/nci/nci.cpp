@@ -262,36 +262,28 @@ void sort_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<Index>&
 // suspended job resumes on its own cores (nci-pbs-policy.txt "Job
 // scheduling": "attempt to resume suspended jobs"; "Resource limits":
 // resources "for both suspended and running jobs must be available"), so the
-// free cores of its placement are kept for it, the jobs in claim order; with
-// a time window ("Job start time window") a core an earlier job in that order
-// also wants is left to that one (fifo_claims). nci_stage
+// free cores of its placement are kept for it, the jobs in claim order: an
+// earlier job takes every free core it wants before a later one is asked,
+// so with a time window ("Job start time window") a core two suspended jobs
+// want goes to the one suspended first (fifo_claims). nci_stage
 // (Cycle::add_running) and nci_claims both hand cores out through here, so
 // the cores the stage keeps for a suspended job are the ones the planner is
 // shown as held.
 // `susp`: indices into snap.running of the suspended jobs that may claim. For
-// each in claim order, `core(i, p, c, first)` is called for each core c of
-// each placement p on an up node (c in range; `first`: no earlier job in the
-// order wants c), then `done(i)`. Whether c is free is the caller's to say.
-// (Both callers claim every free core with `first` and a claimed core stays
-// taken, so today `first` is false only on cores that are not free anyway:
-// the claim order alone decides; measured identical on KTH without it.)
+// each in claim order, `core(i, p, c)` is called for each core c of each
+// placement p on an up node (c in range), then `done(i)`. Whether c is free
+// is the caller's to say; a caller takes every free core it is handed (a
+// core it passed over would go to a later job in the order).
 template <class Core, class Done>
 void walk_claims(const Snapshot& snap, const NciConfig& cfg, std::vector<std::size_t> susp, Core core,
                  Done done) {
   sort_claims(snap, cfg, susp);
-  std::vector<std::vector<std::uint8_t>> wanted(fifo_claims(cfg) ? snap.nodes.size() : 0);
   for (std::size_t i : susp) {
     for (const Placement& p : snap.running[i].placement) {
       if (p.node >= snap.nodes.size() || !snap.nodes[p.node].up) continue;
       const int ncores = std::max(snap.nodes[p.node].cores, 0);
-      std::vector<std::uint8_t>* w = wanted.empty() ? nullptr : &wanted[p.node];
-      if (w && w->empty()) w->assign(ncores, 0);
-      for (int c : p.cores) {
-        if (c < 0 || c >= ncores) continue;
-        const bool first = !(w && (*w)[c]);
-        if (w) (*w)[c] = 1;
-        core(i, p, c, first);
-      }
+      for (int c : p.cores)
+        if (c >= 0 && c < ncores) core(i, p, c);
     }
     done(i);
   }
@@ -515,9 +507,9 @@ struct Cycle {
     given.assign(nodes.size(), {});
     for (const Run& r : runs)
       if ((r.gone || r.protect) && r.rj) mark_cores(given, r);
-    walk_claims(snap, cfg, std::move(susp), [&](std::size_t i, const Placement& p, int c, bool first) {
+    walk_claims(snap, cfg, std::move(susp), [&](std::size_t i, const Placement& p, int c) {
       NodeState& n = nodes[p.node];
-      if (first && n.owner[c] == kNone && n.idle > 0 && (given[p.node].empty() || !given[p.node][c])) {
+      if (n.owner[c] == kNone && n.idle > 0 && (given[p.node].empty() || !given[p.node][c])) {
         const auto ri = static_cast<std::uint32_t>(i);
         n.owner[c] = ri;
         --n.idle;
@@ -1232,9 +1224,9 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   RunningJob c;
   const Placement* at = nullptr;  // the placement c.placement.back() is from
   Time wait = 0;                  // until the other cores of the job are free (their holders end)
-  walk_claims(snap, cfg, std::move(susp), [&](std::size_t, const Placement& p, int k, bool first) {
+  walk_claims(snap, cfg, std::move(susp), [&](std::size_t, const Placement& p, int k) {
     std::int32_t& o = owner[p.node][k];
-    if (o == -1 && first) {
+    if (o == -1) {
       if (at != &p) {
         at = &p;
         c.placement.emplace_back();
