@@ -956,13 +956,14 @@ class Simulator {
     std::sort(leaving_.begin(), leaving_.end());
     leaving_.erase(std::unique(leaving_.begin(), leaving_.end()), leaving_.end());
     constexpr std::uint32_t kGone = UINT32_MAX;
-    bool any_gone = false;
+    // The first FIFO place that empties: the order list ahead of it stays.
+    std::size_t first_gone = ord.size();
     for (std::size_t idx : leaving_) {
       if (pend_pos_[idx] < 0) continue;
       const auto p = static_cast<std::size_t>(pend_pos_[idx]);
       if (!leave(idx, pend[p])) continue;  // stays pending
       ord[fifo_at_[p]] = kGone;
-      any_gone = true;
+      first_gone = std::min<std::size_t>(first_gone, fifo_at_[p]);
       const std::size_t last = pend.size() - 1;
       if (p != last) {
         shift_job(pend[p], pend[last]);
@@ -978,9 +979,8 @@ class Simulator {
       pend_pos_[idx] = -1;
     }
     leaving_.clear();
-    if (!any_gone) return;
-    std::size_t w = 0;
-    for (std::size_t m = 0; m < ord.size(); ++m) {
+    std::size_t w = first_gone;
+    for (std::size_t m = first_gone; m < ord.size(); ++m) {
       if (ord[m] == kGone) continue;
       ord[w] = ord[m];
       fifo_at_[ord[w]] = static_cast<std::uint32_t>(w);
