@@ -213,12 +213,29 @@ struct JobUpdate {
   int cycles_pending = 0;
 };
 
+// A Start decision in compact form (PlannerConfig::compact_starts): start
+// `job` now on `slots` slots, placed on Plan::start_placements[first ..
+// first + count). Never backfilled past a checkpoint reservation.
+struct StartRecord {
+  JobId job = 0;
+  int slots = 0;
+  std::uint32_t first = 0, count = 0;
+};
+
 struct Plan {
   Time now = 0;
   std::vector<Decision> decisions;
   std::vector<JobUpdate> updates;
   std::vector<std::string> monitor;  // MONITOR schedule-file lines for this pass
                                      // (empty unless enabled); caller writes them
+  // Only for a caller that sets PlannerConfig::compact_starts (the
+  // simulator): the planner's cores-only fast path gives its starts here, in
+  // the order it made them, instead of as Start decisions (no Decision and no
+  // heap block per start; schedule() keeps both buffers across passes).
+  // Every other decision, and every start of the general path, stays in
+  // `decisions`. Empty for every other caller.
+  std::vector<StartRecord> starts;
+  std::vector<Placement> start_placements;
 };
 
 // What the ordering and policy stages of a pass hand to the planner.

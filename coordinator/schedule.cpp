@@ -11,15 +11,21 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
 
 void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner, Plan& plan) {
   {
-    // Reset to defaults (a field added to Plan starts fresh too); the two
+    // Reset to defaults (a field added to Plan starts fresh too); the
     // vectors a pass fills keep their buffers.
     std::vector<Decision> decisions = std::move(plan.decisions);
     std::vector<JobUpdate> updates = std::move(plan.updates);
+    std::vector<StartRecord> starts = std::move(plan.starts);
+    std::vector<Placement> start_placements = std::move(plan.start_placements);
     plan = Plan{};
     decisions.clear();
     updates.clear();
+    starts.clear();
+    start_placements.clear();
     plan.decisions = std::move(decisions);
     plan.updates = std::move(updates);
+    plan.starts = std::move(starts);
+    plan.start_placements = std::move(start_placements);
   }
   plan.now = snap.now;
   // The planner's scratch PassState, reset to defaults (so a field added to

@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -163,16 +164,23 @@ struct NodeSets {
     if (ranges) out.reserve(4);
     else if (maxc == 1)
       out.reserve(static_cast<std::size_t>(std::min<std::int64_t>(std::max(1, s), static_cast<std::int64_t>(nodes))));
+    place_into(out, s, nodes, ranges);
+    return out;
+  }
+  // The same, appended to `out` (PlannerConfig::compact_starts: one buffer
+  // for every start of a pass).
+  void place_into(std::vector<Placement>& out, int s, std::size_t nodes, bool ranges) const {
+    const std::size_t first = out.size();
     const auto nn = static_cast<std::int64_t>(nodes);
     for (int c = std::max(1, s); c <= maxc; ++c)
       if (count[static_cast<std::size_t>(c)] > 0) {
         out.push_back({static_cast<std::uint32_t>(highest(c, nn)), static_cast<std::uint32_t>(s), {}});
-        return out;
+        return;
       }
     // Nodes lo .. lo + k - 1 with `take` slots each (found highest first:
     // a run that ends right below the last entry's first node joins it).
     auto add = [&](std::int64_t lo, int take, std::int64_t k) {
-      if (ranges && !out.empty() && out.back().node == lo + k && out.back().slots == static_cast<std::uint32_t>(take)) {
+      if (ranges && out.size() > first && out.back().node == lo + k && out.back().slots == static_cast<std::uint32_t>(take)) {
         out.back().node = static_cast<std::uint32_t>(lo);
         out.back().count += static_cast<std::uint32_t>(k);
         return;
@@ -194,7 +202,6 @@ struct NodeSets {
         left -= take;
         n = highest(c, n);
       }
-    return out;
   }
 };
 
@@ -1189,16 +1196,17 @@ struct Planner::Impl {
       return p.count == 1 ? static_cast<std::int32_t>(p.cores.size()) : -1 - static_cast<std::int32_t>(p.count);
     }
     static std::uint32_t ncores(const Placement& p) { return p.count == 1 ? static_cast<std::uint32_t>(p.cores.size()) : 0; }
-    void set(const std::vector<Placement>& pl) {
+    void set(const std::vector<Placement>& pl) { set(pl.data(), pl.data() + pl.size()); }
+    void set(const Placement* b, const Placement* e) {
       std::uint32_t len = 0;
-      for (const Placement& p : pl) len += 3 + ncores(p);
+      for (const Placement* p = b; p != e; ++p) len += 3 + ncores(*p);
       n = len;
       std::int32_t* o = inl;
       if (len > kInline) {
         ext.resize(len);
         o = ext.data();
       }
-      for (const Placement& p : pl) {
+      for (const Placement& p : std::span<const Placement>(b, e)) {
         *o++ = static_cast<std::int32_t>(p.node);
         *o++ = static_cast<std::int32_t>(p.slots);
         *o++ = third(p);
@@ -1523,7 +1531,16 @@ struct Planner::Impl {
   // Starts j now on s slots: node state, undo log, decision.
   void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
     const bool cores = cfg->pick_cores;
-    std::vector<Placement> pl = f_sets.place(sl, fl_nn, cfg->node_ranges && !cores);
+    const bool ranges = cfg->node_ranges && !cores;
+    // PlannerConfig::compact_starts: the placement goes to the pass's one
+    // buffer, the start to Plan::starts (no Decision, no heap block).
+    const bool compact = cfg->compact_starts;
+    std::vector<Placement> own;
+    std::vector<Placement>& buf = compact ? plan.start_placements : own;
+    const std::size_t first = buf.size();
+    if (compact) f_sets.place_into(buf, sl, fl_nn, ranges);
+    else own = f_sets.place(sl, fl_nn, ranges);
+    const std::span<Placement> pl(buf.data() + first, buf.size() - first);
     int on_up = 0;
     for (Placement& p : pl) {
       if (cores) {
@@ -1545,13 +1562,17 @@ struct Planner::Impl {
     r.on_up = on_up;
     r.suspended = r.backfilled = false;
     r.holds = true;
-    r.set(pl);
+    r.set(pl.data(), pl.data() + pl.size());
+    if (compact) {
+      plan.starts.push_back({j.id, sl, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(pl.size())});
+      return;
+    }
     Decision dec;  // not emplace_back() (see f_reserve)
     dec.action = Action::Start;
     dec.job = j.id;
     dec.at = s.now;
     dec.slots = sl;
-    dec.placement = std::move(pl);
+    dec.placement = std::move(own);
     plan.decisions.push_back(std::move(dec));
   }
 

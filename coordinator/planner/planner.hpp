@@ -97,6 +97,10 @@ struct PlannerConfig {
   // ~11 nodes but ~2.6 ranges a start). The caller must read `count`. The
   // planner reads it in running entries whatever this says.
   bool node_ranges = false;
+  // true: the cores-only fast path gives its starts as Plan::starts and
+  // Plan::start_placements (model.hpp) instead of Start decisions; the
+  // caller must read them (the simulator). The general path is unchanged.
+  bool compact_starts = false;
   // --- hook added by the pba part (PBA placeholder slots) ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so

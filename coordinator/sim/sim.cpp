@@ -8,6 +8,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -166,6 +167,10 @@ class Simulator {
         std::all_of(snap_.nodes.begin(), snap_.nodes.end(),
                     [](const Node& nd) { return nd.mem_mb <= 0 && nd.jobfs_mb <= 0 && nd.consumables.empty(); }))
       cfg_.planner.node_ranges = true;
+    // There too, starts come as compact records (model.hpp Plan::starts):
+    // no Decision and no placement vector per start. Not for a caller's
+    // pass function (it may read Start decisions).
+    if (cfg_.planner.node_ranges && !opt_.scheduler) cfg_.planner.compact_starts = true;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
@@ -270,6 +275,7 @@ class Simulator {
   SimResult res_;
   std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
   std::vector<std::size_t> leaving_, leave_pos_;  // scratch (pass): jobs leaving pending, their positions
+  std::vector<std::vector<Placement>> place_pool_;  // compact_starts: placement buffers of finished jobs
   bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
   // Pending jobs that are not cores_only_job(); at 0 the snapshot promises
   // pending_cores_only (model.hpp). Jobs put in pending by on_setup have no
@@ -598,6 +604,11 @@ class Simulator {
     const std::int32_t p = run_pos_[idx];
     touch_running(p);  // the last entry moves here
     RunningJob& here = snap_.running[static_cast<std::size_t>(p)];
+    // Its placement buffer serves a later compact start (pass()).
+    if (cfg_.planner.compact_starts && here.placement.capacity() > 0) {
+      place_pool_.push_back(std::move(here.placement));
+      here.placement.clear();
+    }
     if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
       shift_running(here, snap_.running.back());
       run_pos_[here.job.id - 1] = p;
@@ -607,14 +618,14 @@ class Simulator {
   }
 
   // Placements name nodes p.node .. p.node + p.count - 1 (model.hpp).
-  void release(int slots, const std::vector<Placement>& place) {
+  void release(int slots, std::span<const Placement> place) {
     used_ -= slots;
     for (const Placement& p : place) {
       const std::size_t end = std::min<std::size_t>(node_used_.size(), std::size_t{p.node} + p.count);
       for (std::size_t n = p.node; n < end; ++n) node_used_[n] -= static_cast<int>(p.slots);
     }
   }
-  bool can_take(int slots, const std::vector<Placement>& place) const {
+  bool can_take(int slots, std::span<const Placement> place) const {
     if (used_ + slots > total_) return false;
     for (const Placement& p : place) {
       if (std::size_t{p.node} + p.count > node_used_.size()) return false;
@@ -623,7 +634,7 @@ class Simulator {
     }
     return true;
   }
-  void take(int slots, const std::vector<Placement>& place) {
+  void take(int slots, std::span<const Placement> place) {
     used_ += slots;
     for (const Placement& p : place)
       for (std::size_t n = p.node; n < std::size_t{p.node} + p.count; ++n) node_used_[n] += static_cast<int>(p.slots);
@@ -885,6 +896,33 @@ class Simulator {
           break;
         default: break;
       }
+    }
+    // PlannerConfig::compact_starts: the fast path's starts (the decisions
+    // above hold none of them; Resume, Checkpoint, Requeue and Suspend never
+    // come with them), in the order made.
+    for (const StartRecord& sr : plan.starts) {
+      const std::size_t idx = index_of(sr.job);
+      if (idx == n_) continue;
+      Rec& r = recs_[idx];
+      if (r.st != St::Pending || r.starting) continue;
+      const int slots = sr.slots > 0 ? sr.slots : tr_.jobs[idx].procs;
+      const std::span<const Placement> place(plan.start_placements.data() + sr.first, sr.count);
+      if (!can_take(slots, place)) {
+        ++res_.deferred_starts;
+        continue;
+      }
+      take(slots, place);
+      r.starting = true;
+      r.start_slots = slots;
+      // A placement buffer of a finished job (no allocation per start).
+      if (!place_pool_.empty()) {
+        r.start_place = std::move(place_pool_.back());
+        place_pool_.pop_back();
+      }
+      r.start_place.assign(place.begin(), place.end());
+      r.start_backfilled = false;
+      any_start = true;
+      leaving_.push_back(idx);
     }
     if (!any_start) return;
     if (swap_pending_) {
