@@ -1,6 +1,7 @@
 #include "coordinator/sim/sim.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <map>
 #include <cmath>
@@ -136,6 +137,7 @@ class Simulator {
       snap_.nodes[static_cast<std::size_t>(i)].cores = cpn_;
     }
     node_used_.assign(static_cast<std::size_t>(nodes), 0);
+    busy_.assign((static_cast<std::size_t>(nodes) + 63) / 64, 0);
     // The trace's run times are exact: no SGE duration offset; the planner
     // knows what a restart costs.
     cfg_.planner.duration_offset = 0;
@@ -176,7 +178,9 @@ class Simulator {
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
                    !runs_selective_preemption(cfg_) &&
                    !cfg_.planner.monitor && !opt_.scheduler;
-    fen_.assign(static_cast<std::size_t>(total_) + 2, 0);
+    fen_n_ = static_cast<std::size_t>(total_) + 2;
+    fen_.assign(fen_n_ + 1, 0);  // + the sink entry fen_[fen_n_]
+    fen_steps_ = std::bit_width(fen_n_);
     recs_.resize(n_);
     run_pos_.assign(n_, -1);
     // Pending kept unordered (a job that leaves is replaced by the last one:
@@ -269,6 +273,8 @@ class Simulator {
   Time now_ = 0;
   std::size_t suspended_ = 0;
   std::vector<std::int32_t> fen_;  // Fenwick tree: pending jobs by slots (1..total_+1)
+  std::size_t fen_n_ = 0;          // entries 0 .. fen_n_ - 1 (fen_[0] stays 0); fen_[fen_n_]: sink
+  int fen_steps_ = 0;              // bit_width(fen_n_): the most steps of a walk
   bool only_starts_ = false;       // the configured pass can only start jobs
   Planner planner_;  // scratch buffers reused across passes
   Plan plan_;        // the last pass's plan (its vectors reused)
@@ -462,14 +468,23 @@ class Simulator {
     snap_.running_touched.push_back(static_cast<std::uint32_t>(pos));
   }
 
+  // Both walks take a fixed number of steps (no data-dependent loop exit:
+  // its misprediction cost more than the extra steps): an update past the
+  // end lands in the sink, a sum past index 0 adds fen_[0] = 0.
   void fen_add(int slots, int d) {
     std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 1, total_ + 1));
-    for (; i < fen_.size(); i += i & (~i + 1)) fen_[i] += d;
+    for (int k = 0; k < fen_steps_; ++k) {
+      fen_[i < fen_n_ ? i : fen_n_] += d;
+      i += i & (~i + 1);
+    }
   }
   std::int32_t fen_count_upto(std::int64_t slots) const {  // pending jobs with slots_min <= slots
     std::int32_t c = 0;
-    for (std::size_t i = static_cast<std::size_t>(std::min<std::int64_t>(slots, total_ + 1)); i > 0; i -= i & (~i + 1))
+    std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 0, total_ + 1));
+    for (int k = 0; k < fen_steps_; ++k) {
       c += fen_[i];
+      i -= i & (~i + 1);
+    }
     return c;
   }
   bool pass_can_act() const {
@@ -618,10 +633,31 @@ class Simulator {
   }
 
   // Placements name nodes p.node .. p.node + p.count - 1 (model.hpp).
+  // Single-core nodes (cpn_ == 1) hold 0 or 1 slot each, so the nodes in use
+  // are a bitset (busy_) and a range is checked, taken and released a word
+  // at a time: the per-node loops mispredicted their exits (~0.6 M branches
+  // of a CTC replay). Other machines count slots per node (node_used_).
+  std::vector<std::uint64_t> busy_;
+  // f(word, mask) for the bits of nodes lo .. end - 1, one word at a time.
+  template <class F>
+  static bool all_words(std::size_t lo, std::size_t end, F&& f) {
+    while (lo < end) {
+      const std::size_t b = lo % 64, len = std::min<std::size_t>(64 - b, end - lo);
+      const std::uint64_t m = (len == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << len) - 1) << b;
+      if (!f(lo / 64, m)) return false;
+      lo += len;
+    }
+    return true;
+  }
   void release(int slots, std::span<const Placement> place) {
     used_ -= slots;
     for (const Placement& p : place) {
       const std::size_t end = std::min<std::size_t>(node_used_.size(), std::size_t{p.node} + p.count);
+      if (cpn_ == 1) {
+        if (p.slots != 0)  // taken with 1 slot a node (can_take)
+          all_words(p.node, end, [&](std::size_t w, std::uint64_t m) { return (busy_[w] &= ~m), true; });
+        continue;
+      }
       for (std::size_t n = p.node; n < end; ++n) node_used_[n] -= static_cast<int>(p.slots);
     }
   }
@@ -629,6 +665,14 @@ class Simulator {
     if (used_ + slots > total_) return false;
     for (const Placement& p : place) {
       if (std::size_t{p.node} + p.count > node_used_.size()) return false;
+      if (cpn_ == 1) {
+        if (p.slots == 0) continue;
+        if (p.slots > 1) return false;
+        if (!all_words(p.node, std::size_t{p.node} + p.count,
+                       [&](std::size_t w, std::uint64_t m) { return (busy_[w] & m) == 0; }))
+          return false;
+        continue;
+      }
       for (std::size_t n = p.node; n < std::size_t{p.node} + p.count; ++n)
         if (node_used_[n] + static_cast<int>(p.slots) > cpn_) return false;
     }
@@ -636,8 +680,14 @@ class Simulator {
   }
   void take(int slots, std::span<const Placement> place) {
     used_ += slots;
-    for (const Placement& p : place)
+    for (const Placement& p : place) {
+      if (cpn_ == 1) {
+        if (p.slots != 0)
+          all_words(p.node, std::size_t{p.node} + p.count, [&](std::size_t w, std::uint64_t m) { return (busy_[w] |= m), true; });
+        continue;
+      }
       for (std::size_t n = p.node; n < std::size_t{p.node} + p.count; ++n) node_used_[n] += static_cast<int>(p.slots);
+    }
   }
 
   void segment(std::size_t idx, const RunningJob& rj, Time end, bool ckpt) {
