@@ -269,7 +269,19 @@ class Simulator {
   std::unordered_map<long, std::pair<Time, Time>> history_;  // user -> last two runs
   std::unordered_map<long, int> history_n_;
   std::unordered_map<long, int> pend_of_user_;  // queued jobs per user (repredict)
-  std::unordered_map<long, std::string> user_names_;
+  // Trace user and group ids as names: SWF numbers them 1, 2, ..., so a
+  // table indexed by the id (no hash lookup, no number formatting per
+  // arrival); ids past kNameTable (never seen in the archive) are formatted.
+  static constexpr long kNameTable = 1 << 16;
+  std::vector<std::string> user_names_, group_names_;
+  std::string big_name_;
+  const std::string& name_of(std::vector<std::string>& table, long id) {
+    if (id >= kNameTable) return big_name_ = std::to_string(id);
+    const auto k = static_cast<std::size_t>(id);
+    if (k >= table.size()) table.resize(std::max(k + 1, table.size() * 2));
+    if (table[k].empty()) table[k] = std::to_string(id);
+    return table[k];
+  }
   Time now_ = 0;
   std::size_t suspended_ = 0;
   std::vector<std::int32_t> fen_;  // Fenwick tree: pending jobs by slots (1..total_+1)
@@ -510,12 +522,8 @@ class Simulator {
     Rec& r = recs_[idx];
     Job& j = snap_.pending.emplace_back();  // arrivals come in submit, id order; built in place
     j.id = jid(idx);
-    if (s.user >= 0) {
-      auto [it, fresh] = user_names_.try_emplace(s.user);
-      if (fresh) it->second = std::to_string(s.user);
-      j.user = it->second;
-    }
-    if (s.group >= 0) j.group = std::to_string(s.group);
+    if (s.user >= 0) j.user = name_of(user_names_, s.user);
+    if (s.group >= 0) j.group = name_of(group_names_, s.group);
     j.submit = s.submit;
     j.walltime = s.estimate;
     j.estimate = predict(s);
@@ -709,6 +717,7 @@ class Simulator {
     r.end = now_;
     r.st = St::Done;
     ++r.gen;
+    if (!opt_.predict && !opt_.repredict) return;  // the trace job is not read (a cache miss an end)
     const SwfJob& s = tr_.jobs[idx];
     if (s.user >= 0) {  // EASY++ history: the user's last two run times (read by predict() only)
       if (opt_.predict) {

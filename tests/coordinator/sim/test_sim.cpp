@@ -510,6 +510,36 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
   }
 }
 
+TEST_CASE("sim: jobs carry their trace user and group ids as names", "[sim]") {
+  // The simulator keeps a table of names by id; ids past it are formatted
+  // each time, unknown ones (-1) stay empty.
+  SwfTrace tr;
+  tr.max_procs = 4;
+  const long users[] = {0, 7, 70000, 7, -1, 65535, 65536, 3};
+  const long groups[] = {5, -1, 5, 123456, 2, 0, 9, 65536};
+  for (int i = 0; i < 8; ++i) {
+    SwfJob j;
+    j.id = static_cast<JobId>(i + 1);
+    j.submit = 10 * i;
+    j.run = j.estimate = 5;
+    j.procs = 1;
+    j.user = users[i];
+    j.group = groups[i];
+    tr.jobs.push_back(j);
+  }
+  SimOptions opt;
+  std::vector<std::pair<std::string, std::string>> seen;
+  opt.on_arrival = [&](Job& j, const SwfJob&) { seen.emplace_back(j.user, j.group); };
+  const SimResult r = simulate(tr, opt);
+  CHECK(r.finished == 8);
+  REQUIRE(seen.size() == 8);
+  for (int i = 0; i < 8; ++i) {
+    INFO("job " << i + 1);
+    CHECK(seen[static_cast<std::size_t>(i)].first == (users[i] < 0 ? "" : std::to_string(users[i])));
+    CHECK(seen[static_cast<std::size_t>(i)].second == (groups[i] < 0 ? "" : std::to_string(groups[i])));
+  }
+}
+
 TEST_CASE("sim: pending_cores_only is promised only when every pending job needs cores only", "[sim][order]") {
   // A hook gives some arrivals an unknown queue or a consumable (the planner
   // rejects them); while one of them waits, the simulator must not promise
