@@ -412,22 +412,28 @@ int main(int argc, char** argv) {
     }
     t.detach();
   }
-  bool agent = true;  // the request socket is open
+  bool agent = true;     // the request socket is open
+  bool orphans = false;  // the main thread has children of its own (as of its last look)
   while (true) {
     // Without the agent, the server stays until its last job (and what it left) is reaped, and
     // until every request it read has been started.
-    if (!agent) {
-      bool idle;
-      {
-        std::lock_guard<std::mutex> g(g_mu);
-        idle = g_inflight == 0 && g_nkids == 0 &&
-               std::all_of(g_queues.begin(), g_queues.end(), [](const LaunchQueue& l) { return l.q.empty(); });
-      }
-      // _exit: a plain return would run the static destructors while the launch threads run.
-      if (idle && !reap_orphans()) ::_exit(0);
+    bool jobs;
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      jobs = g_inflight > 0 || g_nkids > 0 ||
+             !std::all_of(g_queues.begin(), g_queues.end(), [](const LaunchQueue& l) { return l.q.empty(); });
     }
-    struct pollfd p[3] = {{sfd, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}, {g_main_poke, POLLIN, 0}};
-    if (::poll(p, 3, -1) < 0) continue;
+    // _exit: a plain return would run the static destructors while the launch threads run.
+    if (!agent && !jobs && !reap_orphans()) ::_exit(0);
+    // SIGCHLD is for orphans only, but every job's exit raises it too (an exec resets a child's
+    // exit signal to SIGCHLD): watched only while this thread has children or the agent is
+    // gone, so a job's end does not also wake this thread onto the CPU the job just left (where
+    // its launch thread is waking the agent, which the scheduler then places elsewhere,
+    // bench/launch/RESULTS.md round 7). A new orphan appears when some process of a job exits;
+    // it is found at the next request, or within a second while jobs run.
+    bool watch = orphans || !agent;
+    struct pollfd p[3] = {{watch ? sfd : -1, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}, {g_main_poke, POLLIN, 0}};
+    if (::poll(p, 3, watch || !jobs ? -1 : 1000) < 0) continue;
     if (p[2].revents & POLLIN) {
       std::uint64_t n;
       (void)!::read(g_main_poke, &n, sizeof n);
@@ -435,8 +441,8 @@ int main(int argc, char** argv) {
     if (p[0].revents & POLLIN) {
       struct signalfd_siginfo ss[16];
       while (::read(sfd, ss, sizeof ss) > 0) {}
-      reap_orphans();
     }
+    orphans = reap_orphans();
     if (!(p[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     std::uint32_t len = 0;
     if (!read_full(kReq, &len, sizeof len) || len > (64u << 20)) {  // closed, or not our protocol
