@@ -222,6 +222,15 @@ struct StartRecord {
   std::uint32_t first = 0, count = 0;
 };
 
+// A Reserve decision in compact form (PlannerConfig::compact_reserves):
+// `slots` slots held for `job` from `at` (no placement: nodes are chosen at
+// start).
+struct ReserveRecord {
+  JobId job = 0;
+  Time at = 0;
+  int slots = 0;
+};
+
 struct Plan {
   Time now = 0;
   std::vector<Decision> decisions;
@@ -236,6 +245,9 @@ struct Plan {
   // `decisions`. Empty for every other caller.
   std::vector<StartRecord> starts;
   std::vector<Placement> start_placements;
+  // The same for PlannerConfig::compact_reserves: the fast path's Reserve
+  // decisions, in the order made. Empty for every other caller.
+  std::vector<ReserveRecord> reserves;
 };
 
 // What the ordering and policy stages of a pass hand to the planner.

@@ -15,7 +15,7 @@ void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
     // zero-filled a whole temporary with `rep stos` every pass (~1.5 % of a
     // CTC easy replay). The size check fails when Plan changes, so a new
     // member is reset here too.
-    static_assert(sizeof(Plan) == sizeof(Time) + 5 * sizeof(std::vector<int>),
+    static_assert(sizeof(Plan) == sizeof(Time) + 6 * sizeof(std::vector<int>),
                   "corral::Plan changed: reset the new member here");
     plan.now = 0;
     plan.decisions.clear();
@@ -23,6 +23,7 @@ void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
     plan.monitor.clear();
     plan.starts.clear();
     plan.start_placements.clear();
+    plan.reserves.clear();
   }
   plan.now = snap.now;
   // The planner's scratch PassState, reset to defaults (so a field added to

@@ -1601,7 +1601,11 @@ struct Planner::Impl {
     return {};
   }
   // A reservation of the cores-only path (no placement: nodes are chosen at start).
-  static void f_reserve(Plan& plan, const Job& j, Time at, int slots) {
+  void f_reserve(Plan& plan, const Job& j, Time at, int slots) const {
+    if (cfg->compact_reserves) {  // PlannerConfig::compact_reserves
+      plan.reserves.push_back({j.id, at, slots});
+      return;
+    }
     // Not emplace_back(), with or without arguments: value-initialization
     // (and parenthesized aggregate initialization too, GCC 12) zero-fills
     // the whole Decision first with `rep stos`, few instructions but slow
@@ -1926,9 +1930,10 @@ struct Planner::Impl {
         }
       if (!found) return false;
     }
-    const std::size_t first = plan.decisions.size();
+    const std::size_t first = plan.decisions.size(), first_res = plan.reserves.size();
     auto fail = [&]() {
       plan.decisions.resize(first);
+      plan.reserves.resize(first_res);
       cc_next.clear();
       return false;
     };

@@ -101,6 +101,10 @@ struct PlannerConfig {
   // Plan::start_placements (model.hpp) instead of Start decisions; the
   // caller must read them (the simulator). The general path is unchanged.
   bool compact_starts = false;
+  // true: the fast path's Reserve decisions come as Plan::reserves instead
+  // (the simulator, which does not read them; conservative makes one for
+  // every waiting job every pass).
+  bool compact_reserves = false;
   // --- hook added by the pba part (PBA placeholder slots) ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so

@@ -172,7 +172,8 @@ class Simulator {
     // There too, starts come as compact records (model.hpp Plan::starts):
     // no Decision and no placement vector per start. Not for a caller's
     // pass function (it may read Start decisions).
-    if (cfg_.planner.node_ranges && !opt_.scheduler) cfg_.planner.compact_starts = true;
+    // Reservations too (Plan::reserves): the replay does not read them.
+    if (cfg_.planner.node_ranges && !opt_.scheduler) cfg_.planner.compact_starts = cfg_.planner.compact_reserves = true;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&

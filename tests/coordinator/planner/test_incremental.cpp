@@ -387,12 +387,15 @@ std::size_t drive_slots_min(Backfill b, const std::string& order, std::uint64_t 
   return skippable;
 }
 
-// PlannerConfig::compact_starts: a Planner whose starts come as
-// Plan::starts, run through schedule() with one Plan kept across passes (as
-// the simulator), must make exactly the starts (in order, same slots and
-// placements) and the other decisions of a kept Planner giving Start
+// PlannerConfig::compact_starts (and on most seeds compact_reserves): a
+// Planner whose starts come as Plan::starts (reservations as Plan::reserves),
+// run through schedule() with one Plan kept across passes (as the
+// simulator), must make exactly the starts (in order, same slots and
+// placements), reservations and other decisions of a kept Planner giving
 // decisions; the world runs the compact plan. Returns the starts seen.
+std::size_t compact_reserves_seen = 0;
 std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
+  std::size_t& reserves = compact_reserves_seen;
   World w(seed, seed % 2 == 0 ? 100 : 12);
   w.track_running = w.track_log = seed % 2 == 0;
   w.defer_some = seed % 3 == 0;
@@ -403,6 +406,7 @@ std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
   sc.planner.node_ranges = seed % 4 != 1;
   PlannerConfig plain_cfg = sc.planner;
   sc.planner.compact_starts = true;
+  sc.planner.compact_reserves = seed % 3 != 2;
   Planner compact, plain;
   Plan kept;  // reused by schedule() every pass
   std::size_t starts = 0;
@@ -417,10 +421,24 @@ std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
     // The compact plan as Start decisions, in order, after the others.
     // (A pass of the general path gives Start decisions and no records.)
     Plan e;
-    std::string others, plain_others, plain_starts, compact_starts;
-    for (const Decision& d : kept.decisions) (d.action == Action::Start ? compact_starts : others) += describe(d) + "\n";
+    std::string others, plain_others, plain_starts, compact_starts, plain_res, compact_res;
+    for (const Decision& d : kept.decisions)
+      (d.action == Action::Start ? compact_starts : d.action == Action::Reserve ? compact_res : others) += describe(d) + "\n";
     REQUIRE((compact_starts.empty() || kept.starts.empty()));
-    for (const Decision& d : p.decisions) (d.action == Action::Start ? plain_starts : plain_others) += describe(d) + "\n";
+    REQUIRE((compact_res.empty() || kept.reserves.empty()));
+    if (!sc.planner.compact_reserves) REQUIRE(kept.reserves.empty());
+    for (const ReserveRecord& r : kept.reserves) {  // as the Reserve decision it stands for
+      Decision d;
+      d.action = Action::Reserve;
+      d.job = r.job;
+      d.at = r.at;
+      d.slots = r.slots;
+      compact_res += describe(d) + "\n";
+    }
+    for (const Decision& d : p.decisions)
+      (d.action == Action::Start ? plain_starts : d.action == Action::Reserve ? plain_res : plain_others) += describe(d) + "\n";
+    REQUIRE(compact_res == plain_res);
+    reserves += kept.reserves.size();
     e.decisions = kept.decisions;
     for (const StartRecord& r : kept.starts) {
       REQUIRE(std::size_t{r.first} + r.count <= kept.start_placements.size());
@@ -448,7 +466,7 @@ std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
 
 }  // namespace
 
-TEST_CASE("incremental planner: PlannerConfig::compact_starts makes the starts of Start decisions", "[planner][incremental]") {
+TEST_CASE("incremental planner: PlannerConfig::compact_starts and compact_reserves make the Start and Reserve decisions", "[planner][incremental]") {
   // Single- and multi-core nodes (World picks), with and without node
   // ranges; some passes fall back to the general path (odd jobs), whose
   // starts stay decisions.
@@ -456,6 +474,7 @@ TEST_CASE("incremental planner: PlannerConfig::compact_starts makes the starts o
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 12; ++seed) starts += drive_compact(b, seed * 5381 + static_cast<int>(b), 400);
   CHECK(starts > 5000);
+  CHECK(compact_reserves_seen > 5000);
 }
 
 TEST_CASE("incremental planner: Snapshot::pending_slots_min passes over jobs as the full scan", "[planner][incremental]") {
