@@ -1257,6 +1257,10 @@ struct Planner::Impl {
     bool holds;
   };
   std::vector<Change> f_removed, f_added;        // net changes of the last diff
+  // Whether the diff lists them: only conservative's reuse reads them (an
+  // easy or fcfs pass also leaves cc_valid false, so no later pass reads a
+  // list it did not make).
+  bool f_track = true;
 
   // This pass's starts (records in fu_prov) and their release events.
   std::size_t fu_prov_n = 0;                              // starts in fu_prov
@@ -1438,7 +1442,7 @@ struct Planner::Impl {
       r.end = rj.expected_end;
       r.backfilled = rj.backfilled;
       f_apply_end(r, +1);  // its nodes are taken already
-      f_added.push_back({r.id, r.end, r.on_up, r.holds});
+      if (f_track) f_added.push_back({r.id, r.end, r.on_up, r.holds});
       return true;
     }
     return false;
@@ -1502,13 +1506,13 @@ struct Planner::Impl {
       }
       if (r.holds && r.empty_pl()) ++fr_bad;
       f_apply(r, +1);
-      f_added.push_back({r.id, r.end, r.on_up, r.holds});
+      if (f_track) f_added.push_back({r.id, r.end, r.on_up, r.holds});
     }
     for (std::size_t m = 0; m < pooled; ++m) {
       const RunRec& r = fd_pool[m];
       f_apply(r, -1);
       if (r.holds && r.empty_pl()) --fr_bad;
-      f_removed.push_back({r.id, r.end, r.on_up, r.holds});
+      if (f_track) f_removed.push_back({r.id, r.end, r.on_up, r.holds});
     }
     fr.resize(nr);
     // An entry whose flags changed but not its release shows up as removed
@@ -1656,6 +1660,7 @@ struct Planner::Impl {
     }
     // Snapshot::running_version: the same nonzero value promises an unchanged
     // running set, so the entry-by-entry diff is skipped (nothing changed).
+    f_track = pol == Backfill::Conservative;
     if (s.running_version != 0 && s.running_version == fr_version && fr.size() == s.running.size()) {
       f_removed.clear();
       f_added.clear();
