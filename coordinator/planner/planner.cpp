@@ -1818,6 +1818,21 @@ struct Planner::Impl {
           at_now = v;
         }
         Time t = now;
+        if (fu_ends.empty() && v < smin) {
+          // No start this pass (most passes that reach here): the running
+          // ends alone, one at a time until enough cores are free, then
+          // the rest of that instant (the merge below, without its second
+          // list). Ends at kForever never free anything.
+          const FEnd* e = f_ends.data();
+          const std::size_t ne = f_ends.size();
+          while (v < smin && a < ne && e[a].first < kForever) {
+            t = e[a].first;
+            v += e[a++].second;
+          }
+          if (v < smin) t = kForever;
+          else
+            while (a < ne && e[a].first == t) v += e[a++].second;
+        }
         while (v < smin) {
           const Time ta = a < f_ends.size() ? f_ends[a].first : kForever;
           const Time tb = b < fu_ends.size() ? fu_ends[b].first : kForever;
