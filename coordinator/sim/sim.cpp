@@ -180,7 +180,7 @@ class Simulator {
                    !runs_selective_preemption(cfg_) &&
                    !cfg_.planner.monitor && !opt_.scheduler;
     fen_n_ = static_cast<std::size_t>(total_) + 2;
-    fen_.assign(fen_n_ + 1, 0);  // + the sink entry fen_[fen_n_]
+    fen_.assign(fen_n_, 0);
     fen_steps_ = std::bit_width(fen_n_);
     recs_.resize(n_);
     run_pos_.assign(n_, -1);
@@ -286,7 +286,7 @@ class Simulator {
   Time now_ = 0;
   std::size_t suspended_ = 0;
   std::vector<std::int32_t> fen_;  // Fenwick tree: pending jobs by slots (1..total_+1)
-  std::size_t fen_n_ = 0;          // entries 0 .. fen_n_ - 1 (fen_[0] stays 0); fen_[fen_n_]: sink
+  std::size_t fen_n_ = 0;          // entries 0 .. fen_n_ - 1 (fen_[0] stays 0)
   int fen_steps_ = 0;              // bit_width(fen_n_): the most steps of a walk
   bool only_starts_ = false;       // the configured pass can only start jobs
   Planner planner_;  // scratch buffers reused across passes
@@ -481,16 +481,15 @@ class Simulator {
     snap_.running_touched.push_back(static_cast<std::uint32_t>(pos));
   }
 
-  // Both walks take a fixed number of steps (no data-dependent loop exit:
-  // its misprediction cost more than the extra steps): an update past the
-  // end lands in the sink, a sum past index 0 adds fen_[0] = 0.
   void fen_add(int slots, int d) {
     std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 1, total_ + 1));
-    for (int k = 0; k < fen_steps_; ++k) {
-      fen_[i < fen_n_ ? i : fen_n_] += d;
-      i += i & (~i + 1);
-    }
+    for (; i < fen_n_; i += i & (~i + 1)) fen_[i] += d;
   }
+  // The sum takes a fixed number of steps (no data-dependent loop exit: its
+  // misprediction cost more than the extra steps); past index 0 it adds
+  // fen_[0] = 0.
+  // (An update's fixed steps past the end would add to one sink entry in a
+  // chain of dependent stores: its loop keeps its exit.)
   std::int32_t fen_count_upto(std::int64_t slots) const {  // pending jobs with slots_min <= slots
     std::int32_t c = 0;
     std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 0, total_ + 1));
