@@ -138,6 +138,7 @@ class Simulator {
     }
     node_used_.assign(static_cast<std::size_t>(nodes), 0);
     busy_.assign((static_cast<std::size_t>(nodes) + 63) / 64, 0);
+    bits_ = cpn_ == 1;
     // The trace's run times are exact: no SGE duration offset; the planner
     // knows what a restart costs.
     cfg_.planner.duration_offset = 0;
@@ -644,8 +645,12 @@ class Simulator {
   // Single-core nodes (cpn_ == 1) hold 0 or 1 slot each, so the nodes in use
   // are a bitset (busy_) and a range is checked, taken and released a word
   // at a time: the per-node loops mispredicted their exits (~0.6 M branches
-  // of a CTC replay). Other machines count slots per node (node_used_).
+  // of a CTC replay). Other machines count slots per node (node_used_), and
+  // so does a single-core one from the first start whose placement lists a
+  // node twice (only a caller's pass function makes one; a count of 2 is
+  // then possible, which the bitset cannot hold).
   std::vector<std::uint64_t> busy_;
+  bool bits_ = false;  // busy_ holds the nodes in use (else node_used_)
   // f(word, mask) for the bits of nodes lo .. end - 1, one word at a time.
   template <class F>
   static bool all_words(std::size_t lo, std::size_t end, F&& f) {
@@ -657,11 +662,15 @@ class Simulator {
     }
     return true;
   }
+  void to_counts() {
+    for (std::size_t n = 0; n < node_used_.size(); ++n) node_used_[n] = static_cast<int>((busy_[n / 64] >> (n % 64)) & 1);
+    bits_ = false;
+  }
   void release(int slots, std::span<const Placement> place) {
     used_ -= slots;
     for (const Placement& p : place) {
       const std::size_t end = std::min<std::size_t>(node_used_.size(), std::size_t{p.node} + p.count);
-      if (cpn_ == 1) {
+      if (bits_) {
         if (p.slots != 0)  // taken with 1 slot a node (can_take)
           all_words(p.node, end, [&](std::size_t w, std::uint64_t m) { return (busy_[w] &= ~m), true; });
         continue;
@@ -673,7 +682,7 @@ class Simulator {
     if (used_ + slots > total_) return false;
     for (const Placement& p : place) {
       if (std::size_t{p.node} + p.count > node_used_.size()) return false;
-      if (cpn_ == 1) {
+      if (bits_) {  // every count is 0 or 1
         if (p.slots == 0) continue;
         if (p.slots > 1) return false;
         if (!all_words(p.node, std::size_t{p.node} + p.count,
@@ -689,12 +698,26 @@ class Simulator {
   void take(int slots, std::span<const Placement> place) {
     used_ += slots;
     for (const Placement& p : place) {
-      if (cpn_ == 1) {
-        if (p.slots != 0)
-          all_words(p.node, std::size_t{p.node} + p.count, [&](std::size_t w, std::uint64_t m) { return (busy_[w] |= m), true; });
-        continue;
+      std::size_t n = p.node;
+      const std::size_t end = std::size_t{p.node} + p.count;
+      if (bits_) {
+        if (p.slots == 0) continue;
+        while (n < end) {
+          const std::size_t b = n % 64, len = std::min<std::size_t>(64 - b, end - n);
+          const std::uint64_t m = (len == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << len) - 1) << b;
+          // can_take checked each entry alone: a node in use here is
+          // listed twice in this start. Counted from here on (this entry's
+          // rest below).
+          if ((busy_[n / 64] & m) != 0) {
+            to_counts();
+            break;
+          }
+          busy_[n / 64] |= m;
+          n += len;
+        }
+        if (bits_) continue;
       }
-      for (std::size_t n = p.node; n < std::size_t{p.node} + p.count; ++n) node_used_[n] += static_cast<int>(p.slots);
+      for (; n < end; ++n) node_used_[n] += static_cast<int>(p.slots);
     }
   }
 
