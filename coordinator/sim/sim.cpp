@@ -11,6 +11,7 @@
 #include <set>
 #include <span>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 
 #include "coordinator/nci/ledger.hpp"
@@ -24,6 +25,17 @@ enum class St : std::uint8_t { Future, Pending, Running, Checkpointing, Suspende
 
 // Per-job simulator state; the index in the trace is the job's internal id - 1
 // (trace ids are only used for output, so duplicate ids in a trace are harmless).
+// What every event and pass reads is a small record of its own (Hot, 8 bytes,
+// 8 jobs a cache line); the rest (Rec, ~110 bytes) is read only when a job
+// starts, stops or is summarized: an end's stale-event check and state test
+// read Rec before, a cache miss per end on a 120-byte record.
+struct Hot {
+  std::uint32_t gen = 0;    // bumps invalidate queued events
+  St st = St::Future;
+  bool starting = false;    // selected by this pass's Start decisions
+  bool odd = false;         // pending and not planner.hpp cores_only_job() (counted in odd_pending_)
+};
+static_assert(sizeof(Hot) == 8);
 struct Rec {
   Time first_start = -1, end = -1;
   Time seg_start = 0;       // start of the current run segment
@@ -34,13 +46,17 @@ struct Rec {
   Time work_done = 0;       // seconds of the run saved by checkpoints
   Time plan_est = 0;        // planning estimate (prediction or requested)
   int checkpoints = 0, requeues = 0;
-  std::uint32_t gen = 0;    // bumps invalidate queued events
-  St st = St::Future;
-  bool starting = false;    // selected by this pass's Start decisions
-  bool odd = false;         // pending and not planner.hpp cores_only_job() (counted in odd_pending_)
-  int start_slots = 0;
-  bool start_backfilled = false;
-  std::vector<Placement> start_place;
+};
+// Trivially destructible: no walk over every job's record when the replay ends.
+static_assert(std::is_trivially_destructible_v<Rec> && sizeof(Rec) == 80);
+
+// A start this pass accepted (Hot::starting), until the job leaves pending:
+// kept per pass, not per job (Rec stays small and trivially destructible).
+struct StartNote {
+  std::size_t idx = 0;
+  int slots = 0;
+  bool backfilled = false;
+  std::vector<Placement> place;
 };
 
 // Members of an aggregate (counted by brace-initializing it from placeholders):
@@ -184,6 +200,7 @@ class Simulator {
     fen_.assign(fen_n_, 0);
     fen_steps_ = std::bit_width(fen_n_);
     recs_.resize(n_);
+    hot_.resize(n_);
     run_pos_.assign(n_, -1);
     // Pending kept unordered (a job that leaves is replaced by the last one:
     // one Job moved, not every job behind it), its FIFO order given in
@@ -223,10 +240,10 @@ class Simulator {
       while (!heap_.empty() && heap_.top().t == now_) {
         Ev e = heap_.top();
         heap_.pop();
-        Rec& r = recs_[e.idx];
-        if (e.gen != r.gen) continue;
-        if (r.st == St::Running) finish(e.idx);
-        else if (r.st == St::Checkpointing) end_checkpoint(e.idx);
+        const Hot& h = hot_[e.idx];
+        if (e.gen != h.gen) continue;
+        if (h.st == St::Running) finish(e.idx);
+        else if (h.st == St::Checkpointing) end_checkpoint(e.idx);
       }
       // 2. arrivals
       while (next < n_ && tr_.jobs[next].submit == now_) arrive(next++);
@@ -262,6 +279,7 @@ class Simulator {
   std::vector<int> node_used_;
   Snapshot snap_;
   std::vector<Rec> recs_;
+  std::vector<Hot> hot_;  // parallel to recs_
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
   MinHeap heap_;       // completions / checkpoint ends
   MinHeap extend_;     // predicted expected ends to check (EASY++ extension)
@@ -295,6 +313,21 @@ class Simulator {
   SimResult res_;
   std::vector<std::uint32_t> upd_of_;  // scratch: update index per job (apply_updates)
   std::vector<std::size_t> leaving_, leave_pos_;  // scratch (pass): jobs leaving pending, their positions
+  std::vector<StartNote> notes_;  // this pass's accepted starts (entries past notes_n_ kept for reuse)
+  std::size_t notes_n_ = 0;
+  StartNote& new_note(std::size_t idx) {
+    if (notes_n_ == notes_.size()) notes_.emplace_back();
+    StartNote& n = notes_[notes_n_++];
+    n.idx = idx;
+    return n;
+  }
+  std::size_t note_at_ = 0;  // where note_of() looks first (both compactions ask in idx order)
+  // The note of job idx (one per starting job; notes_ sorted by idx in pass()).
+  StartNote& note_of(std::size_t idx) {
+    if (note_at_ < notes_n_ && notes_[note_at_].idx == idx) return notes_[note_at_++];
+    StartNote* const b = notes_.data();
+    return *std::lower_bound(b, b + notes_n_, idx, [](const StartNote& a, std::size_t i) { return a.idx < i; });
+  }
   std::vector<std::vector<Placement>> place_pool_;  // compact_starts: placement buffers of finished jobs
   bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
   // Pending jobs that are not cores_only_job(); at 0 the snapshot promises
@@ -304,8 +337,8 @@ class Simulator {
   bool cores_only_ok_ = true;
   void set_odd(std::size_t idx, const Job& j) {  // job idx is pending as j
     const bool odd = !cores_only_job(j);
-    if (odd != recs_[idx].odd) {
-      recs_[idx].odd = odd;
+    if (odd != hot_[idx].odd) {
+      hot_[idx].odd = odd;
       if (odd) ++odd_pending_;
       else --odd_pending_;
     }
@@ -322,8 +355,8 @@ class Simulator {
     snap_.pending_min_duration[pos] = duration_floor(j);
   }
   void clear_odd(std::size_t idx) {  // job idx leaves pending
-    if (!recs_[idx].odd) return;
-    recs_[idx].odd = false;
+    if (!hot_[idx].odd) return;
+    hot_[idx].odd = false;
     --odd_pending_;
     snap_.pending_cores_only = cores_only_ok_ && odd_pending_ == 0;
   }
@@ -459,7 +492,7 @@ class Simulator {
       if (run_pos_[idx] >= 0) {
         pba::apply_update(snap_.running[static_cast<std::size_t>(run_pos_[idx])].job, ups[k]);
         touch_running(run_pos_[idx]);
-      } else if (recs_[idx].st == St::Pending) {
+      } else if (hot_[idx].st == St::Pending) {
         upd_of_[idx] = static_cast<std::uint32_t>(k);
         any_pending = true;
       }
@@ -506,7 +539,7 @@ class Simulator {
   }
 
   void drop_stale() {
-    while (!heap_.empty() && heap_.top().gen != recs_[heap_.top().idx].gen) heap_.pop();
+    while (!heap_.empty() && heap_.top().gen != hot_[heap_.top().idx].gen) heap_.pop();
   }
 
   Time predict(const SwfJob& s) const {
@@ -521,6 +554,7 @@ class Simulator {
   void arrive(std::size_t idx) {
     const SwfJob& s = tr_.jobs[idx];
     Rec& r = recs_[idx];
+    Hot& h = hot_[idx];
     Job& j = snap_.pending.emplace_back();  // arrivals come in submit, id order; built in place
     j.id = jid(idx);
     if (s.user >= 0) j.user = name_of(user_names_, s.user);
@@ -547,7 +581,7 @@ class Simulator {
     if (runs_selective_preemption(cfg_) && cfg_.preempt.aged_preempt)
       if (Time a = aging_of(j, cfg_.order, total_); a > 0) wake_.push(s.submit + a);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
-    r.st = St::Pending;
+    h.st = St::Pending;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
     set_odd(idx, j);
@@ -576,6 +610,7 @@ class Simulator {
 
   void add_running(std::size_t idx, Job&& j, int slots, std::vector<Placement> place, bool backfilled) {
     Rec& r = recs_[idx];
+    Hot& h = hot_[idx];
     const SwfJob& s = tr_.jobs[idx];
     if (ProjAcc* a = acc(idx)) {
       if (r.first_start < 0 && within_[idx]) a->pend_within -= j.slots_min;
@@ -587,9 +622,9 @@ class Simulator {
     r.seg_overhead = r.work_done > 0 ? opt_.restart_cost : 0;
     res_.restart_cost_total += r.seg_overhead * slots;
     r.actual_end = now_ + r.seg_overhead + (s.run - r.work_done);
-    r.st = St::Running;
-    ++r.gen;
-    heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), r.gen});
+    h.st = St::Running;
+    ++h.gen;
+    heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), h.gen});
     run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
     RunningJob& rj = snap_.running.emplace_back();  // built in place: the job moves once
     rj.start = now_;
@@ -602,7 +637,7 @@ class Simulator {
     }
     Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
     rj.expected_end = now_ + r.seg_overhead + left_est;
-    if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
+    if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), h.gen});
     shift_job(rj.job, j);  // member-wise (j is a pending entry the compaction overwrites)
     touch_running(run_pos_[idx]);
   }
@@ -728,6 +763,7 @@ class Simulator {
 
   void finish(std::size_t idx) {
     Rec& r = recs_[idx];
+    Hot& h = hot_[idx];
     {
       // As take_running(), but read in place: the entry is not moved out.
       const RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
@@ -738,8 +774,8 @@ class Simulator {
       erase_running(idx);
     }
     r.end = now_;
-    r.st = St::Done;
-    ++r.gen;
+    h.st = St::Done;
+    ++h.gen;
     if (!opt_.predict && !opt_.repredict) return;  // the trace job is not read (a cache miss an end)
     const SwfJob& s = tr_.jobs[idx];
     if (s.user >= 0) {  // EASY++ history: the user's last two run times (read by predict() only)
@@ -773,8 +809,9 @@ class Simulator {
   // Puts a stopped job back in the pending queue at its submit-order place.
   void requeue(std::size_t idx, Job&& j) {
     Rec& r = recs_[idx];
-    r.st = St::Pending;
-    ++r.gen;
+    Hot& h = hot_[idx];
+    h.st = St::Pending;
+    ++h.gen;
     j.work_done = r.work_done;
     fen_add(j.slots_min, +1);
     count_pending(idx, +1);
@@ -796,7 +833,8 @@ class Simulator {
 
   bool do_checkpoint(std::size_t idx) {
     Rec& r = recs_[idx];
-    if (r.st != St::Running || r.checkpoints >= 1000) return false;  // bound pathological loops
+    Hot& h = hot_[idx];
+    if (h.st != St::Running || r.checkpoints >= 1000) return false;  // bound pathological loops
     const SwfJob& s = tr_.jobs[idx];
     Time work = std::max<Time>(0, now_ - r.seg_start - r.seg_overhead);
     r.work_done = std::min(s.run - 1, r.work_done + work);  // a checkpoint never completes the job
@@ -807,14 +845,14 @@ class Simulator {
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     ++r.requeues;
     res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
-    ++r.gen;
+    ++h.gen;
     if (opt_.checkpoint_cost > 0) {
       // It holds its resources while the checkpoint is written.
-      r.st = St::Checkpointing;
+      h.st = St::Checkpointing;
       rj.stopping = true;  // PBA must not pick it as a victim: it is leaving already
       rj.expected_end = now_ + opt_.checkpoint_cost;
       rj.backfilled = false;  // its cores come back when the checkpoint is written
-      heap_.push({rj.expected_end, static_cast<std::uint32_t>(idx), r.gen});
+      heap_.push({rj.expected_end, static_cast<std::uint32_t>(idx), h.gen});
     } else {
       end_checkpoint(idx);
     }
@@ -823,10 +861,11 @@ class Simulator {
 
   bool do_requeue(std::size_t idx, bool by_pba = false) {
     Rec& r = recs_[idx];
-    if (r.st != St::Running && r.st != St::Suspended) return false;
-    if (r.st == St::Suspended) --suspended_;
+    Hot& h = hot_[idx];
+    if (h.st != St::Running && h.st != St::Suspended) return false;
+    if (h.st == St::Suspended) --suspended_;
     RunningJob rj = take_running(idx);
-    if (r.st == St::Running) segment(idx, rj, now_, false);
+    if (h.st == St::Running) segment(idx, rj, now_, false);
     ++r.requeues;
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     if (by_pba) pba::on_pba_preemption(rj.job);  // the count PBA's requeue bound reads
@@ -837,7 +876,8 @@ class Simulator {
 
   bool do_suspend(std::size_t idx, bool by_pba = false) {
     Rec& r = recs_[idx];
-    if (r.st != St::Running) return false;
+    Hot& h = hot_[idx];
+    if (h.st != St::Running) return false;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     touch_running(run_pos_[idx]);
     if (by_pba) pba::on_pba_preemption(rj.job);
@@ -845,8 +885,8 @@ class Simulator {
     charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
     r.suspended_at = now_;
-    r.st = St::Suspended;
-    ++r.gen;
+    h.st = St::Suspended;
+    ++h.gen;
     rj.suspended = true;
     rj.suspended_since = now_;
     ++suspended_;
@@ -857,7 +897,8 @@ class Simulator {
 
   void do_resume(std::size_t idx) {
     Rec& r = recs_[idx];
-    if (r.st != St::Suspended) return;
+    Hot& h = hot_[idx];
+    if (h.st != St::Suspended) return;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     touch_running(run_pos_[idx]);
     if (!can_take(rj.slots, rj.placement)) {
@@ -874,9 +915,9 @@ class Simulator {
     r.seg_start = now_;
     r.seg_overhead = 0;
     r.actual_end = now_ + r.remaining;
-    r.st = St::Running;
-    ++r.gen;
-    heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), r.gen});
+    h.st = St::Running;
+    ++h.gen;
+    heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), h.gen});
   }
 
   // EASY++: a job that outlives its prediction gets its expected end moved
@@ -886,7 +927,8 @@ class Simulator {
       Ev e = extend_.top();
       extend_.pop();
       Rec& r = recs_[e.idx];
-      if (e.gen != r.gen || r.st != St::Running) continue;
+      Hot& h = hot_[e.idx];
+      if (e.gen != h.gen || h.st != St::Running) continue;
       RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[e.idx])];
       touch_running(run_pos_[e.idx]);
       Time req_left = std::max<Time>(1, tr_.jobs[e.idx].estimate - r.work_done);
@@ -906,6 +948,7 @@ class Simulator {
     Plan& plan = plan_;
     ++res_.passes;
     bool any_start = false;
+    notes_n_ = 0;
     auto index_of = [&](JobId id) -> std::size_t {
       return (id >= 1 && id <= n_) ? static_cast<std::size_t>(id - 1) : n_;
     };
@@ -942,34 +985,35 @@ class Simulator {
     for (Decision& d : plan.decisions) {
       std::size_t idx = index_of(d.job);
       if (idx == n_) continue;
-      Rec& r = recs_[idx];
+      Hot& h = hot_[idx];
       switch (d.action) {
         case Action::Resume: do_resume(idx); break;
         case Action::Start: {
-          if (r.st != St::Pending || r.starting) break;
+          if (h.st != St::Pending || h.starting) break;
           int slots = d.slots > 0 ? d.slots : tr_.jobs[idx].procs;
           if (!can_take(slots, d.placement)) {  // e.g. a checkpoint still being written
             ++res_.deferred_starts;
             break;
           }
           take(slots, d.placement);
-          r.starting = true;
-          r.start_slots = slots;
-          r.start_place = std::move(d.placement);  // the plan is ours: no copy
-          r.start_backfilled = d.backfilled;
+          h.starting = true;
+          StartNote& sn = new_note(idx);
+          sn.slots = slots;
+          sn.place = std::move(d.placement);  // the plan is ours: no copy
+          sn.backfilled = d.backfilled;
           any_start = true;
           leaving_.push_back(idx);
           break;
         }
         case Action::Reject:
-          if (r.st == St::Pending) {
-            r.st = St::Rejected;
+          if (h.st == St::Pending) {
+            h.st = St::Rejected;
             any_start = true;  // removed from pending below
             leaving_.push_back(idx);
           }
           break;
         case Action::Demote:
-          if (r.st == St::Pending)
+          if (h.st == St::Pending)
             for (Job& j : snap_.pending)
               if (j.id == d.job) {
                 j.queue = d.queue;
@@ -985,8 +1029,8 @@ class Simulator {
     for (const StartRecord& sr : plan.starts) {
       const std::size_t idx = index_of(sr.job);
       if (idx == n_) continue;
-      Rec& r = recs_[idx];
-      if (r.st != St::Pending || r.starting) continue;
+      Hot& h = hot_[idx];
+      if (h.st != St::Pending || h.starting) continue;
       const int slots = sr.slots > 0 ? sr.slots : tr_.jobs[idx].procs;
       const std::span<const Placement> place(plan.start_placements.data() + sr.first, sr.count);
       if (!can_take(slots, place)) {
@@ -994,19 +1038,26 @@ class Simulator {
         continue;
       }
       take(slots, place);
-      r.starting = true;
-      r.start_slots = slots;
+      h.starting = true;
+      StartNote& sn = new_note(idx);
+      sn.slots = slots;
       // A placement buffer of a finished job (no allocation per start).
       if (!place_pool_.empty()) {
-        r.start_place = std::move(place_pool_.back());
+        sn.place = std::move(place_pool_.back());
         place_pool_.pop_back();
       }
-      r.start_place.assign(place.begin(), place.end());
-      r.start_backfilled = false;
+      sn.place.assign(place.begin(), place.end());
+      sn.backfilled = false;
       any_start = true;
       leaving_.push_back(idx);
     }
     if (!any_start) return;
+    {
+      const auto by_idx = [](const StartNote& a, const StartNote& b) { return a.idx < b.idx; };
+      const auto e = notes_.begin() + static_cast<std::ptrdiff_t>(notes_n_);
+      if (!std::is_sorted(notes_.begin(), e, by_idx)) std::sort(notes_.begin(), e, by_idx);  // FIFO starts come sorted
+      note_at_ = 0;
+    }
     if (swap_pending_) {
       leave_swapped();
       return;
@@ -1052,14 +1103,16 @@ class Simulator {
   // queue's books; false: it stays pending. Both compactions use it.
   bool leave(std::size_t idx, Job& job) {
     Rec& r = recs_[idx];
-    if (!r.starting && r.st != St::Rejected) return false;
+    Hot& h = hot_[idx];
+    if (!h.starting && h.st != St::Rejected) return false;
     clear_odd(idx);
     fen_add(job.slots_min, -1);
     count_pending(idx, -1);
-    if (r.starting) {
-      r.starting = false;
-      add_running(idx, std::move(job), r.start_slots, std::move(r.start_place), r.start_backfilled);
-      r.start_place.clear();
+    if (h.starting) {
+      h.starting = false;
+      StartNote& sn = note_of(idx);
+      add_running(idx, std::move(job), sn.slots, std::move(sn.place), sn.backfilled);
+      sn.place.clear();
     } else {
       ++res_.rejected;
       if (ProjAcc* a = acc(idx); a && within_[idx] && r.first_start < 0) a->pend_within -= job.slots_min;
@@ -1119,10 +1172,11 @@ class Simulator {
     for (std::size_t i = 0; i < n_; ++i) {
       const SwfJob& j = tr_.jobs[i];
       const Rec& r = recs_[i];
+      const Hot& h = hot_[i];
       JobResult& o = s.per_job[i];
       o = {j.id, j.submit, j.run, j.estimate, j.procs, r.first_start, r.end, r.checkpoints, r.requeues,
-           r.st == St::Rejected};
-      if (r.st == St::Pending) ++s.unstarted;
+           h.st == St::Rejected};
+      if (h.st == St::Pending) ++s.unstarted;
       if (r.first_start >= 0) {
         Time w = r.first_start - j.submit;
         wsum += static_cast<double>(w);
@@ -1159,7 +1213,7 @@ class Simulator {
       res_.start_window = cfg_.nci.window_wait;
       res_.window_bound = window_bound(cfg_.nci);
       for (std::size_t i = 0; i < n_; ++i)  // still suspended at the end
-        if (recs_[i].st == St::Suspended) res_.max_suspension = std::max(res_.max_suspension, now_ - recs_[i].suspended_at);
+        if (hot_[i].st == St::Suspended) res_.max_suspension = std::max(res_.max_suspension, now_ - recs_[i].suspended_at);
       // Jobs that fit beside every project's allocation at once: PBA may
       // hand the allocated slots back to the projects within its threshold,
       // so only these have room that no allocation can claim.
@@ -1171,7 +1225,7 @@ class Simulator {
       }
       res_.window_narrow_procs = std::max<std::int64_t>(0, total_ - peak_alloc);
       for (std::size_t i = 0; i < n_; ++i) {
-        if (recs_[i].st == St::Rejected) continue;
+        if (hot_[i].st == St::Rejected) continue;
         const Time w = (recs_[i].first_start >= 0 ? recs_[i].first_start : t1) - tr_.jobs[i].submit;
         if (w > res_.window_bound) ++res_.jobs_past_window;
         res_.max_wait_past_window = std::max(res_.max_wait_past_window, w - res_.window_bound);
@@ -1187,7 +1241,8 @@ class Simulator {
       const std::size_t p = static_cast<std::size_t>(proj_[i]);
       ProjectResult& o = res_.projects[p];
       const Rec& r = recs_[i];
-      if (r.st == St::Rejected) continue;
+      const Hot& h = hot_[i];
+      if (h.st == St::Rejected) continue;
       ++o.jobs;
       const Time w = (r.first_start >= 0 ? r.first_start : t1) - tr_.jobs[i].submit;
       wsum[p] += static_cast<double>(w);
