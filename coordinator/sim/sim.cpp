@@ -191,6 +191,12 @@ class Simulator {
     // pass function (it may read Start decisions).
     // Reservations too (Plan::reserves): the replay does not read them.
     if (cfg_.planner.node_ranges && !opt_.scheduler) cfg_.planner.compact_starts = cfg_.planner.compact_reserves = true;
+    // There every start comes from the planner's fast path, which places it
+    // on nodes free in its own occupancy (kept from `running`, the same
+    // placements the simulator would count): the simulator keeps the core
+    // count only, not a second occupancy per node (one node walk less per
+    // start and end). A caller's pass function is checked node by node.
+    planner_nodes_ = cfg_.planner.compact_starts && !opt_.scheduler;
     // With no allocation policy and no checkpointing, a pass can only start
     // jobs into free cores: when no pending job fits in them it is a no-op.
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
@@ -686,6 +692,7 @@ class Simulator {
   // then possible, which the bitset cannot hold).
   std::vector<std::uint64_t> busy_;
   bool bits_ = false;  // busy_ holds the nodes in use (else node_used_)
+  bool planner_nodes_ = false;  // nodes in use are the planner's to keep (constructor): used_ only
   // f(word, mask) for the bits of nodes lo .. end - 1, one word at a time.
   template <class F>
   static bool all_words(std::size_t lo, std::size_t end, F&& f) {
@@ -703,6 +710,7 @@ class Simulator {
   }
   void release(int slots, std::span<const Placement> place) {
     used_ -= slots;
+    if (planner_nodes_) return;
     for (const Placement& p : place) {
       const std::size_t end = std::min<std::size_t>(node_used_.size(), std::size_t{p.node} + p.count);
       if (bits_) {
@@ -715,6 +723,7 @@ class Simulator {
   }
   bool can_take(int slots, std::span<const Placement> place) const {
     if (used_ + slots > total_) return false;
+    if (planner_nodes_) return true;
     for (const Placement& p : place) {
       if (std::size_t{p.node} + p.count > node_used_.size()) return false;
       if (bits_) {  // every count is 0 or 1
@@ -732,6 +741,7 @@ class Simulator {
   }
   void take(int slots, std::span<const Placement> place) {
     used_ += slots;
+    if (planner_nodes_) return;
     for (const Placement& p : place) {
       std::size_t n = p.node;
       const std::size_t end = std::size_t{p.node} + p.count;

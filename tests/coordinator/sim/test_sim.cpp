@@ -510,6 +510,66 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
   }
 }
 
+TEST_CASE("sim: the planner's own starts, nodes not counted by the simulator, replay as checked starts", "[sim]") {
+  // With its own fast-path passes the simulator leaves the nodes in use to
+  // the planner (it keeps the core count only); a caller's pass function is
+  // still checked node by node. The same planner through a pass function
+  // (compact records, a kept Plan) must replay alike with no deferred start,
+  // and no start of any pass may land on a node the running jobs fill (the
+  // planner's promise the simulator relies on, counted here per node).
+  for (std::uint64_t seed = 9; seed <= 12; ++seed) {
+    const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 48, 300, 15, 500);
+    for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative}) {
+      SimOptions opt;
+      opt.sched.planner.backfill = b;
+      opt.record_segments = true;
+      if (seed % 2 == 0) {
+        opt.nodes = 12;
+        opt.cores = 4;
+      }
+      const SimResult own = simulate(tr, opt);
+      SimOptions checked = opt;
+      Planner kept;
+      Plan plan;
+      std::size_t over = 0, starts = 0;
+      checked.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
+        SchedConfig c = cfg;
+        c.planner.compact_starts = true;
+        schedule(s, c, sd, kept, plan);
+        std::vector<int> used(s.nodes.size(), 0);
+        auto add = [&](const Placement& p) {
+          for (std::uint32_t k = 0; k < p.count; ++k)
+            if (p.node + k < used.size()) used[p.node + k] += static_cast<int>(p.slots);
+        };
+        for (const RunningJob& rj : s.running)
+          if (!rj.suspended)
+            for (const Placement& p : rj.placement) add(p);
+        for (const StartRecord& sr : plan.starts)
+          for (std::uint32_t k = 0; k < sr.count; ++k) add(plan.start_placements[sr.first + k]);
+        for (std::size_t n = 0; n < used.size(); ++n)
+          if (used[n] > s.nodes[n].cores) ++over;
+        starts += plan.starts.size();
+        return plan;
+      };
+      const SimResult ref = simulate(tr, checked);
+      INFO("seed " << seed << " policy " << backfill_name(b));
+      CHECK(starts >= 300);
+      CHECK(over == 0);
+      CHECK(own.deferred_starts == 0);
+      CHECK(ref.deferred_starts == 0);
+      CHECK(own.finished == 300);
+      CHECK(starts_csv(own) == starts_csv(ref));
+      REQUIRE(own.segments.size() == ref.segments.size());
+      for (std::size_t k = 0; k < own.segments.size(); ++k) {
+        CHECK(own.segments[k].id == ref.segments[k].id);
+        CHECK(own.segments[k].start == ref.segments[k].start);
+        CHECK(own.segments[k].slots == ref.segments[k].slots);
+        CHECK(own.segments[k].placement.size() == ref.segments[k].placement.size());
+      }
+    }
+  }
+}
+
 TEST_CASE("sim: a pass's starts given in any order start each job with its own slots and nodes", "[sim][order]") {
   // An accepted start waits in a per-pass note (slots, placement) until the
   // job leaves pending; the notes are looked up by job in id order. A pass
