@@ -202,9 +202,9 @@ class Simulator {
     only_starts_ = !cfg_.pba.enabled && !cfg_.nci.enabled && cfg_.planner.backfill != Backfill::Checkpoint &&
                    !runs_selective_preemption(cfg_) &&
                    !cfg_.planner.monitor && !opt_.scheduler;
-    fen_n_ = static_cast<std::size_t>(total_) + 2;
-    fen_.assign(fen_n_, 0);
-    fen_steps_ = std::bit_width(fen_n_);
+    slots_n_.assign(static_cast<std::size_t>(total_) + 2, 0);
+    slots_nz_.assign((slots_n_.size() + 63) / 64, 0);
+    slots_lo_ = slots_n_.size();
     recs_.resize(n_);
     hot_.resize(n_);
     run_pos_.assign(n_, -1);
@@ -310,9 +310,13 @@ class Simulator {
   }
   Time now_ = 0;
   std::size_t suspended_ = 0;
-  std::vector<std::int32_t> fen_;  // Fenwick tree: pending jobs by slots (1..total_+1)
-  std::size_t fen_n_ = 0;          // entries 0 .. fen_n_ - 1 (fen_[0] stays 0)
-  int fen_steps_ = 0;              // bit_width(fen_n_): the most steps of a walk
+  // Pending jobs by slots_min (clamped to 1 .. total_ + 1) and the smallest
+  // slots_min pending (slots_n_.size() when none): a pass that can only
+  // start jobs acts when it is within the free cores. (A Fenwick tree of
+  // the counts did the same with a walk per arrival, start and query.)
+  std::vector<std::int32_t> slots_n_;
+  std::vector<std::uint64_t> slots_nz_;  // bit i: slots_n_[i] > 0
+  std::size_t slots_lo_ = 0;
   bool only_starts_ = false;       // the configured pass can only start jobs
   Planner planner_;  // scratch buffers reused across passes
   Plan plan_;        // the last pass's plan (its vectors reused)
@@ -521,27 +525,30 @@ class Simulator {
     snap_.running_touched.push_back(static_cast<std::uint32_t>(pos));
   }
 
-  void fen_add(int slots, int d) {
-    std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 1, total_ + 1));
-    for (; i < fen_n_; i += i & (~i + 1)) fen_[i] += d;
-  }
-  // The sum takes a fixed number of steps (no data-dependent loop exit: its
-  // misprediction cost more than the extra steps); past index 0 it adds
-  // fen_[0] = 0.
-  // (An update's fixed steps past the end would add to one sink entry in a
-  // chain of dependent stores: its loop keeps its exit.)
-  std::int32_t fen_count_upto(std::int64_t slots) const {  // pending jobs with slots_min <= slots
-    std::int32_t c = 0;
-    std::size_t i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 0, total_ + 1));
-    for (int k = 0; k < fen_steps_; ++k) {
-      c += fen_[i];
-      i -= i & (~i + 1);
+  void slots_add(int slots, int d) {
+    const auto i = static_cast<std::size_t>(std::clamp<std::int64_t>(slots, 1, total_ + 1));
+    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    if ((slots_n_[i] += d) > 0) {
+      slots_nz_[i / 64] |= bit;
+      slots_lo_ = std::min(slots_lo_, i);
+      return;
     }
-    return c;
+    slots_nz_[i / 64] &= ~bit;
+    if (i != slots_lo_) return;
+    // The smallest has gone: the next count above, a word at a time.
+    slots_lo_ = slots_n_.size();
+    for (std::size_t w = i / 64; w < slots_nz_.size(); ++w) {
+      const std::uint64_t m = slots_nz_[w] & (w == i / 64 ? ~(bit - 1) : ~std::uint64_t{0});
+      if (m != 0) {
+        slots_lo_ = w * 64 + static_cast<std::size_t>(std::countr_zero(m));
+        break;
+      }
+    }
   }
   bool pass_can_act() const {
     if (!only_starts_ || suspended_ > 0) return true;
-    return fen_count_upto(total_ - used_) > 0;
+    // Some pending job's slots_min <= the free cores.
+    return static_cast<std::int64_t>(slots_lo_) <= total_ - used_;
   }
 
   void drop_stale() {
@@ -588,7 +595,7 @@ class Simulator {
       if (Time a = aging_of(j, cfg_.order, total_); a > 0) wake_.push(s.submit + a);
     r.plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     h.st = St::Pending;
-    fen_add(j.slots_min, +1);
+    slots_add(j.slots_min, +1);
     count_pending(idx, +1);
     set_odd(idx, j);
     if (swap_pending_) fifo_insert(snap_.pending.size() - 1);
@@ -823,7 +830,7 @@ class Simulator {
     h.st = St::Pending;
     ++h.gen;
     j.work_done = r.work_done;
-    fen_add(j.slots_min, +1);
+    slots_add(j.slots_min, +1);
     count_pending(idx, +1);
     set_odd(idx, j);
     if (swap_pending_) {
@@ -1116,7 +1123,7 @@ class Simulator {
     Hot& h = hot_[idx];
     if (!h.starting && h.st != St::Rejected) return false;
     clear_odd(idx);
-    fen_add(job.slots_min, -1);
+    slots_add(job.slots_min, -1);
     count_pending(idx, -1);
     if (h.starting) {
       h.starting = false;
