@@ -3,20 +3,18 @@
 // job (no fork of anything per job: a fork, even of this small static process, cost ~1 ms of page
 // table copies and faults on this machine, bench/launch/RESULTS.md) and is its reaper. The vfork
 // runs on launch threads (one per CPU, pinned there, each job on its slot's CPU), so a slow cgroup
-// join before one job's execve holds up neither the main thread nor the other slots' starts
-// (RESULTS.md, rounds 3 and 4); the thread that started a job also reaps it (round 7), on that
-// job's CPU, and the main thread reaps only what jobs leave behind.
+// join before one job's execve holds up neither the main thread's reaping nor the other slots'
+// starts (RESULTS.md, rounds 3 and 4).
 //
 // The job's side of the vfork starts its own session, joins its slot cgroups (writes "0" to each
 // join file: v1 tasks, v2 cgroup.procs), takes the user's groups/gid/uid, cwd, stdout/err opened as
 // the user, and execs.
 // The server tells the agent on the wake pipe (WakeRecord): running (the exec worked: the job's
 // pid), failed (stage:errno in the request's fail_file), then ended (the job's wait status was
-// written to exit_file while the job was still a zombie, then it was reaped), running and ended
-// by the same launch thread. It is the subreaper of every job, so whatever a job leaves behind
-// is reaped here (main thread) once the agent has killed it. When the agent closes the socket
-// (exit, restart) the server keeps running until its last job is reaped, so exit codes survive
-// an agent restart; the new agent adopts the jobs.
+// written to exit_file while the job was still a zombie, then it was reaped). It is the
+// subreaper of every job, so whatever a job leaves behind is reaped here once the agent has
+// killed it. When the agent closes the socket (exit, restart) the server keeps running until its
+// last job is reaped, so exit codes survive an agent restart; the new agent adopts the jobs.
 //
 // Fds of the server: 0-2 /dev/null, 3 request socket (read), 4 wake pipe (write).
 // Request: u32 length, then strings (u32 length + bytes each):
@@ -39,7 +37,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <cerrno>
@@ -195,58 +193,37 @@ bool g_pinned = false;
   job_fail(fail, "execve");
 }
 
-// A job this server started and will reap: its exit status goes to exit_file. Owned by the
-// launch thread that vforked it (its parent in the kernel), which alone waits for it.
+// A job this server started and will reap: its exit status goes to exit_file.
 struct Kid {
   pid_t pid;
-  int pidfd;  // -1: pidfd_open failed, polled with a timeout instead
   std::uint64_t id;
   std::string exit_file;
 };
+std::vector<Kid> g_kids;
 
 // The vfork happens on launch threads (vfork suspends only the calling thread): the job's setup
 // before its execve (cgroup joins: the cpuset one waits for an RCU grace period now and then,
-// up to ~4.6 ms measured, bench/launch/RESULTS.md round 3) holds up neither the other slots'
-// starts nor ends (round 4).
-//
-// Round 7: each launch thread also reaps the jobs it started. It waits in poll() on its request
-// eventfd and on a pidfd per job, so when a job exits the thread pinned to that job's CPU wakes
-// there (the CPU that just went idle), writes the status, reaps, and writes the agent's wake
-// pipe from it: a sync wakeup from a CPU about to go idle, which the scheduler's wake-affine
-// path answers by running the agent there, and the agent's next request for that slot comes
-// back to the same thread (agent/node/README.md). The main thread reads requests and reaps only
-// its own children: whatever a job left behind, reparented to this subreaper (the kernel gives
-// orphans to the thread group leader). __WNOTHREAD keeps it off the launch threads' jobs, so a
-// job's zombie never stands in front of an orphan and the main thread never takes a job's
-// status. g_mu guards the queues and the counters.
+// up to ~4.6 ms measured, bench/launch/RESULTS.md round 3) no longer keeps the main thread from
+// reaping the other jobs, and with several launch threads one job's slow setup does not hold
+// up another slot's start (round 4). g_mu guards g_kids, g_queue, g_inflight.
 std::mutex g_mu;
-// One launch thread per CPU of the server's set (2-32). Launch thread i is pinned to CPU i (with
-// more CPUs than threads, to every nthreads-th one) and gets the jobs whose first CPU that is:
-// the job is vforked where its slot's cpuset puts it, so its cpuset join does not have to migrate
-// it (round 4), and its end is handled there (round 7).
+// One queue per launch thread. Launch thread i is pinned to CPU i of the server's set (with more
+// CPUs than threads, to every nthreads-th one) and gets the jobs whose first CPU that is: the
+// job is vforked where its slot's cpuset puts it, so its cpuset join does not have to migrate it
+// (a wait for the migration thread and the target CPU: ~half of all launches blocked there
+// measured with 2 slots, bench/launch/RESULTS.md round 4).
 struct LaunchQueue {
-  int efd = -1;  // eventfd: a request was queued
+  std::condition_variable cv;
   std::deque<Request> q;
 };
 std::vector<LaunchQueue> g_queues;
 std::vector<int> g_cpu_thread;  // CPU number -> its launch thread (-1: none)
-int g_inflight = 0;   // requests a launch thread has taken and not yet started or failed
-int g_nkids = 0;      // jobs started and not yet reaped, over all launch threads
-std::atomic<bool> g_agent_gone{false};
-int g_main_poke = -1;  // eventfd: with the agent gone, a launch thread finished something
-
-// Without the agent the main thread decides when to leave: it is told when a launch thread has
-// reaped a job or started (or failed) a request. With the agent there nobody needs to know.
-void poke_main() {
-  if (!g_agent_gone.load()) return;
-  std::uint64_t one = 1;
-  (void)!::write(g_main_poke, &one, sizeof one);
-}
+int g_inflight = 0;   // requests a launch thread holds (their children may not be in g_kids yet)
+int g_launched = -1;  // eventfd: a launch thread finished one (the main thread reaps again)
 
 // Starts one job: vfork (the job borrows this process's memory until its execve: no page tables
-// copied, no copy-on-write faults, no fork of a shepherd per job), then tells the agent. The
-// running record is sent by the thread that will also send the ended one: always in that order.
-void start(const Request& r, std::vector<Kid>& mine) {
+// copied, no copy-on-write faults, no fork of a shepherd per job), then tells the agent.
+void start(const Request& r) {
   std::vector<const char*> procs;
   for (const auto& p : r.procs) procs.push_back(p.c_str());
   std::vector<char*> argv, envp;
@@ -264,101 +241,85 @@ void start(const Request& r, std::vector<Kid>& mine) {
   // vfork returns once the child has exec'd or exited: a stage set means it failed.
   if (const char* stage = fail.stage) {
     int e = fail.err;
-    while (::waitpid(jp, nullptr, __WNOTHREAD) < 0 && errno == EINTR) {}
+    while (::waitpid(jp, nullptr, 0) < 0 && errno == EINTR) {}
     report_fail(r, stage, e, -1);
     return;
   }
-  // Our child and not reaped (only this thread waits for it): the pid cannot be reused yet.
-  int pfd = static_cast<int>(::syscall(SYS_pidfd_open, jp, 0));
-  if (pfd >= 0) ::fcntl(pfd, F_SETFD, FD_CLOEXEC);
-  mine.push_back(Kid{jp, pfd, r.id, r.exit_file});
-  {
-    std::lock_guard<std::mutex> g(g_mu);
-    ++g_nkids;
-  }
+  // Registered and reported under the lock: the main thread cannot reap it (and report it ended)
+  // before the agent has its "running" record.
+  std::lock_guard<std::mutex> g(g_mu);
+  g_kids.push_back(Kid{jp, r.id, r.exit_file});
   corral::node::send_wake(kWake, r.id, static_cast<std::int32_t>(jp), corral::node::kWakeRunning);
 }
 
-// If the kid has exited: writes its status from its (zombie's) siginfo, reaps it, reports it
-// ended. The status is on disk before the pid is gone (WNOWAIT first), which is what an agent
-// that adopted the job after a restart relies on.
-bool finish_if_done(const Kid& k) {
-  siginfo_t si{};
-  if (::waitid(P_PID, static_cast<id_t>(k.pid), &si, WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD) != 0 ||
-      si.si_pid != k.pid)
-    return false;
+// A launch thread: takes its queue's requests in the order they came, one at a time.
+void launch_loop(LaunchQueue* lq) {
+  while (true) {
+    Request r;
+    {
+      std::unique_lock<std::mutex> g(g_mu);
+      lq->cv.wait(g, [lq] { return !lq->q.empty(); });
+      r = std::move(lq->q.front());
+      lq->q.pop_front();
+      ++g_inflight;
+    }
+    start(r);
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      --g_inflight;
+    }
+    std::uint64_t one = 1;
+    (void)!::write(g_launched, &one, sizeof one);
+  }
+}
+
+// Writes a job's exit status from its (zombie's) siginfo, reaps it, reports it ended. g_mu held.
+void finish_kid(std::vector<Kid>::iterator it, const siginfo_t& si) {
   // The wait status as waitpid() would give it.
   int st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
                                     : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
-  std::string tmp = k.exit_file + ".tmp";
-  corral::node::write_exit_status(tmp.c_str(), k.exit_file.c_str(), st);
-  while (::waitpid(k.pid, nullptr, __WNOTHREAD) < 0 && errno == EINTR) {}
-  corral::node::send_wake(kWake, k.id, static_cast<std::int32_t>(k.pid), corral::node::kWakeEnded);
-  if (k.pidfd >= 0) ::close(k.pidfd);
-  {
-    std::lock_guard<std::mutex> g(g_mu);
-    --g_nkids;
-  }
-  return true;
+  std::string tmp = it->exit_file + ".tmp";
+  corral::node::write_exit_status(tmp.c_str(), it->exit_file.c_str(), st);
+  while (::waitpid(it->pid, nullptr, 0) < 0 && errno == EINTR) {}
+  corral::node::send_wake(kWake, it->id, static_cast<std::int32_t>(it->pid), corral::node::kWakeEnded);
+  g_kids.erase(it);
 }
 
-// A launch thread: starts its queue's requests in the order they came, one at a time, and
-// reaps the jobs it started as they exit.
-void launch_loop(LaunchQueue* lq) {
-  std::vector<Kid> mine;
-  std::vector<struct pollfd> p;
-  while (true) {
-    p.assign(1, pollfd{lq->efd, POLLIN, 0});
-    bool unwatched = false;  // a kid without a pidfd: look again every 20 ms
-    for (const auto& k : mine) {
-      p.push_back(pollfd{k.pidfd, POLLIN, 0});
-      unwatched |= k.pidfd < 0;
-    }
-    if (::poll(p.data(), p.size(), unwatched ? 20 : -1) < 0 && errno != EINTR) continue;
-    // Ends first: a slot's end is what lets the agent start its next job.
-    std::size_t before = mine.size();
-    for (std::size_t i = 0; i < mine.size();) {
-      bool ready = i + 1 < p.size() && (p[i + 1].revents != 0 || mine[i].pidfd < 0);
-      if (ready && finish_if_done(mine[i])) {
-        p.erase(p.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-        mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    }
-    if (mine.size() != before) poke_main();
-    if (!(p[0].revents & POLLIN)) continue;
-    std::uint64_t n;
-    (void)!::read(lq->efd, &n, sizeof n);
-    while (true) {
-      Request r;
-      {
-        std::lock_guard<std::mutex> g(g_mu);
-        if (lq->q.empty()) break;
-        r = std::move(lq->q.front());
-        lq->q.pop_front();
-        ++g_inflight;
-      }
-      start(r, mine);
-      {
-        std::lock_guard<std::mutex> g(g_mu);
-        --g_inflight;
-      }
-      poke_main();
-    }
-  }
-}
-
-// Reaps the main thread's own exited children: what jobs left behind, reparented here. Returns
-// false once it has none at all (ECHILD).
-bool reap_orphans() {
+// Reaps every exited child. A job's status is written (exit file) while it is still a zombie
+// (waitid WNOWAIT), and only then reaped: once its pid is gone, the status is on disk, which is
+// what an agent that adopted the job after a restart relies on. Returns false once no child
+// is left at all (ECHILD).
+bool reap() {
+  std::lock_guard<std::mutex> g(g_mu);
   while (true) {
     siginfo_t si{};
-    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | __WNOTHREAD) != 0) {
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
       if (errno == EINTR) continue;
       return errno != ECHILD;
     }
     if (si.si_pid == 0) return true;  // children, none exited
+    pid_t pid = si.si_pid;
+    auto it = std::find_if(g_kids.begin(), g_kids.end(), [pid](const Kid& k) { return k.pid == pid; });
+    // Not ours yet, while a launch is in flight: it may be that job (exited before it was
+    // registered, or failed: start() waits for that one itself). Left for a later reap, which
+    // the launch thread's eventfd triggers. The known jobs behind it are looked at one by one
+    // (with launches in flight back to back, it could otherwise hold up every end).
+    if (it == g_kids.end() && g_inflight > 0) {
+      for (std::size_t i = 0; i < g_kids.size();) {
+        siginfo_t ki{};
+        if (::waitid(P_PID, static_cast<id_t>(g_kids[i].pid), &ki, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            ki.si_pid == g_kids[i].pid)
+          finish_kid(g_kids.begin() + static_cast<std::ptrdiff_t>(i), ki);
+        else
+          ++i;
+      }
+      return true;
+    }
+    if (it != g_kids.end()) {
+      finish_kid(it, si);
+      continue;
+    }
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
   }
 }
 
@@ -383,8 +344,8 @@ int main(int argc, char** argv) {
   ::sigprocmask(SIG_BLOCK, &chld, nullptr);
   int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) return 4;
-  g_main_poke = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (g_main_poke < 0) return 4;
+  g_launched = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (g_launched < 0) return 4;
   // One launch thread per CPU the server may use, 2 to 32 (a job's setup sleeps in the kernel at
   // times; one thread per CPU keeps every slot's start independent of the others'). SIGCHLD
   // stays blocked in them too (inherited mask).
@@ -395,10 +356,6 @@ int main(int argc, char** argv) {
     if (CPU_ISSET(c, &g_all_cpus)) cpus.push_back(c);
   std::size_t nthreads = std::clamp<std::size_t>(cpus.size(), 2, 32);
   g_queues = std::vector<LaunchQueue>(nthreads);
-  for (auto& q : g_queues) {
-    q.efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (q.efd < 0) return 4;
-  }
   g_cpu_thread.assign(CPU_SETSIZE, -1);
   for (std::size_t k = 0; k < cpus.size(); ++k) g_cpu_thread[static_cast<std::size_t>(cpus[k])] = static_cast<int>(k % nthreads);
   g_pinned = cpus.size() > 1;
@@ -412,50 +369,43 @@ int main(int argc, char** argv) {
     }
     t.detach();
   }
-  bool agent = true;     // the request socket is open
-  bool orphans = false;  // the main thread has children of its own (as of its last look)
+  bool agent = true;  // the request socket is open
   while (true) {
     // Without the agent, the server stays until its last job (and what it left) is reaped, and
     // until every request it read has been started.
-    bool jobs;
-    {
-      std::lock_guard<std::mutex> g(g_mu);
-      jobs = g_inflight > 0 || g_nkids > 0 ||
-             !std::all_of(g_queues.begin(), g_queues.end(), [](const LaunchQueue& l) { return l.q.empty(); });
+    if (!agent) {
+      bool idle;
+      {
+        std::lock_guard<std::mutex> g(g_mu);
+        idle = g_inflight == 0 &&
+               std::all_of(g_queues.begin(), g_queues.end(), [](const LaunchQueue& l) { return l.q.empty(); });
+      }
+      // _exit: a plain return would run the static destructors, and glibc's condition variable
+      // destructor waits for the launch thread, which waits on it forever.
+      if (idle && !reap()) ::_exit(0);
     }
-    // _exit: a plain return would run the static destructors while the launch threads run.
-    if (!agent && !jobs && !reap_orphans()) ::_exit(0);
-    // SIGCHLD is for orphans only, but every job's exit raises it too (an exec resets a child's
-    // exit signal to SIGCHLD): watched only while this thread has children or the agent is
-    // gone, so a job's end does not also wake this thread onto the CPU the job just left (where
-    // its launch thread is waking the agent, which the scheduler then places elsewhere,
-    // bench/launch/RESULTS.md round 7). A new orphan appears when some process of a job exits;
-    // it is found at the next request, or within a second while jobs run.
-    bool watch = orphans || !agent;
-    struct pollfd p[3] = {{watch ? sfd : -1, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}, {g_main_poke, POLLIN, 0}};
-    if (::poll(p, 3, watch || !jobs ? -1 : 1000) < 0) continue;
+    struct pollfd p[3] = {{sfd, POLLIN, 0}, {agent ? kReq : -1, POLLIN, 0}, {g_launched, POLLIN, 0}};
+    if (::poll(p, 3, -1) < 0) continue;
     if (p[2].revents & POLLIN) {
       std::uint64_t n;
-      (void)!::read(g_main_poke, &n, sizeof n);
+      (void)!::read(g_launched, &n, sizeof n);
     }
     if (p[0].revents & POLLIN) {
       struct signalfd_siginfo ss[16];
       while (::read(sfd, ss, sizeof ss) > 0) {}
     }
-    orphans = reap_orphans();
+    if (p[0].revents & POLLIN || p[2].revents & POLLIN) reap();
     if (!(p[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     std::uint32_t len = 0;
     if (!read_full(kReq, &len, sizeof len) || len > (64u << 20)) {  // closed, or not our protocol
       ::close(kReq);
       agent = false;
-      g_agent_gone.store(true);
       continue;
     }
     std::string payload(len, '\0');
     if (!read_full(kReq, payload.data(), len)) {
       ::close(kReq);
       agent = false;
-      g_agent_gone.store(true);
       continue;
     }
     Request r;
@@ -472,7 +422,6 @@ int main(int argc, char** argv) {
       lq = &g_queues[k >= 0 ? static_cast<std::size_t>(k) : r.id % g_queues.size()];
       lq->q.push_back(std::move(r));
     }
-    std::uint64_t one = 1;
-    (void)!::write(lq->efd, &one, sizeof one);
+    lq->cv.notify_one();
   }
 }
