@@ -1236,6 +1236,12 @@ struct Planner::Impl {
   std::vector<int> f_used;        // per node: slots held (may exceed cores)
   std::vector<int> f_free;        // per node: clamped free cores
   std::int64_t f_sum_free = 0, f_used_now = 0;
+  // Single-core fast path of f_range_add: up nodes of capacity 1 as a
+  // bitset, and how many nodes hold a count other than 0 or 1 (with none,
+  // a node's free bit says its count exactly).
+  std::vector<std::uint64_t> f_up1;
+  std::int64_t f_odd = 0;
+  static bool f_is_odd(int u) { return u < 0 || u > 1; }
   std::vector<std::uint16_t> f_core;             // per core: holders
   NodeSets f_sets;
   // A holder's release: (expected_end, on_up). Trivially copyable, so the
@@ -1314,6 +1320,10 @@ struct Planner::Impl {
     fr_bad = 0;
     f_used.assign(nn, 0);
     f_free = fl_cap;
+    f_odd = 0;
+    f_up1.assign((nn + 63) / 64, 0);
+    for (std::size_t n = 0; n < nn; ++n)
+      if (fl_up[n] && fl_cap[n] == 1) f_up1[n / 64] |= std::uint64_t{1} << (n % 64);
     f_sum_free = fl_total;
     f_used_now = 0;
     f_core.assign(off, 0);
@@ -1326,7 +1336,9 @@ struct Planner::Impl {
 
   void f_node_add(std::uint32_t n, int delta) {
     const int old = f_free[n];
+    const int u0 = f_used[n];
     f_used[n] += delta;
+    f_odd += static_cast<int>(f_is_odd(f_used[n])) - static_cast<int>(f_is_odd(u0));
     const int nf = std::clamp(fl_cap[n] - f_used[n], 0, fl_cap[n]);
     if (nf == old) return;
     f_sets.erase(n, old);
@@ -1354,18 +1366,38 @@ struct Planner::Impl {
     for (std::uint64_t n = n0; n < end;) {
       // One word of the bitset at a time.
       const std::uint64_t wend = std::min(end, (n / 64 + 1) * 64);
+      std::uint64_t& word = w[n / 64];
+      // With no odd count anywhere, a start on nodes all free (count 0) or
+      // an end on up nodes all taken (count 1) changes every node alike:
+      // the word at once, the counts as plain fills.
+      if (f_odd == 0 && (delta == 1 || delta == -1)) {
+        const unsigned lo = static_cast<unsigned>(n % 64), len = static_cast<unsigned>(wend - n);
+        const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << lo;
+        const bool all = delta == 1 ? (word & mask) == mask : (word & mask) == 0 && (f_up1[n / 64] & mask) == mask;
+        if (all) {
+          std::fill(used + n, used + wend, delta == 1 ? 1 : 0);
+          std::fill(fr1 + n, fr1 + wend, delta == 1 ? 0 : 1);
+          if (delta == 1) word &= ~mask;
+          else word |= mask;
+          dsum -= delta * static_cast<std::int64_t>(len);
+          n = wend;
+          continue;
+        }
+      }
       std::uint64_t set = 0, clr = 0;
       for (; n < wend; ++n) {
         if (check_up && !up[n]) continue;
         const int old = fr1[n];
+        const int u0 = used[n];
         const int u = used[n] += delta;
+        f_odd += static_cast<int>(f_is_odd(u)) - static_cast<int>(f_is_odd(u0));
         const int nf = cap[n] > 0 && u <= 0 ? 1 : 0;  // clamp(cap - u, 0, cap) with cap <= 1
         if (nf == old) continue;
         fr1[n] = nf;
         dsum += nf - old;
         (nf ? set : clr) |= std::uint64_t{1} << (n % 64);
       }
-      w[(wend - 1) / 64] = (w[(wend - 1) / 64] & ~clr) | set;
+      word = (word & ~clr) | set;
     }
     f_sum_free += dsum;
     f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + dsum);

@@ -285,6 +285,73 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
   return ranges;
 }
 
+// Single-core nodes, node ranges: the kept Planner changes its free-node set
+// a 64-node word at a time while no node holds a count other than 0 or 1.
+// Odd counts come from running entries the caller places over busy nodes
+// (count 2) or lists twice; every pass must grant the same nodes as a fresh
+// Planner given the same running jobs node by node (count-1 entries, the
+// plain per-node path). Returns the passes that saw an odd count.
+std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
+  World w(seed, 200);
+  w.max_slots = 1;
+  for (Node& n : w.snap.nodes) {
+    n.cores = 1;
+    ++w.max_slots;
+  }
+  PlannerConfig cfg;
+  cfg.backfill = b;
+  cfg.default_duration = 500;
+  cfg.pick_cores = false;
+  PlannerConfig per_node = cfg;
+  cfg.node_ranges = true;
+  Planner kept;
+  std::size_t odd_passes = 0;
+  JobId odd_id = 1000000;
+  for (int i = 0; i < 8; ++i) w.arrive();
+  for (int pass = 0; pass < passes; ++pass) {
+    if (w.U(0, 5) == 0) {  // a caller's start over possibly busy nodes
+      RunningJob r;
+      r.job.id = odd_id++;
+      r.job.walltime = 300;
+      const long nn = static_cast<long>(w.snap.nodes.size());
+      const long k = w.U(1, std::min<long>(nn, 130));
+      const auto n0 = static_cast<std::uint32_t>(w.U(0, nn - k));
+      r.placement.push_back({n0, 1, {}, static_cast<std::uint32_t>(k)});
+      if (w.U(0, 3) == 0) r.placement.push_back({n0, 1, {}});  // its first node twice
+      r.slots = static_cast<int>(k) + (r.placement.size() > 1 ? 1 : 0);
+      r.start = w.snap.now;
+      r.expected_end = w.snap.now + w.U(1, 300);
+      w.actual_end.push_back(r.expected_end - (w.U(0, 1) ? w.U(0, 20) : 0));
+      w.snap.running.push_back(std::move(r));
+    }
+    std::vector<int> count(w.snap.nodes.size(), 0);
+    Snapshot plain = w.snap;
+    plain.running_version = 0;
+    plain.nodes_version = 0;
+    for (RunningJob& r : plain.running) {
+      std::vector<Placement> one;
+      for (const Placement& p : r.placement)
+        for (std::uint32_t q = 0; q < p.count; ++q) {
+          one.push_back({p.node + q, p.slots, {}});
+          count[p.node + q] += static_cast<int>(p.slots);
+        }
+      r.placement = std::move(one);
+    }
+    odd_passes += std::any_of(count.begin(), count.end(), [](int c) { return c > 1; });
+    PassState st;
+    order_pending(w.snap, OrderConfig{}, st);
+    Plan a, c;
+    kept.plan(w.snap, cfg, st, a);
+    Planner fresh;
+    fresh.plan(plain, per_node, st, c);
+    INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
+    REQUIRE(describe_nodes(a) == describe_nodes(c));
+    w.apply(a, cfg);
+    w.step();
+  }
+  return odd_passes;
+}
+
 // Snapshot::pending_slots_min (with pending_cores_only): the fast easy scan
 // passes over jobs that need more than the free cores in the array. A kept
 // Planner given the array must plan exactly as kept and fresh Planners
@@ -495,6 +562,13 @@ TEST_CASE("incremental planner: node ranges grant the same nodes as placements n
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 12; ++seed) ranges += drive_ranges(b, seed * 6151 + static_cast<int>(b), 400, 200);
   CHECK(ranges > 1000);
+}
+
+TEST_CASE("incremental planner: single-core free nodes a word at a time, odd counts included", "[planner][incremental]") {
+  std::size_t odd = 0;
+  for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) odd += drive_odd_single(b, seed * 7001 + static_cast<int>(b), 300);
+  CHECK(odd > 500);  // the odd counts had work to do
 }
 
 TEST_CASE("incremental planner: same plans as a from-scratch pass over random workloads", "[planner][incremental]") {
