@@ -1241,7 +1241,23 @@ struct Planner::Impl {
   // a node's free bit says its count exactly).
   std::vector<std::uint64_t> f_up1;
   std::int64_t f_odd = 0;
-  static bool f_is_odd(int u) { return u < 0 || u > 1; }
+  // f_fast1: single-core nodes, every up node of capacity 1 (the fast path
+  // may run). f_stale: the fast path left f_used / f_free behind; with no
+  // odd count they follow from the bits (free bit: count 0 and 1 free; an up
+  // node without it: count 1; a down node: count 0), rebuilt by
+  // f_materialize before a per-node update reads them.
+  bool f_fast1 = false, f_stale = false;
+  void f_materialize() {
+    f_stale = false;
+    const std::uint64_t* w = f_sets.bits.data() + f_sets.nw;
+    for (std::size_t n = 0; n < fl_nn; ++n) {
+      const bool fb = (w[n / 64] >> (n % 64)) & 1;
+      const bool ub = (f_up1[n / 64] >> (n % 64)) & 1;
+      f_free[n] = fb ? 1 : 0;
+      f_used[n] = ub && !fb ? 1 : 0;
+    }
+  }
+  static int f_is_odd(int u) { return static_cast<unsigned>(u) > 1u; }  // u < 0 || u > 1
   std::vector<std::uint16_t> f_core;             // per core: holders
   NodeSets f_sets;
   // A holder's release: (expected_end, on_up). Trivially copyable, so the
@@ -1321,9 +1337,14 @@ struct Planner::Impl {
     f_used.assign(nn, 0);
     f_free = fl_cap;
     f_odd = 0;
+    f_stale = false;
+    f_fast1 = fl_maxc == 1;
     f_up1.assign((nn + 63) / 64, 0);
     for (std::size_t n = 0; n < nn; ++n)
-      if (fl_up[n] && fl_cap[n] == 1) f_up1[n / 64] |= std::uint64_t{1} << (n % 64);
+      if (fl_up[n]) {
+        if (fl_cap[n] == 1) f_up1[n / 64] |= std::uint64_t{1} << (n % 64);
+        else f_fast1 = false;  // an up node with no core: counted per node
+      }
     f_sum_free = fl_total;
     f_used_now = 0;
     f_core.assign(off, 0);
@@ -1335,10 +1356,14 @@ struct Planner::Impl {
   }
 
   void f_node_add(std::uint32_t n, int delta) {
+    if (f_fast1) {  // the word path (it counts per node when it must)
+      f_range_add(n, 1, delta, false);
+      return;
+    }
     const int old = f_free[n];
     const int u0 = f_used[n];
     f_used[n] += delta;
-    f_odd += static_cast<int>(f_is_odd(f_used[n])) - static_cast<int>(f_is_odd(u0));
+    f_odd += f_is_odd(f_used[n]) - f_is_odd(u0);
     const int nf = std::clamp(fl_cap[n] - f_used[n], 0, fl_cap[n]);
     if (nf == old) return;
     f_sets.erase(n, old);
@@ -1369,28 +1394,32 @@ struct Planner::Impl {
       std::uint64_t& word = w[n / 64];
       // With no odd count anywhere, a start on nodes all free (count 0) or
       // an end on up nodes all taken (count 1) changes every node alike:
-      // the word at once, the counts as plain fills.
-      if (f_odd == 0 && (delta == 1 || delta == -1)) {
+      // the word at once (the per-node counts are rebuilt when next read).
+      if (f_fast1 && f_odd == 0 && (delta == 1 || delta == -1)) {
         const unsigned lo = static_cast<unsigned>(n % 64), len = static_cast<unsigned>(wend - n);
         const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << lo;
-        const bool all = delta == 1 ? (word & mask) == mask : (word & mask) == 0 && (f_up1[n / 64] & mask) == mask;
+        // want: the free bits a start needs (all set) or an end needs (all
+        // clear, and the nodes up): computed without a branch on delta.
+        const std::uint64_t want = mask & (std::uint64_t{0} - static_cast<std::uint64_t>(delta == 1));
+        const bool all = (((word & mask) ^ want) | (~(f_up1[n / 64] | want) & mask)) == 0;
         if (all) {
-          std::fill(used + n, used + wend, delta == 1 ? 1 : 0);
-          std::fill(fr1 + n, fr1 + wend, delta == 1 ? 0 : 1);
-          if (delta == 1) word &= ~mask;
-          else word |= mask;
+          // The per-node counts are left behind (f_stale).
+          f_stale = true;
+          word ^= mask;  // every bit in the mask flips
           dsum -= delta * static_cast<std::int64_t>(len);
           n = wend;
           continue;
         }
       }
+      if (f_stale) f_materialize();
       std::uint64_t set = 0, clr = 0;
+      std::int64_t dodd = 0;  // local: used[] stores would alias a member
       for (; n < wend; ++n) {
         if (check_up && !up[n]) continue;
         const int old = fr1[n];
         const int u0 = used[n];
         const int u = used[n] += delta;
-        f_odd += static_cast<int>(f_is_odd(u)) - static_cast<int>(f_is_odd(u0));
+        dodd += f_is_odd(u) - f_is_odd(u0);
         const int nf = cap[n] > 0 && u <= 0 ? 1 : 0;  // clamp(cap - u, 0, cap) with cap <= 1
         if (nf == old) continue;
         fr1[n] = nf;
@@ -1398,6 +1427,7 @@ struct Planner::Impl {
         (nf ? set : clr) |= std::uint64_t{1} << (n % 64);
       }
       word = (word & ~clr) | set;
+      f_odd += dodd;
     }
     f_sum_free += dsum;
     f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + dsum);
