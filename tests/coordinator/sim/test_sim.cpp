@@ -198,6 +198,20 @@ std::filesystem::path tmpdir() {
   return d;
 }
 
+// A replay recording its run segments under policy b: single-core nodes on odd
+// seeds, 12 nodes of 4 cores on even ones (the start-record tests compare
+// node lists across both shapes).
+SimOptions segment_options(std::uint64_t seed, Backfill b) {
+  SimOptions opt;
+  opt.sched.planner.backfill = b;
+  opt.record_segments = true;
+  if (seed % 2 == 0) {
+    opt.nodes = 12;
+    opt.cores = 4;
+  }
+  return opt;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ SWF --
@@ -456,13 +470,7 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 48, 300, 20, 400);
     for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative}) {
-      SimOptions opt;
-      opt.sched.planner.backfill = b;
-      opt.record_segments = true;
-      if (seed % 2 == 0) {
-        opt.nodes = 12;
-        opt.cores = 4;
-      }
+      const SimOptions opt = segment_options(seed, b);
       const SimResult own = simulate(tr, opt);
       SimOptions as_decisions = opt;
       std::size_t compact_in_decisions = 0;
@@ -520,13 +528,7 @@ TEST_CASE("sim: the planner's own starts, nodes not counted by the simulator, re
   for (std::uint64_t seed = 9; seed <= 12; ++seed) {
     const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 48, 300, 15, 500);
     for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative}) {
-      SimOptions opt;
-      opt.sched.planner.backfill = b;
-      opt.record_segments = true;
-      if (seed % 2 == 0) {
-        opt.nodes = 12;
-        opt.cores = 4;
-      }
+      const SimOptions opt = segment_options(seed, b);
       const SimResult own = simulate(tr, opt);
       SimOptions checked = opt;
       Planner kept;
@@ -623,13 +625,7 @@ TEST_CASE("sim: a pass's starts given in any order start each job with its own s
   for (std::uint64_t seed = 5; seed <= 8; ++seed) {
     const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 48, 300, 20, 400);
     for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative}) {
-      SimOptions opt;
-      opt.sched.planner.backfill = b;
-      opt.record_segments = true;
-      if (seed % 2 == 0) {
-        opt.nodes = 12;
-        opt.cores = 4;
-      }
+      const SimOptions opt = segment_options(seed, b);
       const SimResult own = simulate(tr, opt);
       SimOptions rev_decisions = opt;
       std::size_t multi = 0;  // passes with two or more starts (reversed for real)
