@@ -338,6 +338,26 @@ class Simulator {
     StartNote* const b = notes_.data();
     return *std::lower_bound(b, b + notes_n_, idx, [](const StartNote& a, std::size_t i) { return a.idx < i; });
   }
+  // A Start (decision or compact record) of job idx on `want` slots (0: the
+  // trace's procs) placed on `place`: taken and noted if the job is pending
+  // and not started yet this pass and its cores are free (else, e.g. a
+  // checkpoint still being written, a deferred start). The caller fills the
+  // note's placement and backfilled flag; nullptr: not started.
+  StartNote* accept_start(std::size_t idx, int want, std::span<const Placement> place) {
+    Hot& h = hot_[idx];
+    if (h.st != St::Pending || h.starting) return nullptr;
+    const int slots = want > 0 ? want : tr_.jobs[idx].procs;
+    if (!can_take(slots, place)) {
+      ++res_.deferred_starts;
+      return nullptr;
+    }
+    take(slots, place);
+    h.starting = true;
+    leaving_.push_back(idx);
+    StartNote& sn = new_note(idx);
+    sn.slots = slots;
+    return &sn;
+  }
   std::vector<std::vector<Placement>> place_pool_;  // compact_starts: placement buffers of finished jobs
   bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
   // Pending jobs that are not cores_only_job(); at 0 the snapshot promises
@@ -754,20 +774,17 @@ class Simulator {
       const std::size_t end = std::size_t{p.node} + p.count;
       if (bits_) {
         if (p.slots == 0) continue;
-        while (n < end) {
-          const std::size_t b = n % 64, len = std::min<std::size_t>(64 - b, end - n);
-          const std::uint64_t m = (len == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << len) - 1) << b;
-          // can_take checked each entry alone: a node in use here is
-          // listed twice in this start. Counted from here on (this entry's
-          // rest below).
-          if ((busy_[n / 64] & m) != 0) {
-            to_counts();
-            break;
-          }
-          busy_[n / 64] |= m;
-          n += len;
-        }
-        if (bits_) continue;
+        // can_take checked each entry alone: a node in use here is listed
+        // twice in this start. Counted from here on (this entry's rest
+        // below, from the word that met it).
+        if (all_words(n, end, [&](std::size_t w, std::uint64_t m) {
+              if ((busy_[w] & m) != 0) return false;
+              busy_[w] |= m;
+              n += static_cast<std::size_t>(std::popcount(m));
+              return true;
+            }))
+          continue;
+        to_counts();
       }
       for (; n < end; ++n) node_used_[n] += static_cast<int>(p.slots);
     }
@@ -1005,23 +1022,13 @@ class Simulator {
       Hot& h = hot_[idx];
       switch (d.action) {
         case Action::Resume: do_resume(idx); break;
-        case Action::Start: {
-          if (h.st != St::Pending || h.starting) break;
-          int slots = d.slots > 0 ? d.slots : tr_.jobs[idx].procs;
-          if (!can_take(slots, d.placement)) {  // e.g. a checkpoint still being written
-            ++res_.deferred_starts;
-            break;
+        case Action::Start:
+          if (StartNote* sn = accept_start(idx, d.slots, d.placement)) {
+            sn->place = std::move(d.placement);  // the plan is ours: no copy
+            sn->backfilled = d.backfilled;
+            any_start = true;
           }
-          take(slots, d.placement);
-          h.starting = true;
-          StartNote& sn = new_note(idx);
-          sn.slots = slots;
-          sn.place = std::move(d.placement);  // the plan is ours: no copy
-          sn.backfilled = d.backfilled;
-          any_start = true;
-          leaving_.push_back(idx);
           break;
-        }
         case Action::Reject:
           if (h.st == St::Pending) {
             h.st = St::Rejected;
@@ -1046,27 +1053,17 @@ class Simulator {
     for (const StartRecord& sr : plan.starts) {
       const std::size_t idx = index_of(sr.job);
       if (idx == n_) continue;
-      Hot& h = hot_[idx];
-      if (h.st != St::Pending || h.starting) continue;
-      const int slots = sr.slots > 0 ? sr.slots : tr_.jobs[idx].procs;
       const std::span<const Placement> place(plan.start_placements.data() + sr.first, sr.count);
-      if (!can_take(slots, place)) {
-        ++res_.deferred_starts;
-        continue;
-      }
-      take(slots, place);
-      h.starting = true;
-      StartNote& sn = new_note(idx);
-      sn.slots = slots;
+      StartNote* sn = accept_start(idx, sr.slots, place);
+      if (sn == nullptr) continue;
       // A placement buffer of a finished job (no allocation per start).
       if (!place_pool_.empty()) {
-        sn.place = std::move(place_pool_.back());
+        sn->place = std::move(place_pool_.back());
         place_pool_.pop_back();
       }
-      sn.place.assign(place.begin(), place.end());
-      sn.backfilled = false;
+      sn->place.assign(place.begin(), place.end());
+      sn->backfilled = false;
       any_start = true;
-      leaving_.push_back(idx);
     }
     if (!any_start) return;
     {
@@ -1160,8 +1157,7 @@ class Simulator {
         pend_pos_[pend[p].id - 1] = static_cast<std::int32_t>(p);
         fifo_at_[p] = fifo_at_[last];
         ord[fifo_at_[p]] = static_cast<std::uint32_t>(p);
-        snap_.pending_slots_min[p] = snap_.pending_slots_min[last];
-        snap_.pending_min_duration[p] = snap_.pending_min_duration[last];
+        put_need(p, pend[p]);
       }
       pend.pop_back();
       snap_.pending_slots_min.pop_back();
