@@ -60,6 +60,17 @@ enum WakeKind : std::int32_t {
   kWakeEnded = 3,    // the job's main process ended; its status is in the .exit file
   kWakeNudge = 4,    // no news: the agent put back a wake-up it had consumed
 };
+// An "ended" record may carry the wait status as well (the server's since round 8): kind =
+// kWakeEnded | kWakeHasStatus | status << 16, so the agent need not open the exit file on the
+// path from an end to the next start. The exit file is written first all the same (what an
+// agent that restarted reads). An agent that does not know the flag sees an unknown kind and
+// finds the end from the pid and the exit file, as before.
+constexpr std::int32_t kWakeKindMask = 0xff;
+constexpr std::int32_t kWakeHasStatus = 0x100;
+inline std::int32_t wake_ended_with(int status) {
+  return kWakeEnded | kWakeHasStatus | static_cast<std::int32_t>((static_cast<unsigned>(status) & 0xffffu) << 16);
+}
+inline int wake_status(std::int32_t kind) { return static_cast<int>((static_cast<std::uint32_t>(kind) >> 16) & 0xffffu); }
 
 inline void send_wake(int fd, std::uint64_t id, std::int32_t pid, std::int32_t kind) {
   WakeRecord r{id, pid, kind};

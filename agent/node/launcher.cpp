@@ -18,6 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <csignal>
+#include <deque>
+#include <mutex>
 #include <cstdlib>
 #include <set>
 #include <cerrno>
@@ -235,6 +239,8 @@ struct Launcher::Impl {
     // job's own pid (not a separate shepherd process in the slot).
     bool served = false;
     bool end_seen = false;  // the server's "ended" record came (the exit file is written)
+    std::optional<int> end_status;  // the wait status that record carried (no exit-file read)
+    bool rec_written = false;       // its record exists (later writes go through a temp file)
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -251,6 +257,17 @@ struct Launcher::Impl {
   std::vector<pid_t> old_servers;  // servers let go while they still had jobs: reaped once they exit
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
   std::map<std::string, std::pair<std::int64_t, UserInfo>> users;  // lookups, with their time
+  const uid_t euid = ::geteuid();  // the agent's own ids never change while it runs
+  const gid_t egid = ::getegid();
+  int ckpt_setgid = -1;  // is cfg.ckpt_root setgid (its new dirs take its group)? -1: not checked yet
+  bool ckpt_root_setgid() {
+    if (ckpt_setgid < 0) {
+      struct stat st {};
+      if (::stat(cfg.ckpt_root.c_str(), &st) != 0) return true;  // unknown: chown as before
+      ckpt_setgid = (st.st_mode & S_ISGID) != 0;
+    }
+    return ckpt_setgid == 1;
+  }
   // Ended jobs whose cleanup() waits for tidy() (LauncherConfig::defer_cleanup).
   struct Untidy {
     std::uint64_t id;
@@ -259,7 +276,7 @@ struct Launcher::Impl {
   };
   std::vector<Untidy> untidy;
 
-  // Runs the deferred cleanups (all, or only job `only`); returns the failures.
+  // Runs the deferred cleanups (all, or only job `only`) on this thread; returns the failures.
   std::vector<std::string> tidy(std::uint64_t only = 0) {
     std::vector<std::string> errs;
     for (auto it = untidy.begin(); it != untidy.end();) {
@@ -272,6 +289,81 @@ struct Launcher::Impl {
       it = untidy.erase(it);
     }
     return errs;
+  }
+
+  // ---- cleanup thread (LauncherConfig::cleanup_thread) ----
+  // The main thread moves `untidy` entries into `cq`; the thread takes them one at a time and runs
+  // cleanup() on its own copy of the Job. Shared under cq_mu: cq, cq_busy, cq_errs, cq_stop.
+  // cleanup() reads only cfg, the Job it was given and the backend's (stateless) slot removal.
+  std::mutex cq_mu;
+  std::condition_variable cq_work, cq_idle;
+  std::deque<Untidy> cq;
+  std::optional<std::uint64_t> cq_busy;  // the id being removed right now
+  std::vector<std::string> cq_errs;
+  bool cq_stop = false;
+  std::thread cq_thread;
+
+  void cq_run() {
+    std::unique_lock<std::mutex> lk(cq_mu);
+    while (true) {
+      cq_work.wait(lk, [&] { return cq_stop || !cq.empty(); });
+      if (cq.empty()) return;  // stopping, nothing left
+      Untidy u = std::move(cq.front());
+      cq.pop_front();
+      cq_busy = u.id;
+      lk.unlock();
+      std::string err = cleanup(u.id, u.job, u.terminal);
+      lk.lock();
+      if (!err.empty()) cq_errs.push_back("job " + std::to_string(u.id) + ": cleanup: " + err);
+      cq_busy.reset();
+      cq_idle.notify_all();
+    }
+  }
+
+  // Hands `untidy` over to the thread (started at the first hand-off, signals blocked in it: the
+  // caller's handlers stay on the caller's thread). Returns the failures reported so far.
+  std::vector<std::string> hand_off() {
+    std::vector<std::string> errs;
+    std::lock_guard<std::mutex> lk(cq_mu);
+    if (!untidy.empty()) {
+      if (!cq_thread.joinable()) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        cq_thread = std::thread([this] { cq_run(); });
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      }
+      for (auto& u : untidy) cq.push_back(std::move(u));
+      untidy.clear();
+      cq_work.notify_one();
+    }
+    errs.swap(cq_errs);
+    return errs;
+  }
+
+  // Waits until job `only` (0: every job) has no removal queued or running; returns all failures.
+  std::vector<std::string> wait_clean(std::uint64_t only = 0) {
+    std::vector<std::string> errs = tidy(only);  // not handed over yet: done here, now
+    std::unique_lock<std::mutex> lk(cq_mu);
+    cq_idle.wait(lk, [&] {
+      if (only == 0) return cq.empty() && !cq_busy;
+      if (cq_busy == only) return false;
+      return std::none_of(cq.begin(), cq.end(), [&](const Untidy& u) { return u.id == only; });
+    });
+    if (only == 0) {
+      errs.insert(errs.end(), cq_errs.begin(), cq_errs.end());
+      cq_errs.clear();
+    }
+    return errs;
+  }
+
+  void stop_cleaner() {
+    {
+      std::lock_guard<std::mutex> lk(cq_mu);
+      cq_stop = true;
+      cq_work.notify_one();
+    }
+    if (cq_thread.joinable()) cq_thread.join();
   }
 
   std::string record_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".rec"; }
@@ -344,8 +436,12 @@ struct Launcher::Impl {
     auto it = jobs.find(r.id);
     if (it == jobs.end()) return;
     Job& j = it->second;
-    if (r.kind == kWakeEnded && j.served && j.pid_known && r.pid == j.shepherd) j.end_seen = true;
-    if (j.pid_known || (r.kind != kWakeRunning && r.kind != kWakeFailed)) return;
+    const std::int32_t kind = r.kind & kWakeKindMask;
+    if (kind == kWakeEnded && j.served && j.pid_known && r.pid == j.shepherd) {
+      j.end_seen = true;
+      if (r.kind & kWakeHasStatus) j.end_status = wake_status(r.kind);
+    }
+    if (j.pid_known || (kind != kWakeRunning && kind != kWakeFailed)) return;
     j.shepherd = r.pid;
     j.pid_known = true;
     j.our_child = false;  // the server's child
@@ -368,7 +464,7 @@ struct Launcher::Impl {
       if (n > 0) {
         for (ssize_t i = 0; i + static_cast<ssize_t>(sizeof(WakeRecord)) <= n; i += sizeof(WakeRecord)) {
           const WakeRecord& r = buf[i / static_cast<ssize_t>(sizeof(WakeRecord))];
-          news |= r.kind != kWakeRunning && !(r.kind == kWakeFailed && r.id == want);
+          news |= r.kind != kWakeRunning && !(r.kind == kWakeFailed && r.id == want);  // ended: any flags
           take(r);
         }
         continue;
@@ -406,23 +502,61 @@ struct Launcher::Impl {
     return j.acc_ms + (j.suspended ? 0 : std::max<std::int64_t>(0, now - j.run_started_ms));
   }
 
-  void save_record(std::uint64_t id, const Job& j) const {
-    std::ostringstream o;
-    o << "id=" << id << "\npid=" << j.shepherd << "\nuid=" << j.spec.uid << "\ngid=" << j.spec.gid
-      << "\nuser=" << esc(j.spec.user) << "\nwalltime_s=" << j.spec.walltime_s << "\nmem_mb=" << j.spec.mem_mb
-      << "\njobfs_mb=" << j.spec.jobfs_mb << "\njobfs_dir=" << esc(j.jobfs_dir) << "\nckpt_dir=" << esc(j.ckpt_dir)
-      << "\nown_ckpt_dir=" << j.own_ckpt_dir << "\nckpt_signal=" << j.spec.ckpt_signal
-      << "\nckpt_grace_s=" << j.spec.ckpt_grace_s << "\nsuspended=" << j.suspended << "\nacc_ms=" << j.acc_ms
-      << "\nrun_started_ms=" << j.run_started_ms << "\nckpt_deadline_ms=" << j.ckpt_deadline_ms
-      << "\nserved=" << j.served << "\n";
-    // Written whole to a temp file, then renamed: a reader never sees half a record.
-    std::string text = o.str(), final_path = record_path(id), tmp = final_path + ".tmp";
+  void save_record(std::uint64_t id, Job& j) const {
+    std::string text;
+    text.reserve(320);
+    auto kv = [&text](const char* k, const std::string& v) {
+      text += k;
+      text += '=';
+      text += v;
+      text += '\n';
+    };
+    kv("id", std::to_string(id));
+    kv("pid", std::to_string(j.shepherd));
+    kv("uid", std::to_string(j.spec.uid));
+    kv("gid", std::to_string(j.spec.gid));
+    kv("user", esc(j.spec.user));
+    kv("walltime_s", std::to_string(j.spec.walltime_s));
+    kv("mem_mb", std::to_string(j.spec.mem_mb));
+    kv("jobfs_mb", std::to_string(j.spec.jobfs_mb));
+    kv("jobfs_dir", esc(j.jobfs_dir));
+    kv("ckpt_dir", esc(j.ckpt_dir));
+    kv("own_ckpt_dir", j.own_ckpt_dir ? "1" : "0");
+    kv("ckpt_signal", std::to_string(j.spec.ckpt_signal));
+    kv("ckpt_grace_s", std::to_string(j.spec.ckpt_grace_s));
+    kv("suspended", j.suspended ? "1" : "0");
+    kv("acc_ms", std::to_string(j.acc_ms));
+    kv("run_started_ms", std::to_string(j.run_started_ms));
+    kv("ckpt_deadline_ms", std::to_string(j.ckpt_deadline_ms));
+    kv("served", j.served ? "1" : "0");
+    std::string final_path = record_path(id);
+    // The first record of a run is created whole by one write (O_EXCL: no earlier file there). A
+    // reader can see no file or an empty or cut one only if the agent died inside these calls,
+    // and load_record() refuses those, which is what a missing record gives (the slot is
+    // cleaned, not adopted): no temp file and rename needed. A later record replaces an existing
+    // one, so it is written whole to a temp file, then renamed: a reader never sees half of it.
+    if (!j.rec_written) {
+      int fd = ::open(final_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+        ::close(fd);
+        if (ok) {
+          j.rec_written = true;
+          return;
+        }
+      }
+    }
+    std::string tmp = final_path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return;
     bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
-    if (ok) ::rename(tmp.c_str(), final_path.c_str());
-    else ::unlink(tmp.c_str());
+    if (ok) {
+      ::rename(tmp.c_str(), final_path.c_str());
+      j.rec_written = true;
+    } else {
+      ::unlink(tmp.c_str());
+    }
   }
 
   std::optional<Job> load_record(std::uint64_t id) const {
@@ -454,7 +588,9 @@ struct Launcher::Impl {
       j.run_started_ms = std::stoll(kv.at("run_started_ms"));
       // A checkpoint in progress when the agent died still ends at its deadline.
       if (kv.count("ckpt_deadline_ms")) j.ckpt_deadline_ms = std::stoll(kv["ckpt_deadline_ms"]);
-      j.served = kv["served"] == "1";
+      // The last line: a record cut short (the agent died inside its first write) is refused.
+      j.served = kv.at("served") == "1";
+      j.rec_written = true;
     } catch (const std::exception&) {
       return std::nullopt;  // unreadable record: the job is cleaned up instead of adopted
     }
@@ -623,7 +759,7 @@ struct Launcher::Impl {
       if (j.spec.mem_mb > 0) u = cg->usage(slot(id));
     } catch (const std::exception&) {
     }
-    std::optional<int> st = read_exit(id);
+    std::optional<int> st = j.end_status ? j.end_status : read_exit(id);
     std::string how;
     if (st) {
       e.exit_code = exit_code_of(*st);
@@ -741,7 +877,8 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
 }
 
 Launcher::~Launcher() {
-  impl_->tidy();
+  impl_->wait_clean();
+  impl_->stop_cleaner();
   impl_->stop_server();
   for (auto& [id, j] : impl_->jobs)
     if (j.pidfd >= 0) ::close(j.pidfd);
@@ -766,7 +903,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   const std::uint64_t id = spec.id;
   if (I.jobs.count(id)) return "job " + std::to_string(id) + " is already running here";
   // Its previous run (requeued) ended in this loop iteration: that slot goes first.
-  if (!I.untidy.empty()) I.tidy(id);
+  if (!I.untidy.empty() || I.cq_thread.joinable()) I.wait_clean(id);
   if (spec.argv.empty() || spec.argv[0].empty()) return "job " + std::to_string(id) + ": empty command";
   if (spec.mem_mb < 0 || spec.jobfs_mb < 0 || spec.walltime_s < 0 || spec.ckpt_grace_s < 0)
     return "job " + std::to_string(id) + ": negative memory, jobfs, walltime or grace";
@@ -837,7 +974,10 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
     made = ::mkdir(j.ckpt_dir.c_str(), 0700) == 0;
   }
   if (!made) fs::create_directories(j.ckpt_dir, ec);
-  if (ec || ::chown(j.ckpt_dir.c_str(), u.uid, u.gid) != 0) {
+  // A dir this call made is already the agent's user's, and its group too unless the root is
+  // setgid (checked once): no chown for a job of that user (root's, in corrald's usual setup).
+  bool owned = made && j.own_ckpt_dir && u.uid == I.euid && u.gid == I.egid && !I.ckpt_root_setgid();
+  if (ec || (!owned && ::chown(j.ckpt_dir.c_str(), u.uid, u.gid) != 0)) {
     std::string why = ec ? ec.message() : errstr(errno);
     fs::remove_all(j.jobfs_dir, ec);
     return "cannot create checkpoint dir " + j.ckpt_dir + ": " + why;
@@ -1222,11 +1362,14 @@ std::optional<JobUsage> Launcher::usage(std::uint64_t id) const {
   return r;
 }
 
-std::vector<std::string> Launcher::tidy() { return impl_->tidy(); }
+std::vector<std::string> Launcher::tidy() {
+  return impl_->cfg.cleanup_thread && impl_->cfg.defer_cleanup ? impl_->hand_off() : impl_->tidy();
+}
+std::vector<std::string> Launcher::flush() { return impl_->wait_clean(); }
 
 std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   Impl& I = *impl_;
-  I.tidy();  // slots of jobs already reported ended are not leftovers
+  I.wait_clean();  // slots of jobs already reported ended are not leftovers
   std::vector<Recovered> out;
   std::set<std::uint64_t> seen;
   for (std::uint64_t id : list_existing(*I.cg)) {
@@ -1283,7 +1426,7 @@ void Launcher::stop_all() {
     poll();
     if (!impl_->jobs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  impl_->tidy();
+  impl_->wait_clean();
 }
 
 }  // namespace corral::node

@@ -281,7 +281,7 @@ void finish_kid(std::vector<Kid>::iterator it, const siginfo_t& si) {
   std::string tmp = it->exit_file + ".tmp";
   corral::node::write_exit_status(tmp.c_str(), it->exit_file.c_str(), st);
   while (::waitpid(it->pid, nullptr, 0) < 0 && errno == EINTR) {}
-  corral::node::send_wake(kWake, it->id, static_cast<std::int32_t>(it->pid), corral::node::kWakeEnded);
+  corral::node::send_wake(kWake, it->id, static_cast<std::int32_t>(it->pid), corral::node::wake_ended_with(st));
   g_kids.erase(it);
 }
 

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -830,4 +831,125 @@ TEST_CASE("defer_cleanup: an ended job's slot goes at tidy(); a requeued id rest
   CHECK(n.L->tidy().empty());
   CHECK(n.leftovers().empty());
   CHECK(!std::filesystem::exists(n.cfg.ckpt_root + "/122"));
+}
+
+// corrald's mode since round 8: tidy() hands the removals to the launcher's own thread. A start of
+// the same id, recover() and flush() must wait for what is queued, or the thread would remove (and
+// kill) a restarted job's fresh slot, or recover() would take queued slots for leftovers.
+TEST_CASE("cleanup_thread: queued removals never touch a restarted id; recover and flush wait for them",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.cfg.async_start = true;
+  n.cfg.defer_cleanup = true;
+  n.cfg.cleanup_thread = true;
+  n.relaunch();
+  auto state_files = [&] {
+    int k = 0;
+    for (auto& f : std::filesystem::directory_iterator(n.cfg.state_dir)) k += f.path().filename().string() != "";
+    return k;
+  };
+  // A queue ahead of the requeued job's removal: ended jobs, some of which left a process behind
+  // (their slots go through the kill loop, a few ms each).
+  auto end_many = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t id = from; id <= to; ++id)
+      REQUIRE(n.L->start(n.spec(id, {"/bin/sh", "-c", id % 4 == 0 ? "sleep 30 & exit 0" : "exit 0"})) == "");
+    std::set<std::uint64_t> left;
+    for (std::uint64_t id = from; id <= to; ++id) left.insert(id);
+    REQUIRE(wait_until([&] {
+      for (auto& e : n.L->poll()) left.erase(e.id);
+      return left.empty();
+    }, 10000));
+  };
+  REQUIRE(n.L->start(n.spec(140, {"/bin/sh", "-c", "echo one > $CORRAL_CKPT_DIR/mark; exec sleep 30"})) == "");
+  REQUIRE(wait_until([&] { return std::filesystem::exists(n.cfg.ckpt_root + "/140/mark"); }, 5000));
+  end_many(141, 170);
+  REQUIRE(n.L->requeue(140) == "");
+  auto e = n.wait_end(140, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Preempted);
+  CHECK(n.L->tidy().empty());  // handed over: 31 removals queued, the requeued job's last
+  // Restarted at once: start() waits for its old slot's removal, then makes a fresh one.
+  auto again = n.spec(140, {"/bin/sh", "-c", "cat $CORRAL_CKPT_DIR/mark; sleep 0.3; exit 5"});
+  again.restart = true;
+  REQUIRE(n.L->start(again) == "");
+  e = n.wait_end(140, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 5);  // not killed by a late removal of its slot
+  CHECK(n.out(140) == "one\n");
+  // Recover while removals are queued: none of them is a leftover to adopt or kill.
+  end_many(171, 200);
+  CHECK(n.L->tidy().empty());
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  CHECK(rec.empty());
+  CHECK(n.leftovers().empty());
+  CHECK(state_files() == 0);
+  CHECK(!std::filesystem::exists(n.cfg.ckpt_root + "/140"));
+  // flush() waits for everything handed over (and what was not handed over yet).
+  end_many(201, 220);
+  CHECK(n.L->flush().empty());
+  CHECK(n.leftovers().empty());
+  CHECK(state_files() == 0);
+}
+
+// The agent SIGKILLed while removals are queued in its cleanup thread: the next launcher's
+// recover() finds the half-removed slots and files and leaves no group, file or process behind.
+TEST_CASE("cleanup_thread: an agent SIGKILLed with removals queued leaves nothing after recover",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.L.reset();
+  n.cfg.async_start = true;
+  n.cfg.defer_cleanup = true;
+  n.cfg.cleanup_thread = true;
+  std::string pidf = n.dir.path + "/bg";
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t agent = fork();
+  if (agent == 0) {
+    try {
+      Launcher l(discover(""), n.cfg);
+      std::set<std::uint64_t> left;
+      for (std::uint64_t id = 300; id < 340; ++id) {
+        // Some leave a process behind: their removal kills it (slow), or a restart must.
+        std::string cmd = id % 5 == 0 ? "sleep 60 & echo $! >> " + pidf + "; exit 0" : "exit 0";
+        if (!l.start(n.spec(id, {"/bin/sh", "-c", cmd})).empty()) _exit(1);
+        left.insert(id);
+      }
+      for (int t = 0; t < 1000 && !left.empty(); ++t) {
+        for (auto& e : l.poll()) left.erase(e.id);
+        ::usleep(10000);
+      }
+      if (!left.empty()) _exit(3);
+      l.tidy();  // handed over, and killed right away
+      [[maybe_unused]] auto w = ::write(ready[1], "r", 1);
+      ::raise(SIGKILL);
+    } catch (...) {
+      _exit(2);
+    }
+  }
+  REQUIRE(agent > 0);
+  ::close(ready[1]);
+  char c = 0;
+  CHECK(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  int st = 0;
+  REQUIRE(::waitpid(agent, &st, 0) == agent);
+  REQUIRE(WIFSIGNALED(st));
+  n.L = std::make_unique<Launcher>(discover(""), n.cfg);
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  // Ended jobs whose slot was still there are adopted as "ended while unwatched" (or removed):
+  // their ends come out of poll(), and their removal goes the usual way.
+  std::set<std::uint64_t> adopted;
+  for (auto& r : rec)
+    if (r.adopted) adopted.insert(r.id);
+  REQUIRE(wait_until([&] {
+    for (auto& e : n.L->poll()) adopted.erase(e.id);
+    return adopted.empty();
+  }, 10000));
+  CHECK(n.L->flush().empty());
+  CHECK(n.leftovers().empty());
+  CHECK(std::filesystem::is_empty(n.cfg.state_dir));
+  for (pid_t p : read_pids(pidf)) CHECK(wait_until([&] { return !process_alive(p); }, 3000));
 }

@@ -125,7 +125,7 @@ struct Server {
   }
   int count(std::uint64_t id, std::int32_t kind) const {
     int n = 0;
-    for (auto& w : seen) n += w.id == id && w.kind == kind;
+    for (auto& w : seen) n += w.id == id && (w.kind & kWakeKindMask) == kind;
     return n;
   }
   std::int32_t job_pid(std::uint64_t id) const {
@@ -140,13 +140,19 @@ struct Server {
     for (auto& w : seen) {
       if (w.id != id) continue;
       if (w.kind == kWakeRunning && state == 0) state = 1;
-      else if (w.kind == kWakeEnded && state == 1) state = 2;
+      else if ((w.kind & kWakeKindMask) == kWakeEnded && state == 1) state = 2;
       else return false;
     }
     return state == 2;
   }
   int status(std::uint64_t id) const {
     std::string s = slurp(exit_file(id));
+    // The "ended" record carries the same status (round 8: the agent reads it from there).
+    for (auto& w : seen)
+      if (w.id == id && (w.kind & kWakeKindMask) == kWakeEnded) {
+        CHECK((w.kind & kWakeHasStatus) != 0);
+        if (!s.empty()) CHECK(wake_status(w.kind) == std::stoi(s));
+      }
     return s.empty() ? -1 : std::stoi(s);
   }
   bool gone() {
