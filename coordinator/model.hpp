@@ -177,6 +177,16 @@ struct Snapshot {
   // passes over jobs that fit now but would end after the reservation's
   // start where they do not fit. Otherwise ignored.
   std::vector<Time> pending_min_duration;
+  // Optional (the simulator), read only with pending_cores_only: when both
+  // sizes are that of pending_order (> 0), entry k of the first is the
+  // slots_min of pending[pending_order[k]] and entry k of the second at most
+  // its planned duration under any PlannerConfig (duration_floor(), capped
+  // at INT32_MAX): the figures above laid out in FIFO order, so a pass whose
+  // order is exactly pending_order scans them contiguously, several jobs an
+  // instruction, instead of one job at a time through the order. Otherwise
+  // ignored.
+  std::vector<std::int32_t> pending_order_slots_min;
+  std::vector<std::int32_t> pending_order_min_duration;
 };
 
 // ----------------------------------------------------------------- output --

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <queue>
@@ -220,6 +221,8 @@ class Simulator {
       pend_pos_.assign(n_, -1);
       snap_.pending_slots_min.clear();
       snap_.pending_min_duration.clear();
+      snap_.pending_order_slots_min.clear();
+      snap_.pending_order_min_duration.clear();
     }
     res_.machine_procs = static_cast<int>(total_);
   }
@@ -376,13 +379,26 @@ class Simulator {
     // Every change of a queued job passes here: its entry of
     // Snapshot::pending_slots_min follows (arrivals and requeues get theirs
     // in fifo_insert()).
-    if (swap_pending_ && pend_pos_[idx] >= 0) put_need(static_cast<std::size_t>(pend_pos_[idx]), j);
+    if (swap_pending_ && pend_pos_[idx] >= 0) {
+      const auto pos = static_cast<std::size_t>(pend_pos_[idx]);
+      put_need(pos, j);
+      put_order_need(fifo_at_[pos], j);
+    }
   }
   // Pending position pos's entries of Snapshot::pending_slots_min and
   // pending_min_duration (model.hpp), from its job j.
   void put_need(std::size_t pos, const Job& j) {
     snap_.pending_slots_min[pos] = j.slots_min;
     snap_.pending_min_duration[pos] = duration_floor(j);
+  }
+  // The same at FIFO place m: Snapshot::pending_order_slots_min and
+  // pending_order_min_duration (model.hpp) follow pending_order.
+  static std::int32_t min_duration32(const Job& j) {
+    return static_cast<std::int32_t>(std::min<Time>(duration_floor(j), INT32_MAX));
+  }
+  void put_order_need(std::size_t m, const Job& j) {
+    snap_.pending_order_slots_min[m] = j.slots_min;
+    snap_.pending_order_min_duration[m] = min_duration32(j);
   }
   void clear_odd(std::size_t idx) {  // job idx leaves pending
     if (!hot_[idx].odd) return;
@@ -406,12 +422,17 @@ class Simulator {
     if (ord.empty() || !fifo_less(pend[pos], pend[ord.back()])) {  // arrivals: at the end
       fifo_at_[pos] = static_cast<std::uint32_t>(ord.size());
       ord.push_back(static_cast<std::uint32_t>(pos));
+      snap_.pending_order_slots_min.push_back(pend[pos].slots_min);
+      snap_.pending_order_min_duration.push_back(min_duration32(pend[pos]));
       return;
     }
     auto it = std::upper_bound(ord.begin(), ord.end(), pos,
                                [&](std::size_t a, std::uint32_t b) { return fifo_less(pend[a], pend[b]); });
     const std::size_t k = static_cast<std::size_t>(it - ord.begin());
     ord.insert(it, static_cast<std::uint32_t>(pos));
+    const auto at = static_cast<std::ptrdiff_t>(k);
+    snap_.pending_order_slots_min.insert(snap_.pending_order_slots_min.begin() + at, pend[pos].slots_min);
+    snap_.pending_order_min_duration.insert(snap_.pending_order_min_duration.begin() + at, min_duration32(pend[pos]));
     for (std::size_t m = k; m < ord.size(); ++m) fifo_at_[ord[m]] = static_cast<std::uint32_t>(m);
   }
 
@@ -1166,13 +1187,19 @@ class Simulator {
     }
     leaving_.clear();
     std::size_t w = first_gone;
+    std::int32_t* on = snap_.pending_order_slots_min.data();
+    std::int32_t* od = snap_.pending_order_min_duration.data();
     for (std::size_t m = first_gone; m < ord.size(); ++m) {
       if (ord[m] == kGone) continue;
       ord[w] = ord[m];
+      on[w] = on[m];
+      od[w] = od[m];
       fifo_at_[ord[w]] = static_cast<std::uint32_t>(w);
       ++w;
     }
     ord.resize(w);
+    snap_.pending_order_slots_min.resize(w);
+    snap_.pending_order_min_duration.resize(w);
   }
 
   void summarize() {

@@ -362,6 +362,7 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
 // lets it also pass over jobs that fit now but end after the shadow time. Returns the passes that
 // had a job past the reservation that needs more than the free cores.
 std::size_t long_fit_passes = 0;  // passes with a job left that fits now
+std::size_t order_array_passes = 0;  // passes given the order arrays, order == pending_order
 std::size_t drive_slots_min(Backfill b, const std::string& order, std::uint64_t seed, int passes) {
   World w(seed, seed % 2 == 0 ? 40 : 12);
   w.track_running = w.track_log = seed % 2 == 0;
@@ -399,11 +400,31 @@ std::size_t drive_slots_min(Backfill b, const std::string& order, std::uint64_t 
       // == 0: none given).
       if (seed % 5 != 0) s.pending_min_duration.push_back(seed % 5 == 1 ? duration_floor(j) / 2 : duration_floor(j));
     }
+    // Snapshot::pending_order with pending_order_slots_min / _min_duration
+    // (seed % 3 != 2): the same figures in FIFO order, read contiguously
+    // when the pass's order is exactly pending_order (fifo, no aging moves).
+    s.pending_order.clear();
+    s.pending_order_slots_min.clear();
+    s.pending_order_min_duration.clear();
+    if (seed % 3 != 2) {
+      for (std::uint32_t k = 0; k < s.pending.size(); ++k) s.pending_order.push_back(k);
+      std::stable_sort(s.pending_order.begin(), s.pending_order.end(),
+                       [&](std::uint32_t x, std::uint32_t y) { return fifo_less(s.pending[x], s.pending[y]); });
+      for (std::uint32_t k : s.pending_order) {
+        const Job& j = s.pending[k];
+        s.pending_order_slots_min.push_back(j.slots_min);
+        const Time d = seed % 5 == 0 ? 0 : seed % 5 == 1 ? duration_floor(j) / 2 : duration_floor(j);
+        s.pending_order_min_duration.push_back(static_cast<std::int32_t>(std::min<Time>(d, INT32_MAX)));
+      }
+    }
     PassState st;
     order_pending(s, oc, st);
+    if (!s.pending_order.empty() && st.order == s.pending_order) ++order_array_passes;
     Snapshot without = s;
     without.pending_slots_min.clear();
     without.pending_min_duration.clear();
+    without.pending_order_slots_min.clear();
+    without.pending_order_min_duration.clear();
     Plan a, p, c;
     kept.plan(s, cfg, st, a);
     plain.plan(without, cfg, st, p);
@@ -544,7 +565,7 @@ TEST_CASE("incremental planner: PlannerConfig::compact_starts and compact_reserv
   CHECK(compact_reserves_seen > 5000);
 }
 
-TEST_CASE("incremental planner: Snapshot::pending_slots_min passes over jobs as the full scan", "[planner][incremental]") {
+TEST_CASE("incremental planner: Snapshot::pending_slots_min and pending_order_slots_min pass over jobs as the full scan", "[planner][incremental]") {
   std::size_t skippable = 0;
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (const char* order : {"fifo", "lxf", "sjbf"})
@@ -552,6 +573,7 @@ TEST_CASE("incremental planner: Snapshot::pending_slots_min passes over jobs as 
         skippable += drive_slots_min(b, order, seed * 3571 + static_cast<int>(b), 400);
   CHECK(skippable > 1000);  // the skip had work to do
   CHECK(long_fit_passes > 500);
+  CHECK(order_array_passes > 3000);
 }
 
 TEST_CASE("incremental planner: node ranges grant the same nodes as placements node by node", "[planner][incremental]") {
