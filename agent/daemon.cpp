@@ -215,10 +215,6 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   // An ended job's slot is removed after the pass that starts the next job on its cores (tidy()
   // below in run()): off the path from one job's end to the next one's start.
   lc.defer_cleanup = true;
-  // Not on the launcher's second thread (LauncherConfig::cleanup_thread): measured in round 8
-  // (bench/launch/RESULTS.md), it cost the agent ~0.15-0.2 ms more CPU per launch (wakeups,
-  // switches) and gave no more launches/s.
-  lc.cleanup_thread = false;
   launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
 
   for (const auto& [id, rec] : store_->jobs()) {

@@ -18,10 +18,6 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
-#include <csignal>
-#include <deque>
-#include <mutex>
 #include <cstdlib>
 #include <set>
 #include <cerrno>
@@ -276,7 +272,7 @@ struct Launcher::Impl {
   };
   std::vector<Untidy> untidy;
 
-  // Runs the deferred cleanups (all, or only job `only`) on this thread; returns the failures.
+  // Runs the deferred cleanups (all, or only job `only`); returns the failures.
   std::vector<std::string> tidy(std::uint64_t only = 0) {
     std::vector<std::string> errs;
     for (auto it = untidy.begin(); it != untidy.end();) {
@@ -289,81 +285,6 @@ struct Launcher::Impl {
       it = untidy.erase(it);
     }
     return errs;
-  }
-
-  // ---- cleanup thread (LauncherConfig::cleanup_thread) ----
-  // The main thread moves `untidy` entries into `cq`; the thread takes them one at a time and runs
-  // cleanup() on its own copy of the Job. Shared under cq_mu: cq, cq_busy, cq_errs, cq_stop.
-  // cleanup() reads only cfg, the Job it was given and the backend's (stateless) slot removal.
-  std::mutex cq_mu;
-  std::condition_variable cq_work, cq_idle;
-  std::deque<Untidy> cq;
-  std::optional<std::uint64_t> cq_busy;  // the id being removed right now
-  std::vector<std::string> cq_errs;
-  bool cq_stop = false;
-  std::thread cq_thread;
-
-  void cq_run() {
-    std::unique_lock<std::mutex> lk(cq_mu);
-    while (true) {
-      cq_work.wait(lk, [&] { return cq_stop || !cq.empty(); });
-      if (cq.empty()) return;  // stopping, nothing left
-      Untidy u = std::move(cq.front());
-      cq.pop_front();
-      cq_busy = u.id;
-      lk.unlock();
-      std::string err = cleanup(u.id, u.job, u.terminal);
-      lk.lock();
-      if (!err.empty()) cq_errs.push_back("job " + std::to_string(u.id) + ": cleanup: " + err);
-      cq_busy.reset();
-      cq_idle.notify_all();
-    }
-  }
-
-  // Hands `untidy` over to the thread (started at the first hand-off, signals blocked in it: the
-  // caller's handlers stay on the caller's thread). Returns the failures reported so far.
-  std::vector<std::string> hand_off() {
-    std::vector<std::string> errs;
-    std::lock_guard<std::mutex> lk(cq_mu);
-    if (!untidy.empty()) {
-      if (!cq_thread.joinable()) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        cq_thread = std::thread([this] { cq_run(); });
-        pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      }
-      for (auto& u : untidy) cq.push_back(std::move(u));
-      untidy.clear();
-      cq_work.notify_one();
-    }
-    errs.swap(cq_errs);
-    return errs;
-  }
-
-  // Waits until job `only` (0: every job) has no removal queued or running; returns all failures.
-  std::vector<std::string> wait_clean(std::uint64_t only = 0) {
-    std::vector<std::string> errs = tidy(only);  // not handed over yet: done here, now
-    std::unique_lock<std::mutex> lk(cq_mu);
-    cq_idle.wait(lk, [&] {
-      if (only == 0) return cq.empty() && !cq_busy;
-      if (cq_busy == only) return false;
-      return std::none_of(cq.begin(), cq.end(), [&](const Untidy& u) { return u.id == only; });
-    });
-    if (only == 0) {
-      errs.insert(errs.end(), cq_errs.begin(), cq_errs.end());
-      cq_errs.clear();
-    }
-    return errs;
-  }
-
-  void stop_cleaner() {
-    {
-      std::lock_guard<std::mutex> lk(cq_mu);
-      cq_stop = true;
-      cq_work.notify_one();
-    }
-    if (cq_thread.joinable()) cq_thread.join();
   }
 
   std::string record_path(std::uint64_t id) const { return cfg.state_dir + "/job." + std::to_string(id) + ".rec"; }
@@ -877,8 +798,7 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
 }
 
 Launcher::~Launcher() {
-  impl_->wait_clean();
-  impl_->stop_cleaner();
+  impl_->tidy();
   impl_->stop_server();
   for (auto& [id, j] : impl_->jobs)
     if (j.pidfd >= 0) ::close(j.pidfd);
@@ -903,7 +823,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   const std::uint64_t id = spec.id;
   if (I.jobs.count(id)) return "job " + std::to_string(id) + " is already running here";
   // Its previous run (requeued) ended in this loop iteration: that slot goes first.
-  if (!I.untidy.empty() || I.cq_thread.joinable()) I.wait_clean(id);
+  if (!I.untidy.empty()) I.tidy(id);
   if (spec.argv.empty() || spec.argv[0].empty()) return "job " + std::to_string(id) + ": empty command";
   if (spec.mem_mb < 0 || spec.jobfs_mb < 0 || spec.walltime_s < 0 || spec.ckpt_grace_s < 0)
     return "job " + std::to_string(id) + ": negative memory, jobfs, walltime or grace";
@@ -1362,14 +1282,11 @@ std::optional<JobUsage> Launcher::usage(std::uint64_t id) const {
   return r;
 }
 
-std::vector<std::string> Launcher::tidy() {
-  return impl_->cfg.cleanup_thread && impl_->cfg.defer_cleanup ? impl_->hand_off() : impl_->tidy();
-}
-std::vector<std::string> Launcher::flush() { return impl_->wait_clean(); }
+std::vector<std::string> Launcher::tidy() { return impl_->tidy(); }
 
 std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   Impl& I = *impl_;
-  I.wait_clean();  // slots of jobs already reported ended are not leftovers
+  I.tidy();  // slots of jobs already reported ended are not leftovers
   std::vector<Recovered> out;
   std::set<std::uint64_t> seen;
   for (std::uint64_t id : list_existing(*I.cg)) {
@@ -1426,7 +1343,7 @@ void Launcher::stop_all() {
     poll();
     if (!impl_->jobs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  impl_->wait_clean();
+  impl_->tidy();
 }
 
 }  // namespace corral::node

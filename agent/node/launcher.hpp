@@ -9,8 +9,7 @@
 // Limits enforced (NCI policy, seeds/nci-pbs-policy.txt): walltime (suspended time excluded),
 // memory (cgroup limit; OOM kill detected and reported), jobfs (size polled, killed above it),
 // cpus (cpuset). Every end says why (EndReason + message).
-// Threading: a Launcher is not thread-safe; call it from one thread (the daemon's loop). With
-// LauncherConfig::cleanup_thread it runs one thread of its own for the removals (see there).
+// Threading: a Launcher is not thread-safe; call it from one thread (the daemon's loop).
 #pragma once
 
 #include <sys/types.h>
@@ -94,12 +93,6 @@ struct LauncherConfig {
   // the removal is off the path from one job's end to the next one's start). A start() of the
   // same id, recover(), stop_all() and the destructor tidy first.
   bool defer_cleanup = false;
-  // With defer_cleanup: tidy() hands the ended jobs' removal to a second thread of the Launcher
-  // (normal priority; started at the first hand-off) and returns at once, so the removal runs
-  // beside the caller's loop instead of in it (corrald). A start() of the same id, recover(),
-  // stop_all(), flush() and the destructor wait for what is queued. The thread touches only the
-  // jobs handed to it (and the cgroup backend's slot removal, which keeps no state).
-  bool cleanup_thread = false;
 };
 
 enum class RecoverMode { Adopt, Cleanup };
@@ -137,10 +130,7 @@ class Launcher {
   std::vector<JobEnd> poll(std::int64_t now_ms = -1);
   // With defer_cleanup: removes what the jobs poll() ended left behind (slot cgroups, dirs,
   // files). Returns one message per job whose removal failed ("job N: cleanup: why").
-  // With cleanup_thread, tidy() only hands them over and returns the failures reported so far.
   std::vector<std::string> tidy();
-  // Hands over what poll() ended and waits until every queued removal is done; its failures.
-  std::vector<std::string> flush();
 
   std::optional<JobUsage> usage(std::uint64_t id) const;
   std::vector<std::uint64_t> jobs() const;
