@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -344,6 +345,32 @@ TEST_CASE("a destroyed launcher's jobs are adopted by the next one, exit code ke
   auto e2 = n.wait_end(20, 5000);
   REQUIRE(e2);
   CHECK(e2->reason == EndReason::Cancelled);
+  CHECK(n.leftovers().empty());
+}
+
+// A run's first record is one create + write (no temp file and rename): an agent killed inside
+// that write leaves a record cut short, which recovery must refuse like a missing one (the job is
+// killed and its slot removed, not adopted with half its limits).
+TEST_CASE("a record cut short is refused at recovery: the job is cleaned up, not adopted", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  REQUIRE(n.L->start(n.spec(23, {"/bin/sleep", "30"})) == "");
+  REQUIRE(n.L->start(n.spec(24, {"/bin/sleep", "30"})) == "");
+  n.L.reset();  // the jobs keep running
+  const std::string path = n.cfg.state_dir + "/job.23.rec";
+  std::string text = slurp(path);
+  const auto last = text.rfind("served=");
+  REQUIRE(last != std::string::npos);
+  text.resize(last);  // everything but the last line, as a write cut short would leave it
+  { std::ofstream(path, std::ios::trunc) << text; }
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  REQUIRE(rec.size() == 2);
+  for (const auto& r : rec) CHECK(r.adopted == (r.id == 24));  // the whole record is adopted
+  CHECK(!n.L->has(23));
+  CHECK(n.L->has(24));
+  REQUIRE(n.L->cancel(24) == "");
+  REQUIRE(n.wait_end(24, 5000));
   CHECK(n.leftovers().empty());
 }
 
