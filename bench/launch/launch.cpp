@@ -13,6 +13,10 @@
 // acknowledgement (launches_per_s keeps its definition: first to last start).
 //
 //   build/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--paced 100] [--idle 5]
+//                                   [--node-state-dir DIR]
+// --node-state-dir: corrald's launcher records, exit files (its --node-state-dir, default
+// /run/corral/node: tmpfs on most hosts) go in a fresh dir under DIR instead of the bench's
+// temp dir under /tmp, to measure a host's own layout.
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -31,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -169,12 +174,18 @@ int main(int argc, char** argv) {
   std::string corrald = "build/agent/corrald";
   int jobs = 2000, paced = 100;
   double idle = 5;
+  std::string node_parent;  // --node-state-dir: where corrald's node files go (default: the temp dir)
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--corrald") corrald = argv[i + 1];
     else if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
     else if (a == "--paced") paced = std::atoi(argv[i + 1]);
     else if (a == "--idle") idle = std::atof(argv[i + 1]);
+    else if (a == "--node-state-dir") node_parent = argv[i + 1];
+    else {
+      std::fprintf(stderr, "bench_launch: unknown option %s\n", a.c_str());
+      return 2;
+    }
   }
   if (::geteuid() != 0) {
     std::fprintf(stderr, "bench_launch: needs root (cgroups, job users)\n");
@@ -185,13 +196,23 @@ int main(int argc, char** argv) {
   ::chmod(dir.c_str(), 0755);
   std::string sock = dir + "/sock", pub = "ipc://" + dir + "/events";
   std::string cg = "corral-bench-" + std::to_string(::getpid());
+  std::string node_dir = dir + "/node";
+  if (!node_parent.empty()) {
+    std::string t = node_parent + "/corral-bench-node-XXXXXX";
+    if (!::mkdtemp(t.data())) {
+      std::fprintf(stderr, "bench_launch: cannot make a dir in %s: %s\n", node_parent.c_str(), std::strerror(errno));
+      ::rmdir(dir.c_str());
+      return 2;
+    }
+    node_dir = t;
+  }
   pid_t pid = ::fork();
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     std::string log = dir + "/corrald.log";
     execl(corrald.c_str(), corrald.c_str(), "--standalone", "--foreground", "--state-dir",
           (dir + "/state").c_str(), "--socket", sock.c_str(), "--pub", pub.c_str(),
-          "--cgroup-parent", cg.c_str(), "--node-state-dir", (dir + "/node").c_str(),
+          "--cgroup-parent", cg.c_str(), "--node-state-dir", node_dir.c_str(),
           "--jobfs-root", (dir + "/jobfs").c_str(), "--ckpt-root", (dir + "/ckpt").c_str(),
           "--log", log.c_str(), "--set", "fsync=yes", static_cast<char*>(nullptr));
     _exit(127);
@@ -389,7 +410,7 @@ int main(int argc, char** argv) {
   double bare_cpu_ms = (secs(ru1.ru_utime) - secs(ru0.ru_utime) + secs(ru1.ru_stime) - secs(ru0.ru_stime)) * 1000.0 / bare_n;
 
   if (std::getenv("CORRAL_BENCH_KEEP")) std::fprintf(stderr, "kept %s\n", dir.c_str());
-  std::string cleanup = (std::getenv("CORRAL_BENCH_KEEP") ? std::string() : "rm -rf '" + dir + "'; ") + "for d in /sys/fs/cgroup/*/" + cg +
+  std::string cleanup = (std::getenv("CORRAL_BENCH_KEEP") ? std::string() : "rm -rf '" + dir + "' '" + node_dir + "'; ") + "for d in /sys/fs/cgroup/*/" + cg +
                         "; do rmdir \"$d\" 2>/dev/null; done";
   (void)!std::system(cleanup.c_str());
 
