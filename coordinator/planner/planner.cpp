@@ -1837,31 +1837,22 @@ struct Planner::Impl {
       omind = s.pending_order_min_duration.data();
     }
     for (std::size_t k = 0; k < no; ++k) {
-      if (oneed != nullptr && reservations_left == 0) {
+      if ((oneed != nullptr || need != nullptr) && reservations_left == 0) {
         if (free_now <= 0) {
           // Every valid job needs more: the first one ends the pass.
           while (k < no && ord[k] >= np) ++k;
           if (k == no) break;
-          if (oneed[k] <= fl_total) return;
-        } else {
-          const std::int64_t lo = std::min(free_now, at_now);
-          const std::int32_t lo32 = clamp32(lo), tot32 = clamp32(fl_total);
-          if (at_shadow >= lo) k = scan_skip<false>(oneed, omind, k, no, lo32, tot32, 0, 0);
-          else k = scan_skip<true>(oneed, omind, k, no, lo32, tot32, clamp32(at_shadow), clamp32(shadow - now));
-          if (k == no) break;
-        }
-      } else if (need != nullptr && reservations_left == 0) {
-        if (free_now <= 0) {
-          // Every valid job needs more: the first one ends the pass.
-          while (k < no && ord[k] >= np) ++k;
-          if (k == no) break;
-          if (need[ord[k]] <= fl_total) return;
+          if ((oneed != nullptr ? oneed[k] : need[ord[k]]) <= fl_total) return;
         } else {
           // Skipped: n in (lo, fl_total] (fits neither now nor in the least
           // free count before the shadow time; one unsigned compare).
           const std::int64_t lo = std::min(free_now, at_now);
           const auto span = static_cast<std::uint64_t>(fl_total - lo);
-          if (mind == nullptr || at_shadow >= lo) {
+          if (oneed != nullptr) {
+            const std::int32_t lo32 = clamp32(lo), tot32 = clamp32(fl_total);
+            if (at_shadow >= lo) k = scan_skip<false>(oneed, omind, k, no, lo32, tot32, 0, 0);
+            else k = scan_skip<true>(oneed, omind, k, no, lo32, tot32, clamp32(at_shadow), clamp32(shadow - now));
+          } else if (mind == nullptr || at_shadow >= lo) {
             for (; k < no; ++k) {
               const std::uint32_t i = ord[k];
               if (i < np && static_cast<std::uint64_t>(need[i] - lo - 1) >= span) break;
