@@ -239,6 +239,16 @@ std::string describe_nodes(const Plan& p) {
   return s;
 }
 
+// The node-range drivers' plain configuration: placement node by node, no
+// core picking, 500 s for jobs without a walltime.
+PlannerConfig whole_nodes_config(Backfill b) {
+  PlannerConfig cfg;
+  cfg.backfill = b;
+  cfg.default_duration = 500;
+  cfg.pick_cores = false;
+  return cfg;
+}
+
 // PlannerConfig::node_ranges: the world runs the plans of a kept Planner that
 // places by node ranges (its running entries hold ranges); each pass must
 // grant the same nodes and slots as a kept Planner placing node by node, the
@@ -248,11 +258,8 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
   World w(seed, max_nodes);
   w.track_running = w.track_log = seed % 2 == 0;
   w.defer_some = seed % 3 == 0;
-  PlannerConfig cfg;
-  cfg.backfill = b;
-  cfg.default_duration = 500;
-  cfg.pick_cores = false;
-  PlannerConfig per_node = cfg;
+  const PlannerConfig per_node = whole_nodes_config(b);
+  PlannerConfig cfg = per_node;
   cfg.node_ranges = true;
   Planner kept, by_node, full;
   full.set_incremental(false);
@@ -298,11 +305,8 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
     n.cores = 1;
     ++w.max_slots;
   }
-  PlannerConfig cfg;
-  cfg.backfill = b;
-  cfg.default_duration = 500;
-  cfg.pick_cores = false;
-  PlannerConfig per_node = cfg;
+  const PlannerConfig per_node = whole_nodes_config(b);
+  PlannerConfig cfg = per_node;
   cfg.node_ranges = true;
   Planner kept;
   std::size_t odd_passes = 0;

@@ -212,6 +212,33 @@ SimOptions segment_options(std::uint64_t seed, Backfill b) {
   return opt;
 }
 
+// Each run segment of a replay recorded with segment_options(): job, start,
+// slots and every node it held with its slots there, a line each.
+std::string segment_nodes(const SimResult& r) {
+  std::string out;
+  for (const Segment& g : r.segments) {
+    out += std::to_string(g.id) + "@" + std::to_string(g.start) + "x" + std::to_string(g.slots) + ":";
+    for (const Placement& p : g.placement)
+      for (std::uint32_t k = 0; k < p.count; ++k) out += " " + std::to_string(p.node + k) + "x" + std::to_string(p.slots);
+    out += "\n";
+  }
+  return out;
+}
+
+// The simulator's own planner through a pass function: compact start records
+// (PlannerConfig::compact_starts) in a Plan kept across passes, as its own
+// fast-path passes take them.
+struct CompactPasses {
+  Planner kept;
+  Plan plan;
+  const Plan& pass(const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
+    SchedConfig c = cfg;
+    c.planner.compact_starts = true;
+    schedule(s, c, sd, kept, plan);
+    return plan;
+  }
+};
+
 }  // namespace
 
 // ------------------------------------------------------------------ SWF --
@@ -483,13 +510,10 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
       };
       const SimResult ref = simulate(tr, as_decisions);
       SimOptions as_records = opt;
-      Planner kept;
-      Plan plan;
+      CompactPasses compact;
       std::size_t records = 0;
       as_records.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
-        SchedConfig c = cfg;
-        c.planner.compact_starts = true;
-        schedule(s, c, sd, kept, plan);
+        const Plan& plan = compact.pass(s, cfg, sd);
         records += plan.starts.size();
         return plan;
       };
@@ -501,19 +525,9 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
       CHECK(own.deferred_starts == 0);
       CHECK(starts_csv(own) == starts_csv(ref));
       CHECK(starts_csv(rec) == starts_csv(ref));
-      auto nodes = [](const SimResult& r) {
-        std::string out;
-        for (const Segment& g : r.segments) {
-          out += std::to_string(g.id) + "@" + std::to_string(g.start) + ":";
-          for (const Placement& p : g.placement)
-            for (std::uint32_t k = 0; k < p.count; ++k) out += " " + std::to_string(p.node + k) + "x" + std::to_string(p.slots);
-          out += "\n";
-        }
-        return out;
-      };
       CHECK(own.segments.size() == 300);
-      CHECK(nodes(own) == nodes(ref));
-      CHECK(nodes(rec) == nodes(ref));
+      CHECK(segment_nodes(own) == segment_nodes(ref));
+      CHECK(segment_nodes(rec) == segment_nodes(ref));
     }
   }
 }
@@ -531,13 +545,10 @@ TEST_CASE("sim: the planner's own starts, nodes not counted by the simulator, re
       const SimOptions opt = segment_options(seed, b);
       const SimResult own = simulate(tr, opt);
       SimOptions checked = opt;
-      Planner kept;
-      Plan plan;
+      CompactPasses compact;
       std::size_t over = 0, starts = 0;
       checked.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
-        SchedConfig c = cfg;
-        c.planner.compact_starts = true;
-        schedule(s, c, sd, kept, plan);
+        const Plan& plan = compact.pass(s, cfg, sd);
         std::vector<int> used(s.nodes.size(), 0);
         auto add = [&](const Placement& p) {
           for (std::uint32_t k = 0; k < p.count; ++k)
@@ -612,16 +623,6 @@ TEST_CASE("sim: a pass's starts given in any order start each job with its own s
   // function that gives the planner's starts reversed (Start decisions, or
   // compact records through a kept Plan) must replay as the planner's own
   // order: same starts, same nodes and slots for every run segment.
-  auto nodes = [](const SimResult& r) {
-    std::string out;
-    for (const Segment& g : r.segments) {
-      out += std::to_string(g.id) + "@" + std::to_string(g.start) + "x" + std::to_string(g.slots) + ":";
-      for (const Placement& p : g.placement)
-        for (std::uint32_t k = 0; k < p.count; ++k) out += " " + std::to_string(p.node + k) + "x" + std::to_string(p.slots);
-      out += "\n";
-    }
-    return out;
-  };
   for (std::uint64_t seed = 5; seed <= 8; ++seed) {
     const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 48, 300, 20, 400);
     for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative}) {
@@ -642,13 +643,9 @@ TEST_CASE("sim: a pass's starts given in any order start each job with its own s
       };
       const SimResult dec = simulate(tr, rev_decisions);
       SimOptions rev_records = opt;
-      Planner kept;
-      Plan plan;
+      CompactPasses compact;
       rev_records.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
-        SchedConfig c = cfg;
-        c.planner.compact_starts = true;
-        schedule(s, c, sd, kept, plan);
-        Plan p = plan;
+        Plan p = compact.pass(s, cfg, sd);
         std::reverse(p.starts.begin(), p.starts.end());
         return p;
       };
@@ -660,8 +657,8 @@ TEST_CASE("sim: a pass's starts given in any order start each job with its own s
       CHECK(rec.deferred_starts == 0);
       CHECK(starts_csv(dec) == starts_csv(own));
       CHECK(starts_csv(rec) == starts_csv(own));
-      CHECK(nodes(dec) == nodes(own));
-      CHECK(nodes(rec) == nodes(own));
+      CHECK(segment_nodes(dec) == segment_nodes(own));
+      CHECK(segment_nodes(rec) == segment_nodes(own));
     }
   }
 }
