@@ -111,6 +111,30 @@ void shift_job(Job& d, Job& s) {
   d.first_start = s.first_start;
 }
 
+// A Job built from pending job `s` by shift_job() where it is needed: as the
+// first argument of a RunningJob's parenthesized aggregate initialization it
+// builds the entry's job in place (the conversion's result is the member), so
+// the entry is not value-initialized (zeroed, then given its defaults) first.
+struct MovedJob {
+  Job& s;
+  operator Job() const {
+    Job d;  // the defaults only (every scalar member has one; `{}` would zero it first)
+    shift_job(d, s);
+    return d;  // NRVO: d is the member
+  }
+};
+
+// A Job with id `id` and every other member its default, built where it is
+// needed (a vector's emplace_back(NewJob{id}) constructs it in place).
+struct NewJob {
+  JobId id;
+  operator Job() const {
+    Job d;
+    d.id = id;
+    return d;
+  }
+};
+
 // The same for a running entry (finish() moves the last entry into the
 // place of the one that ended).
 void shift_running(RunningJob& d, RunningJob& s) {
@@ -408,22 +432,26 @@ class Simulator {
   }
   std::vector<std::int32_t> pend_pos_;  // swap_pending_: per job, its position in pending (-1: none)
   std::vector<std::uint32_t> fifo_at_;  // swap_pending_: per pending position, its place in pending_order
+  std::vector<std::uint32_t> gone_;     // scratch (leave_swapped): FIFO places that empty this pass
 
   // swap_pending_: pending position `pos` (just added) takes its FIFO place.
   void fifo_insert(std::size_t pos) {
     auto& ord = snap_.pending_order;
     const auto& pend = snap_.pending;
     if (fifo_at_.size() < pend.size()) fifo_at_.resize(pend.size() + pend.size() / 2 + 16);
-    pend_pos_[pend[pos].id - 1] = static_cast<std::int32_t>(pos);
-    // Snapshot::pending_slots_min (model.hpp): parallel to pending.
-    snap_.pending_slots_min.resize(pend.size());
-    snap_.pending_min_duration.resize(pend.size());
-    put_need(pos, pend[pos]);
-    if (ord.empty() || !fifo_less(pend[pos], pend[ord.back()])) {  // arrivals: at the end
+    const Job& j = pend[pos];
+    pend_pos_[j.id - 1] = static_cast<std::int32_t>(pos);
+    // Snapshot::pending_slots_min (model.hpp): parallel to pending; pos is
+    // its last entry (both callers append), so the arrays grow by one.
+    const Time floor = duration_floor(j);
+    const auto floor32 = static_cast<std::int32_t>(std::min<Time>(floor, INT32_MAX));
+    snap_.pending_slots_min.push_back(j.slots_min);
+    snap_.pending_min_duration.push_back(floor);
+    if (ord.empty() || !fifo_less(j, pend[ord.back()])) {  // arrivals: at the end
       fifo_at_[pos] = static_cast<std::uint32_t>(ord.size());
       ord.push_back(static_cast<std::uint32_t>(pos));
-      snap_.pending_order_slots_min.push_back(pend[pos].slots_min);
-      snap_.pending_order_min_duration.push_back(min_duration32(pend[pos]));
+      snap_.pending_order_slots_min.push_back(j.slots_min);
+      snap_.pending_order_min_duration.push_back(floor32);
       return;
     }
     auto it = std::upper_bound(ord.begin(), ord.end(), pos,
@@ -431,8 +459,8 @@ class Simulator {
     const std::size_t k = static_cast<std::size_t>(it - ord.begin());
     ord.insert(it, static_cast<std::uint32_t>(pos));
     const auto at = static_cast<std::ptrdiff_t>(k);
-    snap_.pending_order_slots_min.insert(snap_.pending_order_slots_min.begin() + at, pend[pos].slots_min);
-    snap_.pending_order_min_duration.insert(snap_.pending_order_min_duration.begin() + at, min_duration32(pend[pos]));
+    snap_.pending_order_slots_min.insert(snap_.pending_order_slots_min.begin() + at, j.slots_min);
+    snap_.pending_order_min_duration.insert(snap_.pending_order_min_duration.begin() + at, floor32);
     for (std::size_t m = k; m < ord.size(); ++m) fifo_at_[ord[m]] = static_cast<std::uint32_t>(m);
   }
 
@@ -609,8 +637,9 @@ class Simulator {
     const SwfJob& s = tr_.jobs[idx];
     Rec& r = recs_[idx];
     Hot& h = hot_[idx];
-    Job& j = snap_.pending.emplace_back();  // arrivals come in submit, id order; built in place
-    j.id = jid(idx);
+    // Arrivals come in submit, id order; built in place with its defaults
+    // (not value-initialized: that zeroes the 384 bytes first).
+    Job& j = snap_.pending.emplace_back(NewJob{jid(idx)});
     if (s.user >= 0) j.user = name_of(user_names_, s.user);
     if (s.group >= 0) j.group = name_of(group_names_, s.group);
     j.submit = s.submit;
@@ -662,7 +691,8 @@ class Simulator {
     }
   }
 
-  void add_running(std::size_t idx, Job&& j, int slots, std::vector<Placement> place, bool backfilled) {
+  // Job j (a pending entry, moved from) starts on `place` (moved from).
+  void add_running(std::size_t idx, Job& j, int slots, std::vector<Placement>& place, bool backfilled) {
     Rec& r = recs_[idx];
     Hot& h = hot_[idx];
     const SwfJob& s = tr_.jobs[idx];
@@ -680,19 +710,21 @@ class Simulator {
     ++h.gen;
     heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), h.gen});
     run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
-    RunningJob& rj = snap_.running.emplace_back();  // built in place: the job moves once
-    rj.start = now_;
-    rj.slots = slots;
-    rj.placement = std::move(place);
-    rj.backfilled = backfilled;
+    const Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
+    const Time expected_end = now_ + r.seg_overhead + left_est;
+    // Built in place, its job moved member-wise (j is a pending entry the
+    // compaction overwrites); every other member as listed or its default.
+    // Every member listed: GCC zeroes an aggregate given fewer first.
+    static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: list every member here");
+    static const RunningJob kDefault{};
+    RunningJob& rj = snap_.running.emplace_back(MovedJob{j}, now_, expected_end, slots, std::move(place),
+                                                /*suspended=*/false, backfilled, kDefault.suspended_for,
+                                                kDefault.suspended_since, kDefault.stopping);
     if (backfilled && cfg_.planner.backfill == Backfill::Checkpoint) {
-      Time window_end = now_ + std::max<Time>(1, backfill_duration(j, cfg_.planner));
+      Time window_end = now_ + std::max<Time>(1, backfill_duration(rj.job, cfg_.planner));
       if (window_end < r.actual_end) wake_.push(window_end);
     }
-    Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
-    rj.expected_end = now_ + r.seg_overhead + left_est;
-    if (rj.expected_end < r.actual_end) extend_.push({rj.expected_end, static_cast<std::uint32_t>(idx), h.gen});
-    shift_job(rj.job, j);  // member-wise (j is a pending entry the compaction overwrites)
+    if (expected_end < r.actual_end) extend_.push({expected_end, static_cast<std::uint32_t>(idx), h.gen});
     touch_running(run_pos_[idx]);
   }
 
@@ -1146,7 +1178,7 @@ class Simulator {
     if (h.starting) {
       h.starting = false;
       StartNote& sn = note_of(idx);
-      add_running(idx, std::move(job), sn.slots, std::move(sn.place), sn.backfilled);
+      add_running(idx, job, sn.slots, sn.place, sn.backfilled);
       sn.place.clear();
     } else {
       ++res_.rejected;
@@ -1163,15 +1195,13 @@ class Simulator {
     auto& ord = snap_.pending_order;
     std::sort(leaving_.begin(), leaving_.end());
     leaving_.erase(std::unique(leaving_.begin(), leaving_.end()), leaving_.end());
-    constexpr std::uint32_t kGone = UINT32_MAX;
-    // The first FIFO place that empties: the order list ahead of it stays.
-    std::size_t first_gone = ord.size();
+    // The FIFO places that empty (the order list ahead of the first stays).
+    gone_.clear();
     for (std::size_t idx : leaving_) {
       if (pend_pos_[idx] < 0) continue;
       const auto p = static_cast<std::size_t>(pend_pos_[idx]);
       if (!leave(idx, pend[p])) continue;  // stays pending
-      ord[fifo_at_[p]] = kGone;
-      first_gone = std::min<std::size_t>(first_gone, fifo_at_[p]);
+      gone_.push_back(fifo_at_[p]);
       const std::size_t last = pend.size() - 1;
       if (p != last) {
         shift_job(pend[p], pend[last]);
@@ -1186,16 +1216,24 @@ class Simulator {
       pend_pos_[idx] = -1;
     }
     leaving_.clear();
-    std::size_t w = first_gone;
-    std::int32_t* on = snap_.pending_order_slots_min.data();
-    std::int32_t* od = snap_.pending_order_min_duration.data();
-    for (std::size_t m = first_gone; m < ord.size(); ++m) {
-      if (ord[m] == kGone) continue;
-      ord[w] = ord[m];
-      on[w] = on[m];
-      od[w] = od[m];
-      fifo_at_[ord[w]] = static_cast<std::uint32_t>(w);
-      ++w;
+    if (gone_.empty()) return;
+    // The places between two that emptied move up by the number emptied
+    // ahead of them: one plain loop a stretch (no test per entry).
+    std::sort(gone_.begin(), gone_.end());
+    std::size_t w = gone_.front();
+    std::uint32_t* const o = ord.data();
+    std::int32_t* const on = snap_.pending_order_slots_min.data();
+    std::int32_t* const od = snap_.pending_order_min_duration.data();
+    std::uint32_t* const at = fifo_at_.data();
+    for (std::size_t g = 0; g < gone_.size(); ++g) {
+      const std::size_t end = g + 1 < gone_.size() ? gone_[g + 1] : ord.size();
+      for (std::size_t m = gone_[g] + 1; m < end; ++m, ++w) {
+        const std::uint32_t pos = o[m];
+        o[w] = pos;
+        on[w] = on[m];
+        od[w] = od[m];
+        at[pos] = static_cast<std::uint32_t>(w);
+      }
     }
     ord.resize(w);
     snap_.pending_order_slots_min.resize(w);
