@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "coordinator/nci/ledger.hpp"
+#include "coordinator/sim/events.hpp"
 #include "coordinator/planner/order.hpp"
 
 namespace corral::sim {
@@ -144,7 +145,7 @@ void shift_running(RunningJob& d, RunningJob& s) {
   d.start = s.start;
   d.expected_end = s.expected_end;
   d.slots = s.slots;
-  d.placement = std::move(s.placement);
+  d.placement.swap(s.placement);  // s is destroyed next: no vector freed here
   d.suspended = s.suspended;
   d.backfilled = s.backfilled;
   d.suspended_for = s.suspended_for;
@@ -152,11 +153,8 @@ void shift_running(RunningJob& d, RunningJob& s) {
   d.stopping = s.stopping;
 }
 
-struct Ev {
-  Time t;
-  std::uint32_t idx, gen;
-  bool operator>(const Ev& o) const { return t != o.t ? t > o.t : idx > o.idx; }
-};
+using detail::Ev;
+using detail::EventQueue;
 using MinHeap = std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>>;
 
 class Simulator {
@@ -314,7 +312,7 @@ class Simulator {
   std::vector<Rec> recs_;
   std::vector<Hot> hot_;  // parallel to recs_
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
-  MinHeap heap_;       // completions / checkpoint ends
+  EventQueue heap_;    // completions / checkpoint ends
   MinHeap extend_;     // predicted expected ends to check (EASY++ extension)
   // Extra pass times: the end of a backfilled job's window (checkpoint policy),
   // when the planner may checkpoint it for the head job.
@@ -385,7 +383,11 @@ class Simulator {
     sn.slots = slots;
     return &sn;
   }
-  std::vector<std::vector<Placement>> place_pool_;  // compact_starts: placement buffers of finished jobs
+  // compact_starts: placement buffers of finished jobs, the first pool_n_
+  // (the rest are empty, kept so that buffers are swapped in and out
+  // without a vector destroyed).
+  std::vector<std::vector<Placement>> place_pool_;
+  std::size_t pool_n_ = 0;
   bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
   // Pending jobs that are not cores_only_job(); at 0 the snapshot promises
   // pending_cores_only (model.hpp). Jobs put in pending by on_setup have no
@@ -751,8 +753,8 @@ class Simulator {
     RunningJob& here = snap_.running[static_cast<std::size_t>(p)];
     // Its placement buffer serves a later compact start (pass()).
     if (cfg_.planner.compact_starts && here.placement.capacity() > 0) {
-      place_pool_.push_back(std::move(here.placement));
-      here.placement.clear();
+      if (pool_n_ == place_pool_.size()) place_pool_.emplace_back();
+      here.placement.swap(place_pool_[pool_n_++]);  // an empty one in its place
     }
     if (static_cast<std::size_t>(p) + 1 != snap_.running.size()) {
       shift_running(here, snap_.running.back());
@@ -1110,10 +1112,7 @@ class Simulator {
       StartNote* sn = accept_start(idx, sr.slots, place);
       if (sn == nullptr) continue;
       // A placement buffer of a finished job (no allocation per start).
-      if (!place_pool_.empty()) {
-        sn->place = std::move(place_pool_.back());
-        place_pool_.pop_back();
-      }
+      if (pool_n_ > 0) sn->place.swap(place_pool_[--pool_n_]);
       sn->place.assign(place.begin(), place.end());
       sn->backfilled = false;
       any_start = true;

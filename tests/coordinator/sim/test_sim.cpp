@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <queue>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "coordinator/planner/order.hpp"
+#include "coordinator/sim/events.hpp"
 #include "coordinator/sim/sim.hpp"
 
 using namespace corral;
@@ -1022,6 +1025,86 @@ TEST_CASE("fcfs and easy reproduce the textbook algorithms: random traces", "[si
     SwfTrace t = random_trace(seed, 32, 400);
     check_against_reference(t, Backfill::Fcfs);
     check_against_reference(t, Backfill::Easy);
+  }
+}
+
+TEST_CASE("sim: the event queue pops as a (t, idx) min-heap, sorted while small and as a heap past it",
+          "[sim][events]") {
+  using detail::Ev;
+  using detail::EventQueue;
+  for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937 rng(seed);
+    EventQueue q;
+    std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> want;
+    std::set<std::pair<Time, std::uint32_t>> used;  // (t, idx) unique: one order only
+    std::size_t pops = 0, peak = 0;
+    // Grow past kSortedMax (odd seeds) or stay below it, with pops between
+    // pushes; times from a small range (many ties, broken by idx).
+    const std::size_t cap = seed % 2 ? 3 * EventQueue::kSortedMax : EventQueue::kSortedMax - 10;
+    for (int step = 0; step < 20000; ++step) {
+      const bool push = want.size() < cap && (want.empty() || rng() % 100 < (step < 10000 ? 60u : 40u));
+      if (push) {
+        Ev e{static_cast<Time>(rng() % 300), static_cast<std::uint32_t>(rng() % 5000), static_cast<std::uint32_t>(step)};
+        if (!used.insert({e.t, e.idx}).second) continue;
+        q.push(e);
+        want.push(e);
+        peak = std::max(peak, want.size());
+      } else {
+        REQUIRE(!q.empty());
+        const Ev a = q.top(), b = want.top();
+        REQUIRE(a.t == b.t);
+        REQUIRE(a.idx == b.idx);
+        REQUIRE(a.gen == b.gen);
+        q.pop();
+        want.pop();
+        used.erase({a.t, a.idx});
+        ++pops;
+      }
+      REQUIRE(q.size() == want.size());
+      REQUIRE(q.empty() == want.empty());
+    }
+    CHECK(pops > 5000);
+    CHECK(q.is_heap() == (peak > EventQueue::kSortedMax));
+    while (!want.empty()) {  // the rest drains in order too
+      REQUIRE(q.top().t == want.top().t);
+      REQUIRE(q.top().idx == want.top().idx);
+      q.pop();
+      want.pop();
+    }
+    CHECK(q.empty());
+  }
+}
+
+TEST_CASE("fcfs and easy reproduce the textbook algorithms: over 512 jobs running at once", "[sim][reference]") {
+  // 2000 single-core nodes, mostly 1-4 proc jobs: the simulator's event
+  // queue holds more than EventQueue::kSortedMax ends and turns into a heap.
+  for (std::uint32_t seed = 1; seed <= 2; ++seed) {
+    INFO("seed " << seed);
+    std::mt19937 rng(seed);
+    std::string text = "; MaxProcs: 2000\n";
+    long t = 0;
+    for (int i = 1; i <= 4000; ++i) {
+      t += static_cast<long>(rng() % 2);
+      const long run = 1 + static_cast<long>(rng() % 40) * 25;
+      const long procs = rng() % 500 == 0 ? 200 + static_cast<long>(rng() % 1800) : 1 + static_cast<long>(rng() % 4);
+      text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 3) * 100);
+    }
+    SwfTrace tr = parse_swf(text);
+    // Jobs running at once in the replay (ends before starts at one time).
+    SimOptions opt;
+    SimResult r = simulate(tr, opt);
+    std::vector<std::pair<Time, int>> ev;
+    for (const JobResult& j : r.per_job) {
+      ev.push_back({j.first_start, +1});
+      ev.push_back({j.end, -1});
+    }
+    std::sort(ev.begin(), ev.end());
+    int now = 0, most = 0;
+    for (const auto& e : ev) most = std::max(most, now += e.second);
+    CHECK(most > static_cast<int>(detail::EventQueue::kSortedMax));
+    check_against_reference(tr, Backfill::Fcfs);
+    check_against_reference(tr, Backfill::Easy);
   }
 }
 
