@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <queue>
 #include <set>
@@ -1226,7 +1227,24 @@ class Simulator {
     std::uint32_t* const at = fifo_at_.data();
     for (std::size_t g = 0; g < gone_.size(); ++g) {
       const std::size_t end = g + 1 < gone_.size() ? gone_[g + 1] : ord.size();
-      for (std::size_t m = gone_[g] + 1; m < end; ++m, ++w) {
+      std::size_t m = gone_[g] + 1;
+      // Four entries a step (16-byte loads and stores; w < m, so a step's
+      // stores never reach entries not yet loaded), then one at a time.
+      for (; m + 4 <= end; m += 4, w += 4) {
+        std::uint32_t p4[4];
+        std::int32_t n4[4], d4[4];
+        std::memcpy(p4, o + m, sizeof p4);
+        std::memcpy(n4, on + m, sizeof n4);
+        std::memcpy(d4, od + m, sizeof d4);
+        std::memcpy(o + w, p4, sizeof p4);
+        std::memcpy(on + w, n4, sizeof n4);
+        std::memcpy(od + w, d4, sizeof d4);
+        at[p4[0]] = static_cast<std::uint32_t>(w);
+        at[p4[1]] = static_cast<std::uint32_t>(w + 1);
+        at[p4[2]] = static_cast<std::uint32_t>(w + 2);
+        at[p4[3]] = static_cast<std::uint32_t>(w + 3);
+      }
+      for (; m < end; ++m, ++w) {
         const std::uint32_t pos = o[m];
         o[w] = pos;
         on[w] = on[m];
