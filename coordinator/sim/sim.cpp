@@ -119,16 +119,10 @@ void shift_job(Job& d, Job& s) {
 // the entry is not value-initialized (zeroed, then given its defaults) first.
 struct MovedJob {
   Job& s;
-  // Every member given (GCC zeroes an aggregate given fewer first), each
-  // once: a string or map s holds is moved, an empty one default-built.
-  static std::string take(std::string& x) { return x.empty() ? std::string() : std::move(x); }
   operator Job() const {
-    static_assert(field_count<Job>() == 26, "corral::Job changed: list every member here");
-    return Job{s.id, take(s.name), take(s.user), take(s.group), take(s.project), take(s.queue), take(s.flow_step),
-               take(s.pe), s.submit, s.walltime, s.estimate, s.slots_min, s.slots_max, s.mem_mb, s.jobfs_mb,
-               s.consumables.empty() ? Amounts() : std::move(s.consumables), s.reserve, s.checkpointable, s.preempt,
-               s.priority, s.cycles_pending, s.requeues, s.pba_preemptions, s.last_start_priority, s.work_done,
-               s.first_start};
+    Job d;  // the defaults only (every scalar member has one; `{}` would zero it first)
+    shift_job(d, s);
+    return d;  // NRVO: d is the member
   }
 };
 
