@@ -46,7 +46,20 @@ class EventQueue {
       std::push_heap(v_.begin(), v_.end(), std::greater<Ev>());
       return;
     }
-    v_.insert(std::upper_bound(v_.begin(), v_.end(), e, std::greater<Ev>()), e);
+    // The first entry e is later than (the entries are latest first): a
+    // binary search without branches on the entries (a select a step: the
+    // steps' branches on the compares mispredicted about 2.6 times a push).
+    std::size_t pos = 0;
+    if (!v_.empty()) {
+      const Ev* b = v_.data();
+      for (std::size_t len = v_.size(); len > 1;) {
+        const std::size_t half = len / 2;
+        b = later(e, b[half]) ? b : b + half;
+        len -= half;
+      }
+      pos = static_cast<std::size_t>(b - v_.data()) + static_cast<std::size_t>(!later(e, *b));
+    }
+    v_.insert(v_.begin() + static_cast<std::ptrdiff_t>(pos), e);
   }
   void pop() {
     if (heap_) std::pop_heap(v_.begin(), v_.end(), std::greater<Ev>());
@@ -54,6 +67,10 @@ class EventQueue {
   }
 
  private:
+  // x > y (Ev::operator>) as one expression of flags.
+  static bool later(const Ev& x, const Ev& y) {
+    return (x.t > y.t) | ((x.t == y.t) & (x.idx > y.idx));
+  }
   std::vector<Ev> v_;
   bool heap_ = false;
 };
