@@ -1642,6 +1642,48 @@ struct Planner::Impl {
       }
   }
 
+  // NodeSets::place_into with ranges on single-core nodes, and the
+  // f_range_add of each range it gives, in one walk: the highest free nodes
+  // first, a run at a time, each word's bits cleared once (the word path of
+  // f_range_add: with f_fast1 and no odd count the per-node counts follow
+  // from the bits, f_stale). A run that ends at a word's bit 0 and goes on
+  // at bit 63 of the word below joins the same entry, as place_into's runs
+  // cross words. Returns the nodes taken.
+  int f_take1(std::vector<Placement>& out, int sl) {
+    const std::size_t first = out.size();
+    std::uint64_t* w = f_sets.bits.data() + f_sets.nw;  // the bitset of free count 1
+    int left = sl;
+    for (std::size_t wi = f_sets.nw; wi-- > 0 && left > 0;) {
+      std::uint64_t m = w[wi];
+      if (m == 0) continue;
+      std::uint64_t taken = 0;
+      while (m != 0 && left > 0) {
+        const int h = 63 - __builtin_clzll(m);
+        const std::uint64_t inv = ~(m << (63 - h));  // the run down from h leads
+        int ones = inv ? __builtin_clzll(inv) : 64;
+        if (ones > left) ones = left;
+        const int low = h - ones + 1;
+        const std::uint64_t run = (ones == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << ones) - 1)) << low;
+        m &= ~run;
+        taken |= run;
+        left -= ones;
+        const auto lo = static_cast<std::uint32_t>(wi * 64 + static_cast<std::size_t>(low));
+        if (out.size() > first && out.back().node == lo + static_cast<std::uint32_t>(ones)) {
+          out.back().node = lo;
+          out.back().count += static_cast<std::uint32_t>(ones);
+        } else {
+          out.push_back({lo, 1, {}, static_cast<std::uint32_t>(ones)});
+        }
+      }
+      w[wi] &= ~taken;
+    }
+    const int got = sl - left;
+    if (got > 0) f_stale = true;
+    f_sum_free -= got;
+    f_sets.count[1] -= static_cast<std::uint32_t>(got);
+    return got;
+  }
+
   // Starts j now on s slots: node state, undo log, decision.
   void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
     const bool cores = cfg->pick_cores;
@@ -1652,19 +1694,24 @@ struct Planner::Impl {
     std::vector<Placement> own;
     std::vector<Placement>& buf = compact ? plan.start_placements : own;
     const std::size_t first = buf.size();
-    if (compact) f_sets.place_into(buf, sl, fl_nn, ranges);
+    int on_up = 0;
+    // Single-core nodes, node ranges, no odd count: placed and taken in one
+    // walk down the free bits (f_take1), the same nodes place_into picks.
+    const bool take1 = ranges && f_fast1 && f_odd == 0;
+    if (take1) on_up = f_take1(buf, sl);
+    else if (compact) f_sets.place_into(buf, sl, fl_nn, ranges);
     else own = f_sets.place(sl, fl_nn, ranges);
     const std::span<Placement> pl(buf.data() + first, buf.size() - first);
-    int on_up = 0;
-    for (Placement& p : pl) {
-      if (cores) {
-        std::uint16_t* used = f_core.data() + fl_coff[p.node];
-        p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
+    if (!take1)
+      for (Placement& p : pl) {
+        if (cores) {
+          std::uint16_t* used = f_core.data() + fl_coff[p.node];
+          p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
+        }
+        if (p.count == 1) f_node_add(p.node, static_cast<int>(p.slots));
+        else f_range_add(p.node, p.count, static_cast<int>(p.slots), false);
+        on_up += static_cast<int>(p.slots * p.count);  // f_sets holds up nodes only
       }
-      if (p.count == 1) f_node_add(p.node, static_cast<int>(p.slots));
-      else f_range_add(p.node, p.count, static_cast<int>(p.slots), false);
-      on_up += static_cast<int>(p.slots * p.count);  // f_sets holds up nodes only
-    }
     fu_ends.emplace_back(sat_add(s.now, d), sl);
     // Its provisional record (see f_prov).
     if (fu_prov_n == fu_prov.size()) fu_prov.emplace_back();

@@ -292,6 +292,33 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
   return ranges;
 }
 
+// A start's placement on single-core nodes as NodeSets::place_into gives it
+// with node ranges (the plain path): its nodes from the highest down, one
+// entry per maximal run of consecutive nodes (a run may cross a 64-node
+// word), 1 slot each. The fast start (f_take1) must give exactly this.
+std::string single_core_ranges(const std::vector<Placement>& pl) {
+  std::vector<std::uint32_t> nodes;
+  for (const Placement& p : pl)
+    for (std::uint32_t k = 0; k < p.count; ++k) nodes.push_back(p.node + k);
+  std::sort(nodes.rbegin(), nodes.rend());
+  std::string s;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t j = i + 1;
+    while (j < nodes.size() && nodes[j] + 1 == nodes[j - 1]) ++j;
+    s += " " + std::to_string(nodes[j - 1]) + "x" + std::to_string(j - i) + ":1";
+    i = j;
+  }
+  return s;
+}
+std::string ranges_of(const std::vector<Placement>& pl) {
+  std::string s;
+  for (const Placement& p : pl)
+    s += " " + std::to_string(p.node) + "x" + std::to_string(p.count) + ":" + std::to_string(p.slots) +
+         (p.cores.empty() ? "" : "+cores");
+  return s;
+}
+std::size_t word_crossing_starts = 0;  // starts with one entry across a 64-node word
+
 // Single-core nodes, node ranges: the kept Planner changes its free-node set
 // a 64-node word at a time while no node holds a count other than 0 or 1.
 // Odd counts come from running entries the caller places over busy nodes
@@ -350,6 +377,12 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
     fresh.plan(plain, per_node, st, c);
     INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     REQUIRE(describe_nodes(a) == describe_nodes(c));
+    for (const Decision& d : a.decisions) {
+      if (d.action != Action::Start) continue;
+      INFO("job " << d.job);
+      REQUIRE(ranges_of(d.placement) == single_core_ranges(d.placement));
+      for (const Placement& p : d.placement) word_crossing_starts += p.count > 1 && p.node / 64 != (p.node + p.count - 1) / 64;
+    }
     w.apply(a, cfg);
     w.step();
   }
@@ -595,6 +628,9 @@ TEST_CASE("incremental planner: single-core free nodes a word at a time, odd cou
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 8; ++seed) odd += drive_odd_single(b, seed * 7001 + static_cast<int>(b), 300);
   CHECK(odd > 500);  // the odd counts had work to do
+  // Starts placed in one walk down the free bits (f_take1) give their nodes
+  // as place_into's ranges, runs across a 64-node word included.
+  CHECK(word_crossing_starts > 50);
 }
 
 TEST_CASE("incremental planner: same plans as a from-scratch pass over random workloads", "[planner][incremental]") {
