@@ -1215,7 +1215,7 @@ struct Planner::Impl {
   std::vector<std::uint32_t> fl_coff;
 
   // Mirror of snap.running as of the last fast pass.
-  // RunRec's trivially copyable part (swapped as one block).
+  // RunRec's trivially copyable part.
   struct RunRecPod {
     static constexpr std::uint32_t kInline = 10;
     JobId id = 0;
@@ -1232,13 +1232,6 @@ struct Planner::Impl {
   struct RunRec : RunRecPod {
     std::vector<std::int32_t> ext;
     const std::int32_t* sig() const { return n <= kInline ? inl : ext.data(); }
-    // The records change places in every diff: the plain part is swapped as
-    // one block (std::swap's three moves of a RunRec cost about three times
-    // as much, a swap member by member twice).
-    void swap(RunRec& o) noexcept {
-      std::swap(static_cast<RunRecPod&>(*this), static_cast<RunRecPod&>(o));
-      ext.swap(o.ext);
-    }
     bool empty_pl() const { return n == 0; }
     static std::int32_t third(const Placement& p) {
       return p.count == 1 ? static_cast<std::int32_t>(p.cores.size()) : -1 - static_cast<std::int32_t>(p.count);
@@ -1278,7 +1271,22 @@ struct Planner::Impl {
       return q == e;
     }
   };
-  std::vector<RunRec> fr;
+  // The records live in one arena (f_recs, spare slots in f_spare); the
+  // mirror, the diff's pool and the provisional lists hold their indices, so
+  // a record changes lists by a 4-byte copy instead of a ~110-byte swap
+  // (three to four per start and end).
+  std::vector<RunRec> f_recs;
+  std::vector<std::uint32_t> f_spare;
+  std::uint32_t f_new_rec() {  // may grow f_recs: no RunRec& held across it
+    if (!f_spare.empty()) {
+      const std::uint32_t i = f_spare.back();
+      f_spare.pop_back();
+      return i;
+    }
+    f_recs.emplace_back();
+    return static_cast<std::uint32_t>(f_recs.size() - 1);
+  }
+  std::vector<std::uint32_t> fr;  // arena index per position of running
   std::uint64_t fr_version = 0;   // Snapshot::running_version fr mirrors (0: none)
   std::size_t fr_bad = 0;         // holding jobs without a placement (general path)
   std::vector<int> f_used;        // per node: slots held (may exceed cores)
@@ -1333,7 +1341,6 @@ struct Planner::Impl {
   bool f_track = true;
 
   // This pass's starts (records in fu_prov) and their release events.
-  std::size_t fu_prov_n = 0;                              // starts in fu_prov
   std::vector<std::pair<Time, std::int64_t>> fu_ends;     // (now + d, slots) of starts
   Profile fprof;                                          // conservative/easy profile
 
@@ -1380,6 +1387,10 @@ struct Planner::Impl {
     fl_coff[nn] = off;
     // Running state starts empty; the diff adds every running job.
     fr.clear();
+    f_recs.clear();
+    f_spare.clear();
+    f_prov.clear();
+    fu_prov.clear();
     fr_version = 0;
     fr_bad = 0;
     f_used.assign(nn, 0);
@@ -1399,7 +1410,6 @@ struct Planner::Impl {
     f_sets.init(nn, fl_maxc);
     for (std::size_t n = 0; n < nn; ++n) f_sets.insert(static_cast<std::uint32_t>(n), f_free[n]);
     f_ends.clear();
-    f_prov_n = 0;
     cc_valid = false;
   }
 
@@ -1527,7 +1537,7 @@ struct Planner::Impl {
   // that only moved (a swap-remove by the caller) is found among the removed
   // ones and moved with its record: its cores are not released and re-taken.
   std::vector<std::uint32_t> fd_changed;  // scratch: positions that differ
-  std::vector<RunRec> fd_pool;            // scratch: records of the removed entries
+  std::vector<std::uint32_t> fd_pool;     // scratch: records of the removed entries
   bool f_same(const RunRec& r, const RunningJob& rj, std::uint64_t version) const {
     return rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
            rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
@@ -1540,15 +1550,17 @@ struct Planner::Impl {
   // re-taking its nodes; the others are released by f_settle().
   // Both pools keep their spare records past the count (no reallocation of
   // a record's placement per start).
-  std::vector<RunRec> f_prov, fu_prov;  // kept across passes / this pass's starts
-  std::size_t f_prov_n = 0;             // records in f_prov
-  bool f_adopt(RunRec& r, const RunningJob& rj) {
+  std::vector<std::uint32_t> f_prov, fu_prov;  // kept across passes / this pass's starts
+  // Adopts a provisional record as fr[k]'s.
+  bool f_adopt(std::uint32_t k, const RunningJob& rj) {
     if (rj.suspended) return false;
-    for (std::size_t m = 0; m < f_prov_n; ++m) {
-      RunRec& p = f_prov[m];
+    for (std::size_t m = 0; m < f_prov.size(); ++m) {
+      const RunRec& p = f_recs[f_prov[m]];
       if (p.id != rj.job.id || p.start != rj.start || p.slots != rj.slots || !p.same(rj.placement)) continue;
-      r.swap(p);
-      p.swap(f_prov[--f_prov_n]);
+      fr[k] = f_prov[m];
+      f_prov[m] = f_prov.back();
+      f_prov.pop_back();
+      RunRec& r = f_recs[fr[k]];
       r.end = rj.expected_end;
       r.backfilled = rj.backfilled;
       f_apply_end(r, +1);  // its nodes are taken already
@@ -1558,8 +1570,11 @@ struct Planner::Impl {
     return false;
   }
   void f_settle() {
-    for (std::size_t m = 0; m < f_prov_n; ++m) f_apply_nodes(f_prov[m], -1);
-    f_prov_n = 0;
+    for (std::uint32_t i : f_prov) {
+      f_apply_nodes(f_recs[i], -1);
+      f_spare.push_back(i);
+    }
+    f_prov.clear();
   }
   void f_diff(const Snapshot& s) {
     f_removed.clear();
@@ -1570,36 +1585,37 @@ struct Planner::Impl {
     if (s.running_version != 0 && s.running_since != 0 && s.running_since == fr_version) {
       // model.hpp running_touched: only the listed entries and the tail can differ.
       for (std::uint32_t k : s.running_touched)
-        if (k < lo && !f_same(fr[k], s.running[k], s.running_version)) fd_changed.push_back(k);
+        if (k < lo && !f_same(f_recs[fr[k]], s.running[k], s.running_version)) fd_changed.push_back(k);
       std::sort(fd_changed.begin(), fd_changed.end());
       fd_changed.erase(std::unique(fd_changed.begin(), fd_changed.end()), fd_changed.end());
       for (std::size_t k = lo; k < hi; ++k) fd_changed.push_back(static_cast<std::uint32_t>(k));
     } else {
       for (std::size_t k = 0; k < hi; ++k)
-        if (k >= lo || !f_same(fr[k], s.running[k], s.running_version)) fd_changed.push_back(static_cast<std::uint32_t>(k));
+        if (k >= lo || !f_same(f_recs[fr[k]], s.running[k], s.running_version)) fd_changed.push_back(static_cast<std::uint32_t>(k));
     }
     if (fd_changed.empty()) return;
-    std::size_t pooled = 0;
+    fd_pool.clear();
     for (std::uint32_t k : fd_changed) {
       if (k >= no) break;
-      if (fd_pool.size() <= pooled) fd_pool.emplace_back();
-      fd_pool[pooled++].swap(fr[k]);
+      fd_pool.push_back(fr[k]);
     }
     if (fr.size() < nr) fr.resize(nr);
     for (std::uint32_t k : fd_changed) {
       if (k >= nr) break;
       const RunningJob& rj = s.running[k];
-      RunRec& r = fr[k];
       bool moved = false;
-      for (std::size_t m = 0; m < pooled; ++m)
-        if (f_same(fd_pool[m], rj, s.running_version)) {
-          r.swap(fd_pool[m]);
-          fd_pool[m].swap(fd_pool[--pooled]);
+      for (std::size_t m = 0; m < fd_pool.size(); ++m)
+        if (f_same(f_recs[fd_pool[m]], rj, s.running_version)) {
+          fr[k] = fd_pool[m];
+          fd_pool[m] = fd_pool.back();
+          fd_pool.pop_back();
           moved = true;
           break;
         }
       if (moved) continue;
-      if (f_adopt(r, rj)) continue;
+      if (f_adopt(k, rj)) continue;
+      fr[k] = f_new_rec();
+      RunRec& r = f_recs[fr[k]];
       r.id = rj.job.id;
       r.start = rj.start;
       r.end = rj.expected_end;
@@ -1618,12 +1634,14 @@ struct Planner::Impl {
       f_apply(r, +1);
       if (f_track) f_added.push_back({r.id, r.end, r.on_up, r.holds});
     }
-    for (std::size_t m = 0; m < pooled; ++m) {
-      const RunRec& r = fd_pool[m];
+    for (std::uint32_t i : fd_pool) {
+      const RunRec& r = f_recs[i];
       f_apply(r, -1);
       if (r.holds && r.empty_pl()) --fr_bad;
       if (f_track) f_removed.push_back({r.id, r.end, r.on_up, r.holds});
+      f_spare.push_back(i);
     }
+    fd_pool.clear();
     fr.resize(nr);
     // An entry whose flags changed but not its release shows up as removed
     // and added unchanged: the pair cancels.
@@ -1714,8 +1732,8 @@ struct Planner::Impl {
       }
     fu_ends.emplace_back(sat_add(s.now, d), sl);
     // Its provisional record (see f_prov).
-    if (fu_prov_n == fu_prov.size()) fu_prov.emplace_back();
-    RunRec& r = fu_prov[fu_prov_n++];
+    fu_prov.push_back(f_new_rec());
+    RunRec& r = f_recs[fu_prov.back()];
     r.id = j.id;
     r.start = s.now;
     r.end = 0;  // set from running when adopted
@@ -1739,11 +1757,8 @@ struct Planner::Impl {
 
   // End of a fast pass: its starts become the provisional records.
   void f_keep_starts() {
-    for (std::size_t k = 0; k < fu_prov_n; ++k) {
-      if (f_prov_n == f_prov.size()) f_prov.emplace_back();
-      f_prov[f_prov_n++].swap(fu_prov[k]);
-    }
-    fu_prov_n = 0;
+    f_prov.insert(f_prov.end(), fu_prov.begin(), fu_prov.end());
+    fu_prov.clear();
     fu_ends.clear();
   }
 
