@@ -1491,6 +1491,28 @@ struct Planner::Impl {
     f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + dsum);
   }
 
+  // f_range_add's word path inline, for a start or end of one slot a node
+  // within one 64-node word (most of a single-core machine's ends and
+  // released provisional starts): false when it does not apply (then
+  // f_range_add decides, per node if it must).
+  bool f_flip1(std::uint32_t n0, std::uint32_t k, int delta) {
+    if (!f_fast1 || f_odd != 0 || (delta != 1 && delta != -1)) return false;
+    const std::uint64_t end = std::min<std::uint64_t>(fl_nn, std::uint64_t{n0} + k);
+    const std::size_t wi = n0 / 64;
+    if (end <= n0 || (end - 1) / 64 != wi) return false;
+    const auto len = static_cast<unsigned>(end - n0);
+    const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << (n0 % 64);
+    const std::uint64_t want = delta == 1 ? mask : 0;  // start: all free; end: all taken and up
+    std::uint64_t& word = f_sets.bits[f_sets.nw + wi];
+    if ((((word & mask) ^ want) | (~(f_up1[wi] | want) & mask)) != 0) return false;
+    f_stale = true;
+    word ^= mask;
+    const std::int64_t d = -delta * static_cast<std::int64_t>(len);
+    f_sum_free += d;
+    f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + d);
+    return true;
+  }
+
   void f_apply(const RunRec& r, int sign) {
     if (!r.holds) return;
     f_apply_nodes(r, sign);
@@ -1506,7 +1528,7 @@ struct Planner::Impl {
       if (q[2] < 0) {  // a range of -1 - q[2] nodes
         const auto k = static_cast<std::uint32_t>(-1 - q[2]);
         q += 3;
-        if (node < fl_nn) f_range_add(node, k, sign * slots, true);
+        if (node < fl_nn && !f_flip1(node, k, sign * slots)) f_range_add(node, k, sign * slots, true);
         continue;
       }
       const int nc = q[2];
@@ -1514,7 +1536,7 @@ struct Planner::Impl {
       const std::int32_t* cores = q;
       q += nc;
       if (node >= fl_nn || !fl_up[node]) continue;
-      f_node_add(node, sign * slots);
+      if (nc != 0 || !f_flip1(node, 1, sign * slots)) f_node_add(node, sign * slots);
       for (int k = 0; k < nc; ++k) {
         const int c = cores[k];
         if (c >= 0 && c < fl_cores[node]) f_core[fl_coff[node] + static_cast<std::uint32_t>(c)] += static_cast<std::uint16_t>(sign);
