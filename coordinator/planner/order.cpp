@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string_view>
 
 namespace corral {
 
@@ -10,7 +11,9 @@ namespace {
 
 enum class Pol { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Lxbf, Unknown };
 
-Pol parse(const std::string& p) {
+// Read every pass: compared as string_views (a length test, then the
+// bytes), not std::string against a C string (strlen and compare each).
+Pol parse(std::string_view p) {
   if (p == "fifo" || p.empty()) return Pol::Fifo;
   if (p == "sjf") return Pol::Sjf;
   if (p == "saf") return Pol::Saf;

@@ -1606,10 +1606,15 @@ struct Planner::Impl {
     const std::size_t lo = std::min(nr, no), hi = std::max(nr, no);
     if (s.running_version != 0 && s.running_since != 0 && s.running_since == fr_version) {
       // model.hpp running_touched: only the listed entries and the tail can differ.
-      for (std::uint32_t k : s.running_touched)
-        if (k < lo && !f_same(f_recs[fr[k]], s.running[k], s.running_version)) fd_changed.push_back(k);
-      std::sort(fd_changed.begin(), fd_changed.end());
-      fd_changed.erase(std::unique(fd_changed.begin(), fd_changed.end()), fd_changed.end());
+      // Kept sorted and unique as it grows (a pass touches a few entries: an
+      // insertion costs less than std::sort and std::unique's calls).
+      for (std::uint32_t k : s.running_touched) {
+        if (k >= lo || f_same(f_recs[fr[k]], s.running[k], s.running_version)) continue;
+        std::size_t at = fd_changed.size();
+        while (at > 0 && fd_changed[at - 1] > k) --at;
+        if (at > 0 && fd_changed[at - 1] == k) continue;
+        fd_changed.insert(fd_changed.begin() + static_cast<std::ptrdiff_t>(at), k);
+      }
       for (std::size_t k = lo; k < hi; ++k) fd_changed.push_back(static_cast<std::uint32_t>(k));
     } else {
       for (std::size_t k = 0; k < hi; ++k)
