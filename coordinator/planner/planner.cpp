@@ -2034,12 +2034,23 @@ struct Planner::Impl {
         Time t = now;
         if (fu_ends.empty() && v < smin) {
           // No start this pass (most passes that reach here): the running
-          // ends alone, one at a time until enough cores are free, then
+          // ends alone, in order until enough cores are free, then
           // the rest of that instant (the merge below, without its second
           // list). Ends at kForever never free anything.
           const FEnd* e = f_ends.data();
           const std::size_t ne = f_ends.size();
-          while (v < smin && a < ne && e[a].first < kForever) {
+          std::size_t lim = ne;  // ends at kForever sort last
+          while (lim > a && e[lim - 1].first >= kForever) --lim;
+          // Four ends a step while they leave v short of smin (the cores an
+          // end frees are >= 0, so no end inside the four reaches it), then
+          // one at a time to the end that does.
+          while (a + 4 <= lim) {
+            const std::int64_t v4 = v + e[a].second + e[a + 1].second + e[a + 2].second + e[a + 3].second;
+            if (v4 >= smin) break;
+            v = v4;
+            a += 4;
+          }
+          while (v < smin && a < lim) {
             t = e[a].first;
             v += e[a++].second;
           }
