@@ -1916,12 +1916,13 @@ struct Planner::Impl {
     const std::size_t no = st.order.size();
     // Snapshot::pending_order_slots_min / _min_duration (model.hpp): when
     // this pass's order is exactly pending_order, the same figures in order
-    // (scan_skip), checked by one memcmp.
+    // (scan_skip), checked by one memcmp unless order_pending says so
+    // (PassState::order_is_pending_order).
     const std::int32_t* oneed = nullptr;
     const std::int32_t* omind = nullptr;
     if (all_plain && pol != Backfill::Fcfs && no > 0 && s.pending_order.size() == no &&
         s.pending_order_slots_min.size() == no && s.pending_order_min_duration.size() == no &&
-        std::memcmp(ord, s.pending_order.data(), no * sizeof *ord) == 0) {
+        (st.order_is_pending_order || std::memcmp(ord, s.pending_order.data(), no * sizeof *ord) == 0)) {
       oneed = s.pending_order_slots_min.data();
       omind = s.pending_order_min_duration.data();
     }

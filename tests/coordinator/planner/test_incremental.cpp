@@ -613,6 +613,78 @@ TEST_CASE("incremental planner: Snapshot::pending_slots_min and pending_order_sl
   CHECK(order_array_passes > 3000);
 }
 
+// PassState::order_is_pending_order: order_pending says the order is
+// exactly Snapshot::pending_order only when it is (fifo, or every job aged or
+// none; wide jobs aging sooner move ahead of older narrow ones), and a
+// Planner trusting it plans as one given the same order without it (the
+// memcmp path). pending is shuffled and pending_order gives its FIFO order.
+TEST_CASE("incremental planner: PassState::order_is_pending_order only when the order is pending_order", "[planner][incremental]") {
+  std::mt19937_64 rng(4242);
+  auto U = [&](long a, long b) { return a + static_cast<long>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
+  std::size_t trusted = 0, moved = 0;
+  for (int round = 0; round < 3000; ++round) {
+    Snapshot s;
+    const int nodes = static_cast<int>(U(2, 20));
+    for (int i = 0; i < nodes; ++i) {
+      Node n;
+      n.name = "n" + std::to_string(i);
+      n.cores = 1;
+      s.nodes.push_back(n);
+    }
+    s.now = 10000;
+    const int np = static_cast<int>(U(1, 30));
+    for (int i = 0; i < np; ++i) {
+      Job j;
+      j.id = static_cast<JobId>(i + 1);
+      j.submit = s.now - U(0, 5000);
+      j.slots_min = j.slots_max = static_cast<int>(U(1, nodes));
+      j.walltime = U(1, 3000);
+      s.pending.push_back(j);
+    }
+    std::shuffle(s.pending.begin(), s.pending.end(), rng);
+    for (std::uint32_t i = 0; i < s.pending.size(); ++i) s.pending_order.push_back(i);
+    std::sort(s.pending_order.begin(), s.pending_order.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return fifo_less(s.pending[a], s.pending[b]); });
+    s.pending_cores_only = true;
+    for (std::uint32_t i : s.pending_order) {
+      s.pending_order_slots_min.push_back(s.pending[i].slots_min);
+      s.pending_order_min_duration.push_back(static_cast<std::int32_t>(duration_floor(s.pending[i])));
+    }
+    for (int k = static_cast<int>(U(0, 3)); k > 0; --k) {  // a few running jobs
+      RunningJob r;
+      r.job.id = static_cast<JobId>(1000 + k);
+      r.start = s.now - 10;
+      r.expected_end = s.now + U(1, 2000);
+      r.slots = 1;
+      r.placement.push_back({static_cast<std::uint32_t>(k - 1), 1, {}});
+      s.running.push_back(r);
+    }
+    OrderConfig oc;
+    const long pol = U(0, 3);
+    oc.policy = pol == 0 ? "fifo" : pol == 1 ? "fifo" : pol == 2 ? "lxf" : "sjbf";
+    if (U(0, 2) != 0) oc.aging = U(1, 5000);
+    if (U(0, 1) == 0) oc.aging_wide = U(1, 3000);
+    PassState st;
+    order_pending(s, oc, st);
+    INFO("round " << round << " policy " << oc.policy << " aging " << oc.aging << "/" << oc.aging_wide);
+    if (st.order_is_pending_order) REQUIRE(st.order == s.pending_order);
+    trusted += st.order_is_pending_order;
+    moved += oc.policy == "fifo" && st.order != s.pending_order;
+    PassState plain = st;
+    plain.order_is_pending_order = false;
+    PlannerConfig cfg;
+    cfg.backfill = U(0, 1) == 0 ? Backfill::Easy : Backfill::Conservative;
+    cfg.pick_cores = false;
+    Planner a, b;
+    Plan pa, pb;
+    a.plan(s, cfg, st, pa);
+    b.plan(s, cfg, plain, pb);
+    REQUIRE(describe(pa) == describe(pb));
+  }
+  CHECK(trusted > 500);
+  CHECK(moved > 100);  // wide jobs aged ahead of older ones: not trusted
+}
+
 TEST_CASE("incremental planner: node ranges grant the same nodes as placements node by node", "[planner][incremental]") {
   // Up to 200 nodes (ranges across 64-node words of the free-node sets),
   // single- and multi-core (World picks); the kept ranges Planner's node
