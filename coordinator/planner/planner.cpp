@@ -1717,7 +1717,10 @@ struct Planner::Impl {
           out.back().node = lo;
           out.back().count += static_cast<std::uint32_t>(ones);
         } else {
-          out.push_back({lo, 1, {}, static_cast<std::uint32_t>(ones)});
+          Placement& p = out.emplace_back();  // in place: no temporary moved in
+          p.node = lo;
+          p.slots = 1;
+          p.count = static_cast<std::uint32_t>(ones);
         }
       }
       w[wi] &= ~taken;
