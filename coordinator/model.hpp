@@ -270,6 +270,11 @@ struct PassState {
   std::size_t pinned = 0;            // the first `pinned` jobs of order keep their
                                      // place and order in later policy stages
                                      // (PBA's allocated class; NCI's suspenders)
+  // Set by order_pending when `order` is exactly Snapshot::pending_order
+  // (fifo, nothing moved by aging); schedule() clears it when a later stage
+  // may reorder. The planner then takes it for the check it would make
+  // (one memcmp). A caller that changes `order` afterwards must clear it.
+  bool order_is_pending_order = false;
 };
 
 }  // namespace corral

@@ -37,6 +37,8 @@ void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
     st.order = std::move(buf);
   }
   order_pending(snap, cfg.order, st);
+  // The stages below may reorder (PassState::order_is_pending_order).
+  if (cfg.pba.enabled || cfg.nci.enabled || runs_selective_preemption(cfg)) st.order_is_pending_order = false;
   if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
   if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
   // The planner starts what the stages ordered. With NCI, suspended jobs'

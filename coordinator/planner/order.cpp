@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string_view>
 
 namespace corral {
 
@@ -10,7 +11,9 @@ namespace {
 
 enum class Pol { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Lxbf, Unknown };
 
-Pol parse(const std::string& p) {
+// Read every pass: compared as string_views (a length test, then the
+// bytes), not std::string against a C string (strlen and compare each).
+Pol parse(std::string_view p) {
   if (p == "fifo" || p.empty()) return Pol::Fifo;
   if (p == "sjf") return Pol::Sjf;
   if (p == "saf") return Pol::Saf;
@@ -51,6 +54,8 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
   if (pol == Pol::Unknown) pol = Pol::Fifo;
 
   st.order.resize(n);
+  st.order_is_pending_order = false;
+  bool given = false;  // order is pending_order so far
   // FIFO order first (callers usually keep pending in submit order already):
   // one sweep numbers the jobs and checks that, unless the caller promises
   // it (Snapshot::pending_fifo): then no job is read.
@@ -58,6 +63,7 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
   std::uint32_t* o = st.order.data();
   if (n > 0 && snap.pending_order.size() == n) {  // the caller's FIFO order (model.hpp)
     std::copy(snap.pending_order.begin(), snap.pending_order.end(), o);
+    given = true;
   } else if (snap.pending_fifo) {
     // Four at a time (one vector store at -O2).
     std::uint32_t i = 0;
@@ -88,7 +94,12 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
       return a > 0 && snap.now - pend[i].submit >= a;
     });
   }
-  if (pol == Pol::Fifo || rest == st.order.end()) return;
+  // PassState::order_is_pending_order: unless aging moved some jobs (not
+  // none, not all), the FIFO order stands.
+  if (pol == Pol::Fifo || rest == st.order.end()) {
+    st.order_is_pending_order = given && (rest == st.order.begin() || rest == st.order.end());
+    return;
+  }
 
   if (pol == Pol::Sjbf || pol == Pol::Lxbf) {
     // The FIFO prefix that fits in the free cores now, then the head (first

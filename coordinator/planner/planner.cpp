@@ -1215,7 +1215,7 @@ struct Planner::Impl {
   std::vector<std::uint32_t> fl_coff;
 
   // Mirror of snap.running as of the last fast pass.
-  // RunRec's trivially copyable part (swapped as one block).
+  // RunRec's trivially copyable part.
   struct RunRecPod {
     static constexpr std::uint32_t kInline = 10;
     JobId id = 0;
@@ -1232,13 +1232,6 @@ struct Planner::Impl {
   struct RunRec : RunRecPod {
     std::vector<std::int32_t> ext;
     const std::int32_t* sig() const { return n <= kInline ? inl : ext.data(); }
-    // The records change places in every diff: the plain part is swapped as
-    // one block (std::swap's three moves of a RunRec cost about three times
-    // as much, a swap member by member twice).
-    void swap(RunRec& o) noexcept {
-      std::swap(static_cast<RunRecPod&>(*this), static_cast<RunRecPod&>(o));
-      ext.swap(o.ext);
-    }
     bool empty_pl() const { return n == 0; }
     static std::int32_t third(const Placement& p) {
       return p.count == 1 ? static_cast<std::int32_t>(p.cores.size()) : -1 - static_cast<std::int32_t>(p.count);
@@ -1278,7 +1271,22 @@ struct Planner::Impl {
       return q == e;
     }
   };
-  std::vector<RunRec> fr;
+  // The records live in one arena (f_recs, spare slots in f_spare); the
+  // mirror, the diff's pool and the provisional lists hold their indices, so
+  // a record changes lists by a 4-byte copy instead of a ~110-byte swap
+  // (three to four per start and end).
+  std::vector<RunRec> f_recs;
+  std::vector<std::uint32_t> f_spare;
+  std::uint32_t f_new_rec() {  // may grow f_recs: no RunRec& held across it
+    if (!f_spare.empty()) {
+      const std::uint32_t i = f_spare.back();
+      f_spare.pop_back();
+      return i;
+    }
+    f_recs.emplace_back();
+    return static_cast<std::uint32_t>(f_recs.size() - 1);
+  }
+  std::vector<std::uint32_t> fr;  // arena index per position of running
   std::uint64_t fr_version = 0;   // Snapshot::running_version fr mirrors (0: none)
   std::size_t fr_bad = 0;         // holding jobs without a placement (general path)
   std::vector<int> f_used;        // per node: slots held (may exceed cores)
@@ -1333,7 +1341,6 @@ struct Planner::Impl {
   bool f_track = true;
 
   // This pass's starts (records in fu_prov) and their release events.
-  std::size_t fu_prov_n = 0;                              // starts in fu_prov
   std::vector<std::pair<Time, std::int64_t>> fu_ends;     // (now + d, slots) of starts
   Profile fprof;                                          // conservative/easy profile
 
@@ -1380,6 +1387,10 @@ struct Planner::Impl {
     fl_coff[nn] = off;
     // Running state starts empty; the diff adds every running job.
     fr.clear();
+    f_recs.clear();
+    f_spare.clear();
+    f_prov.clear();
+    fu_prov.clear();
     fr_version = 0;
     fr_bad = 0;
     f_used.assign(nn, 0);
@@ -1399,7 +1410,6 @@ struct Planner::Impl {
     f_sets.init(nn, fl_maxc);
     for (std::size_t n = 0; n < nn; ++n) f_sets.insert(static_cast<std::uint32_t>(n), f_free[n]);
     f_ends.clear();
-    f_prov_n = 0;
     cc_valid = false;
   }
 
@@ -1481,6 +1491,28 @@ struct Planner::Impl {
     f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + dsum);
   }
 
+  // f_range_add's word path inline, for a start or end of one slot a node
+  // within one 64-node word (most of a single-core machine's ends and
+  // released provisional starts): false when it does not apply (then
+  // f_range_add decides, per node if it must).
+  bool f_flip1(std::uint32_t n0, std::uint32_t k, int delta) {
+    if (!f_fast1 || f_odd != 0 || (delta != 1 && delta != -1)) return false;
+    const std::uint64_t end = std::min<std::uint64_t>(fl_nn, std::uint64_t{n0} + k);
+    const std::size_t wi = n0 / 64;
+    if (end <= n0 || (end - 1) / 64 != wi) return false;
+    const auto len = static_cast<unsigned>(end - n0);
+    const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << (n0 % 64);
+    const std::uint64_t want = delta == 1 ? mask : 0;  // start: all free; end: all taken and up
+    std::uint64_t& word = f_sets.bits[f_sets.nw + wi];
+    if ((((word & mask) ^ want) | (~(f_up1[wi] | want) & mask)) != 0) return false;
+    f_stale = true;
+    word ^= mask;
+    const std::int64_t d = -delta * static_cast<std::int64_t>(len);
+    f_sum_free += d;
+    f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + d);
+    return true;
+  }
+
   void f_apply(const RunRec& r, int sign) {
     if (!r.holds) return;
     f_apply_nodes(r, sign);
@@ -1496,7 +1528,7 @@ struct Planner::Impl {
       if (q[2] < 0) {  // a range of -1 - q[2] nodes
         const auto k = static_cast<std::uint32_t>(-1 - q[2]);
         q += 3;
-        if (node < fl_nn) f_range_add(node, k, sign * slots, true);
+        if (node < fl_nn && !f_flip1(node, k, sign * slots)) f_range_add(node, k, sign * slots, true);
         continue;
       }
       const int nc = q[2];
@@ -1504,7 +1536,7 @@ struct Planner::Impl {
       const std::int32_t* cores = q;
       q += nc;
       if (node >= fl_nn || !fl_up[node]) continue;
-      f_node_add(node, sign * slots);
+      if (nc != 0 || !f_flip1(node, 1, sign * slots)) f_node_add(node, sign * slots);
       for (int k = 0; k < nc; ++k) {
         const int c = cores[k];
         if (c >= 0 && c < fl_cores[node]) f_core[fl_coff[node] + static_cast<std::uint32_t>(c)] += static_cast<std::uint16_t>(sign);
@@ -1527,7 +1559,7 @@ struct Planner::Impl {
   // that only moved (a swap-remove by the caller) is found among the removed
   // ones and moved with its record: its cores are not released and re-taken.
   std::vector<std::uint32_t> fd_changed;  // scratch: positions that differ
-  std::vector<RunRec> fd_pool;            // scratch: records of the removed entries
+  std::vector<std::uint32_t> fd_pool;     // scratch: records of the removed entries
   bool f_same(const RunRec& r, const RunningJob& rj, std::uint64_t version) const {
     return rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
            rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
@@ -1540,15 +1572,17 @@ struct Planner::Impl {
   // re-taking its nodes; the others are released by f_settle().
   // Both pools keep their spare records past the count (no reallocation of
   // a record's placement per start).
-  std::vector<RunRec> f_prov, fu_prov;  // kept across passes / this pass's starts
-  std::size_t f_prov_n = 0;             // records in f_prov
-  bool f_adopt(RunRec& r, const RunningJob& rj) {
+  std::vector<std::uint32_t> f_prov, fu_prov;  // kept across passes / this pass's starts
+  // Adopts a provisional record as fr[k]'s.
+  bool f_adopt(std::uint32_t k, const RunningJob& rj) {
     if (rj.suspended) return false;
-    for (std::size_t m = 0; m < f_prov_n; ++m) {
-      RunRec& p = f_prov[m];
+    for (std::size_t m = 0; m < f_prov.size(); ++m) {
+      const RunRec& p = f_recs[f_prov[m]];
       if (p.id != rj.job.id || p.start != rj.start || p.slots != rj.slots || !p.same(rj.placement)) continue;
-      r.swap(p);
-      p.swap(f_prov[--f_prov_n]);
+      fr[k] = f_prov[m];
+      f_prov[m] = f_prov.back();
+      f_prov.pop_back();
+      RunRec& r = f_recs[fr[k]];
       r.end = rj.expected_end;
       r.backfilled = rj.backfilled;
       f_apply_end(r, +1);  // its nodes are taken already
@@ -1558,8 +1592,11 @@ struct Planner::Impl {
     return false;
   }
   void f_settle() {
-    for (std::size_t m = 0; m < f_prov_n; ++m) f_apply_nodes(f_prov[m], -1);
-    f_prov_n = 0;
+    for (std::uint32_t i : f_prov) {
+      f_apply_nodes(f_recs[i], -1);
+      f_spare.push_back(i);
+    }
+    f_prov.clear();
   }
   void f_diff(const Snapshot& s) {
     f_removed.clear();
@@ -1569,37 +1606,43 @@ struct Planner::Impl {
     const std::size_t lo = std::min(nr, no), hi = std::max(nr, no);
     if (s.running_version != 0 && s.running_since != 0 && s.running_since == fr_version) {
       // model.hpp running_touched: only the listed entries and the tail can differ.
-      for (std::uint32_t k : s.running_touched)
-        if (k < lo && !f_same(fr[k], s.running[k], s.running_version)) fd_changed.push_back(k);
-      std::sort(fd_changed.begin(), fd_changed.end());
-      fd_changed.erase(std::unique(fd_changed.begin(), fd_changed.end()), fd_changed.end());
+      // Kept sorted and unique as it grows (a pass touches a few entries: an
+      // insertion costs less than std::sort and std::unique's calls).
+      for (std::uint32_t k : s.running_touched) {
+        if (k >= lo || f_same(f_recs[fr[k]], s.running[k], s.running_version)) continue;
+        std::size_t at = fd_changed.size();
+        while (at > 0 && fd_changed[at - 1] > k) --at;
+        if (at > 0 && fd_changed[at - 1] == k) continue;
+        fd_changed.insert(fd_changed.begin() + static_cast<std::ptrdiff_t>(at), k);
+      }
       for (std::size_t k = lo; k < hi; ++k) fd_changed.push_back(static_cast<std::uint32_t>(k));
     } else {
       for (std::size_t k = 0; k < hi; ++k)
-        if (k >= lo || !f_same(fr[k], s.running[k], s.running_version)) fd_changed.push_back(static_cast<std::uint32_t>(k));
+        if (k >= lo || !f_same(f_recs[fr[k]], s.running[k], s.running_version)) fd_changed.push_back(static_cast<std::uint32_t>(k));
     }
     if (fd_changed.empty()) return;
-    std::size_t pooled = 0;
+    fd_pool.clear();
     for (std::uint32_t k : fd_changed) {
       if (k >= no) break;
-      if (fd_pool.size() <= pooled) fd_pool.emplace_back();
-      fd_pool[pooled++].swap(fr[k]);
+      fd_pool.push_back(fr[k]);
     }
     if (fr.size() < nr) fr.resize(nr);
     for (std::uint32_t k : fd_changed) {
       if (k >= nr) break;
       const RunningJob& rj = s.running[k];
-      RunRec& r = fr[k];
       bool moved = false;
-      for (std::size_t m = 0; m < pooled; ++m)
-        if (f_same(fd_pool[m], rj, s.running_version)) {
-          r.swap(fd_pool[m]);
-          fd_pool[m].swap(fd_pool[--pooled]);
+      for (std::size_t m = 0; m < fd_pool.size(); ++m)
+        if (f_same(f_recs[fd_pool[m]], rj, s.running_version)) {
+          fr[k] = fd_pool[m];
+          fd_pool[m] = fd_pool.back();
+          fd_pool.pop_back();
           moved = true;
           break;
         }
       if (moved) continue;
-      if (f_adopt(r, rj)) continue;
+      if (f_adopt(k, rj)) continue;
+      fr[k] = f_new_rec();
+      RunRec& r = f_recs[fr[k]];
       r.id = rj.job.id;
       r.start = rj.start;
       r.end = rj.expected_end;
@@ -1618,12 +1661,14 @@ struct Planner::Impl {
       f_apply(r, +1);
       if (f_track) f_added.push_back({r.id, r.end, r.on_up, r.holds});
     }
-    for (std::size_t m = 0; m < pooled; ++m) {
-      const RunRec& r = fd_pool[m];
+    for (std::uint32_t i : fd_pool) {
+      const RunRec& r = f_recs[i];
       f_apply(r, -1);
       if (r.holds && r.empty_pl()) --fr_bad;
       if (f_track) f_removed.push_back({r.id, r.end, r.on_up, r.holds});
+      f_spare.push_back(i);
     }
+    fd_pool.clear();
     fr.resize(nr);
     // An entry whose flags changed but not its release shows up as removed
     // and added unchanged: the pair cancels.
@@ -1642,6 +1687,51 @@ struct Planner::Impl {
       }
   }
 
+  // NodeSets::place_into with ranges on single-core nodes, and the
+  // f_range_add of each range it gives, in one walk: the highest free nodes
+  // first, a run at a time, each word's bits cleared once (the word path of
+  // f_range_add: with f_fast1 and no odd count the per-node counts follow
+  // from the bits, f_stale). A run that ends at a word's bit 0 and goes on
+  // at bit 63 of the word below joins the same entry, as place_into's runs
+  // cross words. Returns the nodes taken.
+  int f_take1(std::vector<Placement>& out, int sl) {
+    const std::size_t first = out.size();
+    std::uint64_t* w = f_sets.bits.data() + f_sets.nw;  // the bitset of free count 1
+    int left = sl;
+    for (std::size_t wi = f_sets.nw; wi-- > 0 && left > 0;) {
+      std::uint64_t m = w[wi];
+      if (m == 0) continue;
+      std::uint64_t taken = 0;
+      while (m != 0 && left > 0) {
+        const int h = 63 - __builtin_clzll(m);
+        const std::uint64_t inv = ~(m << (63 - h));  // the run down from h leads
+        int ones = inv ? __builtin_clzll(inv) : 64;
+        if (ones > left) ones = left;
+        const int low = h - ones + 1;
+        const std::uint64_t run = (ones == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << ones) - 1)) << low;
+        m &= ~run;
+        taken |= run;
+        left -= ones;
+        const auto lo = static_cast<std::uint32_t>(wi * 64 + static_cast<std::size_t>(low));
+        if (out.size() > first && out.back().node == lo + static_cast<std::uint32_t>(ones)) {
+          out.back().node = lo;
+          out.back().count += static_cast<std::uint32_t>(ones);
+        } else {
+          Placement& p = out.emplace_back();  // in place: no temporary moved in
+          p.node = lo;
+          p.slots = 1;
+          p.count = static_cast<std::uint32_t>(ones);
+        }
+      }
+      w[wi] &= ~taken;
+    }
+    const int got = sl - left;
+    if (got > 0) f_stale = true;
+    f_sum_free -= got;
+    f_sets.count[1] -= static_cast<std::uint32_t>(got);
+    return got;
+  }
+
   // Starts j now on s slots: node state, undo log, decision.
   void f_start(Plan& plan, const Snapshot& s, const Job& j, int sl, Time d) {
     const bool cores = cfg->pick_cores;
@@ -1652,23 +1742,28 @@ struct Planner::Impl {
     std::vector<Placement> own;
     std::vector<Placement>& buf = compact ? plan.start_placements : own;
     const std::size_t first = buf.size();
-    if (compact) f_sets.place_into(buf, sl, fl_nn, ranges);
+    int on_up = 0;
+    // Single-core nodes, node ranges, no odd count: placed and taken in one
+    // walk down the free bits (f_take1), the same nodes place_into picks.
+    const bool take1 = ranges && f_fast1 && f_odd == 0;
+    if (take1) on_up = f_take1(buf, sl);
+    else if (compact) f_sets.place_into(buf, sl, fl_nn, ranges);
     else own = f_sets.place(sl, fl_nn, ranges);
     const std::span<Placement> pl(buf.data() + first, buf.size() - first);
-    int on_up = 0;
-    for (Placement& p : pl) {
-      if (cores) {
-        std::uint16_t* used = f_core.data() + fl_coff[p.node];
-        p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
+    if (!take1)
+      for (Placement& p : pl) {
+        if (cores) {
+          std::uint16_t* used = f_core.data() + fl_coff[p.node];
+          p.cores = corral::pick_cores(s.nodes[p.node], used, static_cast<int>(p.slots));
+        }
+        if (p.count == 1) f_node_add(p.node, static_cast<int>(p.slots));
+        else f_range_add(p.node, p.count, static_cast<int>(p.slots), false);
+        on_up += static_cast<int>(p.slots * p.count);  // f_sets holds up nodes only
       }
-      if (p.count == 1) f_node_add(p.node, static_cast<int>(p.slots));
-      else f_range_add(p.node, p.count, static_cast<int>(p.slots), false);
-      on_up += static_cast<int>(p.slots * p.count);  // f_sets holds up nodes only
-    }
     fu_ends.emplace_back(sat_add(s.now, d), sl);
     // Its provisional record (see f_prov).
-    if (fu_prov_n == fu_prov.size()) fu_prov.emplace_back();
-    RunRec& r = fu_prov[fu_prov_n++];
+    fu_prov.push_back(f_new_rec());
+    RunRec& r = f_recs[fu_prov.back()];
     r.id = j.id;
     r.start = s.now;
     r.end = 0;  // set from running when adopted
@@ -1692,11 +1787,8 @@ struct Planner::Impl {
 
   // End of a fast pass: its starts become the provisional records.
   void f_keep_starts() {
-    for (std::size_t k = 0; k < fu_prov_n; ++k) {
-      if (f_prov_n == f_prov.size()) f_prov.emplace_back();
-      f_prov[f_prov_n++].swap(fu_prov[k]);
-    }
-    fu_prov_n = 0;
+    f_prov.insert(f_prov.end(), fu_prov.begin(), fu_prov.end());
+    fu_prov.clear();
     fu_ends.clear();
   }
 
@@ -1827,12 +1919,13 @@ struct Planner::Impl {
     const std::size_t no = st.order.size();
     // Snapshot::pending_order_slots_min / _min_duration (model.hpp): when
     // this pass's order is exactly pending_order, the same figures in order
-    // (scan_skip), checked by one memcmp.
+    // (scan_skip), checked by one memcmp unless order_pending says so
+    // (PassState::order_is_pending_order).
     const std::int32_t* oneed = nullptr;
     const std::int32_t* omind = nullptr;
     if (all_plain && pol != Backfill::Fcfs && no > 0 && s.pending_order.size() == no &&
         s.pending_order_slots_min.size() == no && s.pending_order_min_duration.size() == no &&
-        std::memcmp(ord, s.pending_order.data(), no * sizeof *ord) == 0) {
+        (st.order_is_pending_order || std::memcmp(ord, s.pending_order.data(), no * sizeof *ord) == 0)) {
       oneed = s.pending_order_slots_min.data();
       omind = s.pending_order_min_duration.data();
     }
@@ -1945,12 +2038,23 @@ struct Planner::Impl {
         Time t = now;
         if (fu_ends.empty() && v < smin) {
           // No start this pass (most passes that reach here): the running
-          // ends alone, one at a time until enough cores are free, then
+          // ends alone, in order until enough cores are free, then
           // the rest of that instant (the merge below, without its second
           // list). Ends at kForever never free anything.
           const FEnd* e = f_ends.data();
           const std::size_t ne = f_ends.size();
-          while (v < smin && a < ne && e[a].first < kForever) {
+          std::size_t lim = ne;  // ends at kForever sort last
+          while (lim > a && e[lim - 1].first >= kForever) --lim;
+          // Four ends a step while they leave v short of smin (the cores an
+          // end frees are >= 0, so no end inside the four reaches it), then
+          // one at a time to the end that does.
+          while (a + 4 <= lim) {
+            const std::int64_t v4 = v + e[a].second + e[a + 1].second + e[a + 2].second + e[a + 3].second;
+            if (v4 >= smin) break;
+            v = v4;
+            a += 4;
+          }
+          while (v < smin && a < lim) {
             t = e[a].first;
             v += e[a++].second;
           }

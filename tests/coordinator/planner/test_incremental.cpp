@@ -292,6 +292,33 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
   return ranges;
 }
 
+// A start's placement on single-core nodes as NodeSets::place_into gives it
+// with node ranges (the plain path): its nodes from the highest down, one
+// entry per maximal run of consecutive nodes (a run may cross a 64-node
+// word), 1 slot each. The fast start (f_take1) must give exactly this.
+std::string single_core_ranges(const std::vector<Placement>& pl) {
+  std::vector<std::uint32_t> nodes;
+  for (const Placement& p : pl)
+    for (std::uint32_t k = 0; k < p.count; ++k) nodes.push_back(p.node + k);
+  std::sort(nodes.rbegin(), nodes.rend());
+  std::string s;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t j = i + 1;
+    while (j < nodes.size() && nodes[j] + 1 == nodes[j - 1]) ++j;
+    s += " " + std::to_string(nodes[j - 1]) + "x" + std::to_string(j - i) + ":1";
+    i = j;
+  }
+  return s;
+}
+std::string ranges_of(const std::vector<Placement>& pl) {
+  std::string s;
+  for (const Placement& p : pl)
+    s += " " + std::to_string(p.node) + "x" + std::to_string(p.count) + ":" + std::to_string(p.slots) +
+         (p.cores.empty() ? "" : "+cores");
+  return s;
+}
+std::size_t word_crossing_starts = 0;  // starts with one entry across a 64-node word
+
 // Single-core nodes, node ranges: the kept Planner changes its free-node set
 // a 64-node word at a time while no node holds a count other than 0 or 1.
 // Odd counts come from running entries the caller places over busy nodes
@@ -350,6 +377,12 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
     fresh.plan(plain, per_node, st, c);
     INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     REQUIRE(describe_nodes(a) == describe_nodes(c));
+    for (const Decision& d : a.decisions) {
+      if (d.action != Action::Start) continue;
+      INFO("job " << d.job);
+      REQUIRE(ranges_of(d.placement) == single_core_ranges(d.placement));
+      for (const Placement& p : d.placement) word_crossing_starts += p.count > 1 && p.node / 64 != (p.node + p.count - 1) / 64;
+    }
     w.apply(a, cfg);
     w.step();
   }
@@ -580,6 +613,78 @@ TEST_CASE("incremental planner: Snapshot::pending_slots_min and pending_order_sl
   CHECK(order_array_passes > 3000);
 }
 
+// PassState::order_is_pending_order: order_pending says the order is
+// exactly Snapshot::pending_order only when it is (fifo, or every job aged or
+// none; wide jobs aging sooner move ahead of older narrow ones), and a
+// Planner trusting it plans as one given the same order without it (the
+// memcmp path). pending is shuffled and pending_order gives its FIFO order.
+TEST_CASE("incremental planner: PassState::order_is_pending_order only when the order is pending_order", "[planner][incremental]") {
+  std::mt19937_64 rng(4242);
+  auto U = [&](long a, long b) { return a + static_cast<long>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
+  std::size_t trusted = 0, moved = 0;
+  for (int round = 0; round < 3000; ++round) {
+    Snapshot s;
+    const int nodes = static_cast<int>(U(2, 20));
+    for (int i = 0; i < nodes; ++i) {
+      Node n;
+      n.name = "n" + std::to_string(i);
+      n.cores = 1;
+      s.nodes.push_back(n);
+    }
+    s.now = 10000;
+    const int np = static_cast<int>(U(1, 30));
+    for (int i = 0; i < np; ++i) {
+      Job j;
+      j.id = static_cast<JobId>(i + 1);
+      j.submit = s.now - U(0, 5000);
+      j.slots_min = j.slots_max = static_cast<int>(U(1, nodes));
+      j.walltime = U(1, 3000);
+      s.pending.push_back(j);
+    }
+    std::shuffle(s.pending.begin(), s.pending.end(), rng);
+    for (std::uint32_t i = 0; i < s.pending.size(); ++i) s.pending_order.push_back(i);
+    std::sort(s.pending_order.begin(), s.pending_order.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return fifo_less(s.pending[a], s.pending[b]); });
+    s.pending_cores_only = true;
+    for (std::uint32_t i : s.pending_order) {
+      s.pending_order_slots_min.push_back(s.pending[i].slots_min);
+      s.pending_order_min_duration.push_back(static_cast<std::int32_t>(duration_floor(s.pending[i])));
+    }
+    for (int k = static_cast<int>(U(0, 3)); k > 0; --k) {  // a few running jobs
+      RunningJob r;
+      r.job.id = static_cast<JobId>(1000 + k);
+      r.start = s.now - 10;
+      r.expected_end = s.now + U(1, 2000);
+      r.slots = 1;
+      r.placement.push_back({static_cast<std::uint32_t>(k - 1), 1, {}});
+      s.running.push_back(r);
+    }
+    OrderConfig oc;
+    const long pol = U(0, 3);
+    oc.policy = pol == 0 ? "fifo" : pol == 1 ? "fifo" : pol == 2 ? "lxf" : "sjbf";
+    if (U(0, 2) != 0) oc.aging = U(1, 5000);
+    if (U(0, 1) == 0) oc.aging_wide = U(1, 3000);
+    PassState st;
+    order_pending(s, oc, st);
+    INFO("round " << round << " policy " << oc.policy << " aging " << oc.aging << "/" << oc.aging_wide);
+    if (st.order_is_pending_order) REQUIRE(st.order == s.pending_order);
+    trusted += st.order_is_pending_order;
+    moved += oc.policy == "fifo" && st.order != s.pending_order;
+    PassState plain = st;
+    plain.order_is_pending_order = false;
+    PlannerConfig cfg;
+    cfg.backfill = U(0, 1) == 0 ? Backfill::Easy : Backfill::Conservative;
+    cfg.pick_cores = false;
+    Planner a, b;
+    Plan pa, pb;
+    a.plan(s, cfg, st, pa);
+    b.plan(s, cfg, plain, pb);
+    REQUIRE(describe(pa) == describe(pb));
+  }
+  CHECK(trusted > 500);
+  CHECK(moved > 100);  // wide jobs aged ahead of older ones: not trusted
+}
+
 TEST_CASE("incremental planner: node ranges grant the same nodes as placements node by node", "[planner][incremental]") {
   // Up to 200 nodes (ranges across 64-node words of the free-node sets),
   // single- and multi-core (World picks); the kept ranges Planner's node
@@ -595,6 +700,9 @@ TEST_CASE("incremental planner: single-core free nodes a word at a time, odd cou
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 8; ++seed) odd += drive_odd_single(b, seed * 7001 + static_cast<int>(b), 300);
   CHECK(odd > 500);  // the odd counts had work to do
+  // Starts placed in one walk down the free bits (f_take1) give their nodes
+  // as place_into's ranges, runs across a 64-node word included.
+  CHECK(word_crossing_starts > 50);
 }
 
 TEST_CASE("incremental planner: same plans as a from-scratch pass over random workloads", "[planner][incremental]") {
