@@ -535,6 +535,66 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
   }
 }
 
+TEST_CASE("sim: a compact start's placement reaches its running entry exactly, cores included", "[sim]") {
+  // Compact starts are copied into pooled placement buffers of finished jobs
+  // (sim.cpp copy_place: entries overwritten in place, cores copied only when
+  // either side has some). A pass function gives compact records whose
+  // entries carry cores on some jobs and none on others, so the pooled
+  // buffers alternate between the two; every later snapshot must show each
+  // running job's placement exactly as given. Fails when copy_place skips the
+  // cores, the count, or keeps a longer buffer's tail.
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 48, 300, 20, 400);
+    SimOptions given = segment_options(seed, Backfill::Easy);
+    // Configured for compact starts: the simulator then pools the finished
+    // jobs' placement buffers (with a pass function of its own, too).
+    given.sched.planner.compact_starts = true;
+    CompactPasses compact;
+    std::map<JobId, std::vector<Placement>> sent;
+    std::size_t checked = 0, with_cores = 0, bad = 0;
+    auto same = [](const std::vector<Placement>& a, const std::vector<Placement>& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].node != b[i].node || a[i].slots != b[i].slots || a[i].count != b[i].count || a[i].cores != b[i].cores)
+          return false;
+      return true;
+    };
+    given.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
+      for (const RunningJob& rj : s.running) {
+        auto it = sent.find(rj.job.id);
+        if (it == sent.end()) continue;
+        ++checked;
+        if (!same(rj.placement, it->second)) ++bad;
+      }
+      Plan p = compact.pass(s, cfg, sd);
+      for (const StartRecord& sr : p.starts) {
+        std::vector<Placement>& mine = sent[sr.job];
+        mine.clear();
+        for (std::uint32_t k = sr.first; k < sr.first + sr.count; ++k) {
+          Placement& e = p.start_placements[k];
+          // Cores on jobs of odd id (one per slot, a pattern of the job's
+          // id): a buffer that held cores is later given none, and back.
+          if (e.count == 1 && sr.job % 2 == 1) {
+            e.cores.clear();
+            for (std::uint32_t c = 0; c < e.slots; ++c) e.cores.push_back(static_cast<int>((sr.job + c) % 97));
+            ++with_cores;
+          } else {
+            e.cores.clear();
+          }
+          mine.push_back(e);
+        }
+      }
+      return p;
+    };
+    const SimResult r = simulate(tr, given);
+    INFO("seed " << seed);
+    CHECK(r.finished == 300);
+    CHECK(with_cores > 10);
+    CHECK(checked > 1000);
+    CHECK(bad == 0);
+  }
+}
+
 TEST_CASE("sim: the planner's own starts, nodes not counted by the simulator, replay as checked starts", "[sim]") {
   // With its own fast-path passes the simulator leaves the nodes in use to
   // the planner (it keeps the core count only); a caller's pass function is
