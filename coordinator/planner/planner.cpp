@@ -1454,16 +1454,8 @@ struct Planner::Impl {
       // an end on up nodes all taken (count 1) changes every node alike:
       // the word at once (the per-node counts are rebuilt when next read).
       if (f_fast1 && f_odd == 0 && (delta == 1 || delta == -1)) {
-        const unsigned lo = static_cast<unsigned>(n % 64), len = static_cast<unsigned>(wend - n);
-        const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << lo;
-        // want: the free bits a start needs (all set) or an end needs (all
-        // clear, and the nodes up): computed without a branch on delta.
-        const std::uint64_t want = mask & (std::uint64_t{0} - static_cast<std::uint64_t>(delta == 1));
-        const bool all = (((word & mask) ^ want) | (~(f_up1[n / 64] | want) & mask)) == 0;
-        if (all) {
-          // The per-node counts are left behind (f_stale).
-          f_stale = true;
-          word ^= mask;  // every bit in the mask flips
+        const auto len = static_cast<unsigned>(wend - n);
+        if (f_word_flip(n / 64, static_cast<unsigned>(n % 64), len, delta)) {
           dsum -= delta * static_cast<std::int64_t>(len);
           n = wend;
           continue;
@@ -1491,22 +1483,34 @@ struct Planner::Impl {
     f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + dsum);
   }
 
-  // f_range_add's word path inline, for a start or end of one slot a node
-  // within one 64-node word (most of a single-core machine's ends and
-  // released provisional starts): false when it does not apply (then
-  // f_range_add decides, per node if it must).
+  // The word path of f_range_add and f_flip1 (with f_fast1, no odd count and
+  // delta +-1): nodes lo .. lo + len - 1 of word wi, a start on nodes all
+  // free (count 0) or an end on up nodes all taken (count 1), change alike,
+  // so their free bits flip at once and the per-node counts are left behind
+  // (f_stale, rebuilt when next read). False (nothing changed) otherwise.
+  bool f_word_flip(std::size_t wi, unsigned lo, unsigned len, int delta) {
+    const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << lo;
+    // want: the free bits a start needs (all set) or an end needs (all
+    // clear, and the nodes up): computed without a branch on delta.
+    const std::uint64_t want = mask & (std::uint64_t{0} - static_cast<std::uint64_t>(delta == 1));
+    std::uint64_t& word = f_sets.bits[f_sets.nw + wi];
+    if ((((word & mask) ^ want) | (~(f_up1[wi] | want) & mask)) != 0) return false;
+    f_stale = true;
+    word ^= mask;  // every bit in the mask flips
+    return true;
+  }
+
+  // f_range_add's word path without its call and loop, for a start or end of
+  // one slot a node within one 64-node word (most of a single-core machine's
+  // ends and released provisional starts): false when it does not apply
+  // (then f_range_add decides, per node if it must).
   bool f_flip1(std::uint32_t n0, std::uint32_t k, int delta) {
     if (!f_fast1 || f_odd != 0 || (delta != 1 && delta != -1)) return false;
     const std::uint64_t end = std::min<std::uint64_t>(fl_nn, std::uint64_t{n0} + k);
     const std::size_t wi = n0 / 64;
     if (end <= n0 || (end - 1) / 64 != wi) return false;
     const auto len = static_cast<unsigned>(end - n0);
-    const std::uint64_t mask = (len == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << len) - 1)) << (n0 % 64);
-    const std::uint64_t want = delta == 1 ? mask : 0;  // start: all free; end: all taken and up
-    std::uint64_t& word = f_sets.bits[f_sets.nw + wi];
-    if ((((word & mask) ^ want) | (~(f_up1[wi] | want) & mask)) != 0) return false;
-    f_stale = true;
-    word ^= mask;
+    if (!f_word_flip(wi, n0 % 64, len, delta)) return false;
     const std::int64_t d = -delta * static_cast<std::int64_t>(len);
     f_sum_free += d;
     f_sets.count[1] = static_cast<std::uint32_t>(static_cast<std::int64_t>(f_sets.count[1]) + d);
