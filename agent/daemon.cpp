@@ -1316,17 +1316,13 @@ std::string Daemon::write_script(const JobRecord& rec) {
   for (int attempt = 0; fd < 0 && attempt < 2 && (errno == ENOENT || errno == EEXIST); ++attempt) {
     if (errno == ENOENT) {
       if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return "";
-      scripts_setgid_ = -1;
+      scripts_owner_.forget();
     } else {
       ::unlink(path.c_str());
     }
     fd = ::open(path.c_str(), flags, 0500);
   }
   if (fd < 0) return "";
-  if (scripts_setgid_ < 0) {
-    struct stat st {};
-    scripts_setgid_ = ::stat(dir.c_str(), &st) != 0 || (st.st_mode & S_ISGID) != 0;
-  }
   std::string_view data = rec.spec.script;
   bool ok = true;
   while (ok && !data.empty()) {
@@ -1335,8 +1331,8 @@ std::string Daemon::write_script(const JobRecord& rec) {
     ok = n > 0;
     if (ok) data.remove_prefix(static_cast<std::size_t>(n));
   }
-  bool owned = rec.uid == euid_ && rec.gid == egid_ && scripts_setgid_ == 0;
-  if (ok && euid_ == 0 && !owned) ok = ::fchown(fd, rec.uid, rec.gid) == 0;
+  if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
+    ok = ::fchown(fd, rec.uid, rec.gid) == 0;
   ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());

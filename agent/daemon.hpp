@@ -17,7 +17,6 @@
 #pragma once
 
 #include <sys/types.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "agent/config.hpp"
+#include "agent/node/owner.hpp"
 #include "agent/store.hpp"
 #include "coordinator/model.hpp"
 #include "coordinator/schedule.hpp"
@@ -161,9 +161,7 @@ class Daemon {
   bool dirty_ = true;                 // schedule at the next iteration
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   bool stop_ = false;
-  const uid_t euid_ = ::geteuid();  // write_script(): the agent's ids, read once
-  const gid_t egid_ = ::getegid();
-  int scripts_setgid_ = -1;          // is the scripts dir setgid? -1: not checked yet
+  node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
   std::uint64_t passes_ = 0;
   // The pass's Snapshot, kept between passes: its pending jobs follow pending_ (new ones
   // converted, started ones dropped, the rest refreshed in place) instead of being rebuilt from

@@ -1,5 +1,6 @@
 #include "launcher.hpp"
 #include "child_fail.hpp"
+#include "owner.hpp"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -253,17 +254,7 @@ struct Launcher::Impl {
   std::vector<pid_t> old_servers;  // servers let go while they still had jobs: reaped once they exit
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
   std::map<std::string, std::pair<std::int64_t, UserInfo>> users;  // lookups, with their time
-  const uid_t euid = ::geteuid();  // the agent's own ids never change while it runs
-  const gid_t egid = ::getegid();
-  int ckpt_setgid = -1;  // is cfg.ckpt_root setgid (its new dirs take its group)? -1: not checked yet
-  bool ckpt_root_setgid() {
-    if (ckpt_setgid < 0) {
-      struct stat st {};
-      if (::stat(cfg.ckpt_root.c_str(), &st) != 0) return true;  // unknown: chown as before
-      ckpt_setgid = (st.st_mode & S_ISGID) != 0;
-    }
-    return ckpt_setgid == 1;
-  }
+  NewFileOwner ckpt_owner;  // no chown of a checkpoint dir already the job user's
   // Ended jobs whose cleanup() waits for tidy() (LauncherConfig::defer_cleanup).
   struct Untidy {
     std::uint64_t id;
@@ -896,7 +887,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   if (!made) fs::create_directories(j.ckpt_dir, ec);
   // A dir this call made is already the agent's user's, and its group too unless the root is
   // setgid (checked once): no chown for a job of that user (root's, in corrald's usual setup).
-  bool owned = made && j.own_ckpt_dir && u.uid == I.euid && u.gid == I.egid && !I.ckpt_root_setgid();
+  bool owned = made && j.own_ckpt_dir && I.ckpt_owner.owned_by(I.cfg.ckpt_root, u.uid, u.gid);
   if (ec || (!owned && ::chown(j.ckpt_dir.c_str(), u.uid, u.gid) != 0)) {
     std::string why = ec ? ec.message() : errstr(errno);
     fs::remove_all(j.jobfs_dir, ec);
