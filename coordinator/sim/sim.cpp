@@ -202,6 +202,7 @@ class Simulator {
     cfg_.planner.duration_offset = 0;
     cfg_.planner.restart_cost = opt_.restart_cost;
     cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
+    if (opt_.on_monitor) cfg_.planner.monitor = true;
     if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
     // Pending stays in FIFO order (arrivals in trace order, requeues at
     // their place, starts removed in place): the order stage need not check
@@ -1050,6 +1051,10 @@ class Simulator {
     if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
     if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
     else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
+    if (opt_.on_monitor) {
+      monitor_trace_ids(plan_.monitor, tr_);
+      opt_.on_monitor(plan_.monitor);
+    }
     // Changes from here on are relative to what this pass saw.
     snap_.running_since = snap_.running_version;
     snap_.running_touched.clear();

@@ -35,6 +35,12 @@ struct SimOptions {
   bool record_segments = false;  // keep every run segment (for a Gantt chart)
   // Called every ~1% of events with the fraction done (progress bar).
   std::function<void(double)> progress;
+  // Set: MONITOR on (PlannerConfig::monitor, sge6-reservation-backfill.txt
+  // section 2d), called after every scheduling pass with that pass's lines,
+  // job ids the trace's, the "::::::::" that begins the interval first. The
+  // caller writes the schedule file (`corral sim --monitor FILE`). The
+  // replay's cores-only fast paths are off with it (the lines need hosts).
+  std::function<void(const std::vector<std::string>&)> on_monitor;
   // Hook for later parts (e.g. `--projects FILE` of PBA/NCI): called once with
   // the initial snapshot and config, then for every job as it arrives, so a
   // part can set projects, queues and allocations. Empty: nothing.
@@ -156,6 +162,10 @@ SimResult simulate(const SwfTrace& trace, const SimOptions& opt);
 using JsonFields = std::vector<std::pair<std::string, std::string>>;
 std::string to_json(const SimResult& r, const JsonFields& labels = {});
 std::string json_string(const std::string& s);
+
+// MONITOR lines of a replay name jobs by the simulator's ids (trace index +
+// 1): rewrites them to the trace's ids (the on_monitor lines).
+void monitor_trace_ids(std::vector<std::string>& lines, const SwfTrace& trace);
 
 // Writes `id,start` lines, one per job in trace order (start -1 if never).
 std::string starts_csv(const SimResult& r);

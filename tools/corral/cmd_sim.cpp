@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "coordinator/sim/sim.hpp"
 #include "tools/corral/commands.hpp"
@@ -79,6 +80,12 @@ const char* kHelp =
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
     "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
     "  --from T, --to T     time range of the chart (default: the first day)\n"
+    "  --monitor FILE       write Grid Engine's MONITOR schedule file: every pass's\n"
+    "                       jobid:task:STATE:start:duration:level:name:resource:amount\n"
+    "                       lines, each interval begun by '::::::::', one closing the\n"
+    "                       file (sge6-reservation-backfill.txt 2d); slower replay,\n"
+    "                       and reservations are pinned to hosts (the lines name\n"
+    "                       them), so backfilling may differ from a run without\n"
     "  --projects FILE      project plan (coordinator/pba/PLANFILE.md): PBA allocations,\n"
     "                       service units charged; adds a `projects` object to the JSON\n"
     "  --report FILE        with --projects: the weekly per-project and per-user\n"
@@ -187,6 +194,7 @@ int cmd_sim(int argc, char** argv) {
   Time window_quantum = -1;  // -1: NciConfig's default
   Time resume_window = -1;   // -1: NciConfig's default
   int pba_max_requeues = -1;
+  std::string monitor_path;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i], val;
@@ -288,6 +296,9 @@ int cmd_sim(int argc, char** argv) {
         from = parse_time(a, value());
       } else if (a == "--to") {
         to = parse_time(a, value());
+      } else if (a == "--monitor") {
+        monitor_path = value();
+        if (monitor_path.empty()) throw UsageError("--monitor: empty file name");
       } else if (a == "--projects") {
         projects_path = value();
       } else if (a == "--nci") {
@@ -383,8 +394,35 @@ int cmd_sim(int argc, char** argv) {
     if (pba_max_requeues >= 0) opt.sched.pba.max_requeues = pba_max_requeues;
   }
 
+  // The schedule file is opened before the replay: a bad path fails at once.
+  std::FILE* monitor = nullptr;
+  if (!monitor_path.empty()) {
+    monitor = std::fopen(monitor_path.c_str(), "w");
+    if (!monitor) {
+      std::fprintf(stderr, "corral sim: --monitor: cannot write '%s': %s\n", monitor_path.c_str(), std::strerror(errno));
+      return 2;
+    }
+    opt.on_monitor = [monitor](const std::vector<std::string>& lines) {
+      for (const std::string& l : lines) {
+        std::fwrite(l.data(), 1, l.size(), monitor);
+        std::fputc('\n', monitor);
+      }
+    };
+  }
+
   try {
     sim::SimResult r = sim::simulate(trace, opt);
+    if (monitor) {
+      // The specification's file ends with the separator too: each pass's
+      // block is followed by one (a reader may split on it either way).
+      std::fputs("::::::::\n", monitor);
+      const bool bad = std::ferror(monitor) != 0;
+      if (std::fclose(monitor) != 0 || bad) {
+        monitor = nullptr;
+        throw std::runtime_error("--monitor: cannot write '" + monitor_path + "'");
+      }
+      monitor = nullptr;
+    }
     sim::JsonFields labels = {
         {"trace", sim::json_string(trace_path)},
         {"policy", sim::json_string(policy)},
@@ -426,9 +464,11 @@ int cmd_sim(int argc, char** argv) {
     if (r.unstarted > 0)
       std::fprintf(stderr, "corral sim: %zu job(s) never started (the planner left them pending)\n", r.unstarted);
   } catch (const std::invalid_argument& e) {
+    if (monitor) std::fclose(monitor);
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
+    if (monitor) std::fclose(monitor);
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 1;
   }

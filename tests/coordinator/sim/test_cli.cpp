@@ -1,5 +1,7 @@
 // `corral sim` as a command (issue 2): the JSON keys with values worked out
-// by hand, --starts, --gantt clipping.
+// by hand, --starts, --gantt clipping, the MONITOR schedule file (--monitor);
+// an unwritable file refused with exit code 2. Also the simulator's
+// on_monitor lines (simulate() level).
 //
 // The hand-built trace is tests/coordinator/sim/data/sample.swf (also
 // tools/demo's fallback): a 4-processor machine,
@@ -18,6 +20,11 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "coordinator/sim/sim.hpp"
+
+using namespace corral;
+using namespace corral::sim;
 
 #ifndef SAMPLE_SWF
 #error "SAMPLE_SWF must name tests/coordinator/sim/data/sample.swf"
@@ -74,9 +81,57 @@ std::string value_of(const std::string& json, const std::string& key) {
   return json.substr(b, json.find_first_of(",}", b) - b);
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> v;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
 const std::string kSample = SAMPLE_SWF;
 // Textbook EASY, requested times as estimates.
 const std::string kEasy = " --policy easy --order fifo --no-predict --aging 0";
+
+// The schedule file (--monitor) of the sample under EASY on one node of 4
+// cores (one Q line a job: all.q@n0), worked out by hand. Passes run at the
+// instants where jobs are pending (completions, then arrivals, then the
+// pass). Each interval begins with "::::::::" (sge6-reservation-backfill.txt
+// 2d); a last one closes the file, as in the specification's example.
+// Durations are the requested times.
+//   t=0   job 1 starts now (2 of 4 cores)                     STARTING
+//   t=10  job 3 (the head) needs 4: reserved at 100, when job 1 ends
+//                                                             RESERVING
+//   t=20  job 4 ends at 50, before 100: starts (backfill)     STARTING
+//   t=50  job 4 ended; job 3 still reserved
+//   t=60  job 5 (1 core until 260) would overlap job 3's 4 cores at
+//         100..150: not started, and no line (only the head is reserved)
+//   t=100 job 1 ended: job 3 starts                           STARTING
+//         job 5 is the head now: reserved at 150              RESERVING
+//   t=150 job 3 ended: job 5 starts                           STARTING
+//   t=350 job 5 ends: nothing pending, no pass.
+// Job ids are the trace's (the replay numbers the 4 jobs 1..4).
+const char* const kExpected =
+    "::::::::\n"
+    "1:1:STARTING:0:100:Q:all.q@n0:slots:2.000000\n"
+    "::::::::\n"
+    "1:1:RUNNING:0:100:Q:all.q@n0:slots:2.000000\n"
+    "3:1:RESERVING:100:50:Q:all.q@n0:slots:4.000000\n"
+    "::::::::\n"
+    "1:1:RUNNING:0:100:Q:all.q@n0:slots:2.000000\n"
+    "3:1:RESERVING:100:50:Q:all.q@n0:slots:4.000000\n"
+    "4:1:STARTING:20:30:Q:all.q@n0:slots:2.000000\n"
+    "::::::::\n"
+    "1:1:RUNNING:0:100:Q:all.q@n0:slots:2.000000\n"
+    "3:1:RESERVING:100:50:Q:all.q@n0:slots:4.000000\n"
+    "::::::::\n"
+    "1:1:RUNNING:0:100:Q:all.q@n0:slots:2.000000\n"
+    "3:1:RESERVING:100:50:Q:all.q@n0:slots:4.000000\n"
+    "::::::::\n"
+    "3:1:STARTING:100:50:Q:all.q@n0:slots:4.000000\n"
+    "5:1:RESERVING:150:200:Q:all.q@n0:slots:1.000000\n"
+    "::::::::\n"
+    "5:1:STARTING:150:200:Q:all.q@n0:slots:1.000000\n"
+    "::::::::\n";
 
 }  // namespace
 
@@ -131,4 +186,98 @@ TEST_CASE("corral sim --starts writes id,start lines; --gantt draws only the job
   CHECK(b.find("<title>job 5: 150..350, 1 procs</title>") != std::string::npos);
   CHECK(b.find("job 1:") == std::string::npos);
   CHECK(b.find("job 4:") == std::string::npos);
+}
+
+// --------------------------------------------------------------- MONITOR --
+
+TEST_CASE("corral sim --monitor writes the schedule file line for line", "[cli][monitor]") {
+  TempDir tmp;
+  const Run r = corral_sim(kSample + kEasy + " --nodes 1 --cores 4 --monitor " + (tmp / "schedule") + " --starts " +
+                           (tmp / "starts.csv"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::vector<std::string> got = lines_of(slurp(tmp / "schedule")), want = lines_of(kExpected);
+  CHECK(got.size() == want.size());
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    INFO("line " << i + 1);
+    CHECK(got[i] == want[i]);
+  }
+  CHECK(slurp(tmp / "schedule") == kExpected);
+  CHECK(value_of(r.out, "passes") == "7");
+  // Monitoring changes no decision.
+  CHECK(slurp(tmp / "starts.csv") == "1,0\n3,100\n4,20\n5,150\n");
+}
+
+TEST_CASE("corral sim --monitor: an unwritable file is refused at once with exit code 2", "[cli][monitor]") {
+  TempDir tmp;
+  Run r = corral_sim(kSample + " --monitor " + (tmp / "no/such/dir/schedule"));
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--monitor: cannot write '" + (tmp / "no/such/dir/schedule") + "'") != std::string::npos);
+  CHECK(r.out.empty());  // refused before the replay
+  r = corral_sim(kSample + " --monitor " + tmp.path);  // a directory
+  CHECK(r.code == 2);
+  CHECK(r.err.find("cannot write") != std::string::npos);
+  r = corral_sim(kSample + " --monitor");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--monitor: missing value") != std::string::npos);
+}
+
+TEST_CASE("sim on_monitor: one block per pass, trace ids, the same schedule as without", "[cli][monitor]") {
+  SwfTrace tr = read_swf(kSample);
+  REQUIRE(tr.jobs.size() == 4);
+  SimOptions opt;  // fifo, requested times, EASY
+  opt.nodes = 1;
+  opt.cores = 4;
+  std::vector<std::vector<std::string>> blocks;
+  opt.on_monitor = [&](const std::vector<std::string>& l) { blocks.push_back(l); };
+  const SimResult r = simulate(tr, opt);
+  REQUIRE(blocks.size() == r.passes);
+  REQUIRE(blocks.size() == 7);  // t = 0, 10, 20, 50, 60, 100, 150
+  for (const auto& b : blocks) {
+    REQUIRE(!b.empty());
+    CHECK(b.front() == "::::::::");
+  }
+  // Under EASY job 3 is the head: reserved (cores planned at 100).
+  CHECK(blocks[1] == std::vector<std::string>{"::::::::", "1:1:RUNNING:0:100:Q:all.q@n0:slots:2.000000",
+                                              "3:1:RESERVING:100:50:Q:all.q@n0:slots:4.000000"});
+  CHECK(blocks[6] == std::vector<std::string>{"::::::::", "5:1:STARTING:150:200:Q:all.q@n0:slots:1.000000"});
+  opt.on_monitor = nullptr;
+  CHECK(starts_csv(simulate(tr, opt)) == starts_csv(r));
+
+  // On a real trace too, where no reservation is made: monitoring (fast
+  // paths off) changes no start. With reservations it can: MONITOR pins
+  // every reservation to hosts (planner.cpp find_reservation, so that
+  // RESERVING lines name them), and a backfill then needs hosts outside the
+  // pins; on lublin (300 jobs, easy) the first job that differs is 53.
+  SwfTrace lublin = read_swf(std::string(CORRAL_TRACES) + "/lublin_256.swf");
+  for (Backfill bf : {Backfill::Fcfs, Backfill::Reserve}) {
+    SimOptions o;
+    o.max_jobs = 300;
+    o.sched.planner.backfill = bf;  // reserve: no job -R y
+    const std::string plain = starts_csv(simulate(lublin, o));
+    std::size_t lines = 0, seps = 0;
+    o.on_monitor = [&](const std::vector<std::string>& l) {
+      lines += l.size();
+      for (const std::string& x : l) seps += x == "::::::::";
+    };
+    const SimResult m = simulate(lublin, o);
+    INFO(backfill_name(bf));
+    CHECK(starts_csv(m) == plain);
+    CHECK(seps == m.passes);
+    CHECK(lines > seps);
+  }
+}
+
+TEST_CASE("monitor_trace_ids maps the replay's ids to the trace's, separators kept", "[cli][monitor]") {
+  SwfTrace tr;
+  tr.jobs.resize(2);
+  tr.jobs[0].id = 7;
+  tr.jobs[1].id = 12345;
+  std::vector<std::string> l = {"::::::::", "1:1:RUNNING:0:5:Q:all.q@n0:slots:1.000000",
+                                "2:1:RESERVING:9:5:G:global:lic:2.000000", "3:1:STARTING:0:1:Q:q@n:slots:1.000000"};
+  monitor_trace_ids(l, tr);
+  CHECK(l[0] == "::::::::");
+  CHECK(l[1] == "7:1:RUNNING:0:5:Q:all.q@n0:slots:1.000000");
+  CHECK(l[2] == "12345:1:RESERVING:9:5:G:global:lic:2.000000");
+  CHECK(l[3] == "3:1:STARTING:0:1:Q:q@n:slots:1.000000");  // no such replay job: left alone
 }
