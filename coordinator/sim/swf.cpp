@@ -127,6 +127,7 @@ SwfTrace parse_swf(const std::string& text, int machine_procs) {
     r.procs = req_procs > 0 ? req_procs : as_int(f, 5);
     std::int64_t est = as_int(f, 9);
     r.j.estimate = est > 0 ? est : r.j.run;
+    r.j.requested = est > 0;
     r.j.user = static_cast<long>(as_int(f, 12));
     r.j.group = static_cast<long>(as_int(f, 13));
     r.j.queue = static_cast<long>(as_int(f, 15));

@@ -18,6 +18,10 @@ struct SwfJob {
   Time run = 0;        // field 4, capped by the estimate
   Time estimate = 0;   // field 9 if > 0, else the run time
   int procs = 0;       // field 8 if > 0, else field 5
+  // Field 9 (requested time) was given (> 0). If not, `estimate` is the run
+  // time (the convention); `corral sim --default-duration` plans such jobs
+  // with Grid Engine's default_duration instead.
+  bool requested = false;
   long user = -1;      // field 12 (-1: unknown)
   long group = -1;     // field 13
   long queue = -1;     // field 15

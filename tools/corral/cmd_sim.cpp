@@ -55,6 +55,16 @@ const char* kHelp =
     "  --aging-wide T       jobs of >= --wide-fraction of the machine age after T\n"
     "                       (if shorter than --aging; 0: same as --aging)\n"
     "  --wide-fraction F    what a wide job is, as a fraction of the cores (default 0.1)\n"
+    "  --max-reservation N  with --policy reserve: reservations per pass for -R y jobs\n"
+    "                       (Grid Engine max_reservation; 0: none; default 1)\n"
+    "  --reserve-min-procs N  with --policy reserve: jobs of N or more processors are\n"
+    "                       submitted with -R y (SWF has no such field; default: no job,\n"
+    "                       Grid Engine's -R n)\n"
+    "  --reserve-all        the same for every job (--reserve-min-procs 1)\n"
+    "  --default-duration T jobs whose trace line gives no requested time (SWF field 9)\n"
+    "                       are planned with T, not with their run time (Grid Engine\n"
+    "                       default_duration; not enforced: a job running longer is\n"
+    "                       then expected to end at its run time)\n"
     "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
     "  --no-predict         use the requested times as estimates\n"
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
@@ -195,6 +205,10 @@ int cmd_sim(int argc, char** argv) {
   Time resume_window = -1;   // -1: NciConfig's default
   int pba_max_requeues = -1;
   std::string monitor_path;
+  int max_reservation = -1;    // -1: PlannerConfig's default
+  int reserve_min_procs = 0;   // 0: no job asks for a reservation (-R n)
+  bool reserve_all = false;
+  Time default_duration = -1;  // -1: the SWF convention (no job lacks a requested time)
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i], val;
@@ -299,6 +313,16 @@ int cmd_sim(int argc, char** argv) {
       } else if (a == "--monitor") {
         monitor_path = value();
         if (monitor_path.empty()) throw UsageError("--monitor: empty file name");
+      } else if (a == "--max-reservation") {
+        max_reservation = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
+      } else if (a == "--reserve-min-procs") {
+        reserve_min_procs = static_cast<int>(parse_int(a, value(), 1, 1 << 24));
+      } else if (a == "--reserve-all") {
+        if (has_eq) throw UsageError("--reserve-all takes no value");
+        reserve_all = true;
+      } else if (a == "--default-duration") {
+        default_duration = parse_time(a, value());
+        if (default_duration < 1) throw UsageError("--default-duration: must be at least 1 s");
       } else if (a == "--projects") {
         projects_path = value();
       } else if (a == "--nci") {
@@ -333,6 +357,12 @@ int cmd_sim(int argc, char** argv) {
     if (window_quantum >= 0 && start_window < 0) throw UsageError("--window-quantum needs --start-window");
     if (resume_window >= 0 && start_window < 0) throw UsageError("--resume-window needs --start-window");
     if (pba_max_requeues >= 0 && projects_path.empty()) throw UsageError("--pba-max-requeues needs --projects FILE");
+    if (reserve_all && reserve_min_procs > 0) throw UsageError("give either --reserve-all or --reserve-min-procs N, not both");
+    if (reserve_all) reserve_min_procs = 1;
+    // Only the reserve policy reads max_reservation and a job's -R y.
+    if (policy != "reserve" && (max_reservation >= 0 || reserve_min_procs > 0))
+      throw UsageError(std::string(max_reservation >= 0 ? "--max-reservation" : reserve_all ? "--reserve-all" : "--reserve-min-procs") +
+                       " needs --policy reserve (other policies ignore -R y)");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 2;
@@ -342,6 +372,21 @@ int cmd_sim(int argc, char** argv) {
   opt.sched.preempt.enabled = preempt >= 0 ? preempt == 1 : policy == "checkpoint" && kDefaultPreemptWithCheckpoint;
   opt.sched.planner.backfill = parse_policy(policy);
   opt.record_segments = !gantt_path.empty();
+  if (max_reservation >= 0) opt.sched.planner.max_reservation = max_reservation;
+  if (default_duration > 0) opt.sched.planner.default_duration = default_duration;
+  if (reserve_min_procs > 0 || default_duration > 0) {
+    opt.on_arrival = [reserve_min_procs, default_duration](Job& j, const sim::SwfJob& s) {
+      if (reserve_min_procs > 0) j.reserve = s.procs >= reserve_min_procs;
+      // No requested time in the trace: the job has no walltime (a Grid
+      // Engine job without h_rt), so the planner assumes default_duration.
+      // Its estimate says the same (unless predicted): the simulator expects
+      // a running job to end at its start + estimate.
+      if (default_duration > 0 && !s.requested) {
+        j.walltime = 0;
+        if (j.estimate <= 0) j.estimate = default_duration;
+      }
+    };
+  }
   if (isatty(STDERR_FILENO)) opt.progress = progress_bar;
 
   sim::SwfTrace trace;
@@ -439,6 +484,11 @@ int cmd_sim(int argc, char** argv) {
         {"bad_lines", std::to_string(trace.bad_lines)},
         {"skipped", std::to_string(trace.skipped)},
     };
+    if (policy == "reserve") {
+      labels.emplace_back("max_reservation", std::to_string(opt.sched.planner.max_reservation));
+      labels.emplace_back("reserve_min_procs", std::to_string(reserve_min_procs));
+    }
+    if (default_duration > 0) labels.emplace_back("default_duration", std::to_string(default_duration));
     if (!projects_path.empty()) {
       labels.emplace_back("projects_file", sim::json_string(projects_path));
       labels.emplace_back("nci", nci ? "true" : "false");

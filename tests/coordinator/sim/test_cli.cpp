@@ -1,7 +1,8 @@
 // `corral sim` as a command (issue 2): the JSON keys with values worked out
-// by hand, --starts, --gantt clipping, the MONITOR schedule file (--monitor);
-// an unwritable file refused with exit code 2. Also the simulator's
-// on_monitor lines (simulate() level).
+// by hand, --starts, --gantt clipping, the MONITOR schedule file (--monitor),
+// --max-reservation with -R y jobs (--reserve-min-procs) and
+// --default-duration; bad input refused with exit code 2. Also the
+// simulator's on_monitor lines (simulate() level).
 //
 // The hand-built trace is tests/coordinator/sim/data/sample.swf (also
 // tools/demo's fallback): a 4-processor machine,
@@ -91,6 +92,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 const std::string kSample = SAMPLE_SWF;
 // Textbook EASY, requested times as estimates.
 const std::string kEasy = " --policy easy --order fifo --no-predict --aging 0";
+// Grid Engine's reserve policy, jobs of >= 3 processors submitted -R y (job 3).
+const std::string kReserve = " --policy reserve --order fifo --no-predict --aging 0 --reserve-min-procs 3";
 
 // The schedule file (--monitor) of the sample under EASY on one node of 4
 // cores (one Q line a job: all.q@n0), worked out by hand. Passes run at the
@@ -280,4 +283,120 @@ TEST_CASE("monitor_trace_ids maps the replay's ids to the trace's, separators ke
   CHECK(l[1] == "7:1:RUNNING:0:5:Q:all.q@n0:slots:1.000000");
   CHECK(l[2] == "12345:1:RESERVING:9:5:G:global:lic:2.000000");
   CHECK(l[3] == "3:1:STARTING:0:1:Q:q@n:slots:1.000000");  // no such replay job: left alone
+}
+
+// ------------------------------------------- max_reservation, -R y, default_duration --
+
+TEST_CASE("corral sim --max-reservation 0 vs 1 changes the schedule of -R y jobs", "[cli][reserve]") {
+  TempDir tmp;
+  // max_reservation 1: job 3 (-R y) is reserved at 100, job 5 waits for it
+  // (see the MONITOR test): starts 0, 100, 20, 150.
+  Run r = corral_sim(kSample + kReserve + " --max-reservation 1 --starts " + (tmp / "one.csv"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(value_of(r.out, "max_reservation") == "1");
+  CHECK(value_of(r.out, "reserve_min_procs") == "3");
+  CHECK(slurp(tmp / "one.csv") == "1,0\n3,100\n4,20\n5,150\n");
+  // Its schedule file is EASY's but for job 5's reservation at t=100 (job
+  // 5 is -R n here; EASY reserves for whichever job heads the queue).
+  r = corral_sim(kSample + kReserve + " --max-reservation 1 --nodes 1 --cores 4 --monitor " + (tmp / "one.sched"));
+  REQUIRE(r.code == 0);
+  std::string easy = kExpected;
+  const std::string five = "5:1:RESERVING:150:200:Q:all.q@n0:slots:1.000000\n";
+  REQUIRE(easy.find(five) != std::string::npos);
+  CHECK(slurp(tmp / "one.sched") == easy.erase(easy.find(five), five.size()));
+  // max_reservation 0: no reservation, every job that fits starts. t=60 job
+  // 5 takes a free core until 260; at 100 only 3 cores are free, so job 3
+  // starts when job 5 ends: starts 0, 260, 20, 60.
+  r = corral_sim(kSample + kReserve + " --max-reservation 0 --starts " + (tmp / "zero.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "zero.csv") == "1,0\n3,260\n4,20\n5,60\n");
+  CHECK(value_of(r.out, "max_wait") == "250");
+  r = corral_sim(kSample + kReserve + " --max-reservation 0 --nodes 1 --cores 4 --monitor " + (tmp / "zero.sched"));
+  REQUIRE(r.code == 0);
+  const std::string zero = slurp(tmp / "zero.sched");
+  CHECK(zero.find("RESERVING") == std::string::npos);
+  CHECK(zero.find("5:1:STARTING:60:200:Q:all.q@n0:slots:1.000000\n") != std::string::npos);
+  // No job -R y (Grid Engine's default -R n): as with max_reservation 0.
+  r = corral_sim(kSample + " --policy reserve --order fifo --no-predict --aging 0 --starts " + (tmp / "none.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "none.csv") == "1,0\n3,260\n4,20\n5,60\n");
+  // --reserve-all: job 3 -R y as well (jobs 1, 4 start at once, job 5 is
+  // not reserved past the one reservation): as with --reserve-min-procs 3.
+  r = corral_sim(kSample + " --policy reserve --order fifo --no-predict --aging 0 --reserve-all --starts " +
+                 (tmp / "all.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "all.csv") == "1,0\n3,100\n4,20\n5,150\n");
+  // There job 5 is reserved at t=100 as under EASY: the same file.
+  r = corral_sim(kSample + " --policy reserve --order fifo --no-predict --aging 0 --reserve-all --nodes 1 --cores 4 --monitor " +
+                 (tmp / "all.sched"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "all.sched") == kExpected);
+}
+
+TEST_CASE("corral sim --default-duration plans jobs without a requested time with it", "[cli][reserve]") {
+  // EASY on 4 processors; job 1 gives no requested time (SWF field 9 = -1).
+  //   job 1: submit  0, 2 procs, run 100, no request
+  //   job 2: submit 10, 4 procs, run  50
+  //   job 3: submit 20, 2 procs, run 150
+  // SWF convention (estimate = run time 100): job 2's shadow time is 100,
+  // job 3 (ends 170) cannot backfill: starts 0, 100, 150.
+  // --default-duration 1000: job 1 is planned until 1000, job 3 backfills
+  // at 20 (ends 170 <= 1000); job 1 really ends at 100 (the duration is not
+  // enforced), job 2 starts when job 3 ends: starts 0, 170, 20.
+  TempDir tmp;
+  std::ofstream(tmp / "t.swf") << "; MaxProcs: 4\n"
+                               << "1  0 -1 100 2 -1 -1 2  -1 -1 1 1 1 -1 1 -1 -1 -1\n"
+                               << "2 10 -1  50 4 -1 -1 4  50 -1 1 2 1 -1 1 -1 -1 -1\n"
+                               << "3 20 -1 150 2 -1 -1 2 150 -1 1 3 1 -1 1 -1 -1 -1\n";
+  Run r = corral_sim((tmp / "t.swf") + kEasy + " --starts " + (tmp / "conv.csv"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "conv.csv") == "1,0\n2,100\n3,150\n");
+  CHECK(value_of(r.out, "default_duration") == "(absent)");
+  r = corral_sim((tmp / "t.swf") + kEasy + " --default-duration 1000 --starts " + (tmp / "dd.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "dd.csv") == "1,0\n2,170\n3,20\n");
+  CHECK(value_of(r.out, "default_duration") == "1000");
+  // The sample's jobs all give a requested time: nothing changes.
+  r = corral_sim(kSample + kEasy + " --default-duration 1h --starts " + (tmp / "s.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "s.csv") == "1,0\n3,100\n4,20\n5,150\n");
+}
+
+TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration are refused, exit 2", "[cli][reserve]") {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {" --policy reserve --max-reservation -1", "--max-reservation: '-1' is not a whole number in [0, 1048576]"},
+      {" --policy reserve --max-reservation many", "--max-reservation: 'many' is not a whole number"},
+      {" --policy reserve --max-reservation", "--max-reservation: missing value"},
+      {" --policy easy --max-reservation 2", "--max-reservation needs --policy reserve"},
+      {" --max-reservation 2", "--max-reservation needs --policy reserve"},
+      {" --policy reserve --reserve-min-procs 0", "--reserve-min-procs: '0' is not a whole number in [1, "},
+      {" --policy conservative --reserve-min-procs 4", "--reserve-min-procs needs --policy reserve"},
+      {" --reserve-all", "--reserve-all needs --policy reserve"},
+      {" --policy reserve --reserve-all=yes", "--reserve-all takes no value"},
+      {" --policy reserve --reserve-all --reserve-min-procs 2", "either --reserve-all or --reserve-min-procs N"},
+      {" --default-duration 0", "--default-duration: must be at least 1 s"},
+      {" --default-duration soon", "--default-duration: 'soon' is not a whole number"},
+      {" --default-duration -5m", "--default-duration: '-5' is not a whole number"},
+  };
+  for (const Case& c : cases) {
+    const Run r = corral_sim(kSample + c.args);
+    INFO(c.args << " -> " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(c.says) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("corral sim --help lists the new options", "[cli]") {
+  const Run r = corral_sim("--help");
+  REQUIRE(r.code == 0);
+  for (const char* o : {"--monitor FILE", "--max-reservation N", "--reserve-min-procs N", "--reserve-all",
+                        "--default-duration T"})
+    CHECK(r.out.find(o) != std::string::npos);
 }
