@@ -901,7 +901,9 @@ struct Planner::Impl {
     // Bounded per pass (kPinWork): pinning costs a host-level search per
     // reservation, so a large pass stops pinning cores-only jobs (their
     // later node-bound jobs may then slip, as without pins).
-    const bool need_hosts = r.node_bound || cfg->monitor ||
+    // MONITOR only observes: it never pins (monitor() shows hosts for an
+    // unpinned reservation without holding them).
+    const bool need_hosts = r.node_bound ||
                             (nalloc_built && cfg->backfill == Backfill::Conservative && scan_work < kPinWork);
     pl.clear();
     s = 0;
@@ -2276,11 +2278,31 @@ struct Planner::Impl {
       monitor_job(plan, rj.job, susp ? "SUSPENDED" : "RUNNING", rj.start, std::max<Time>(0, rj.expected_end - rj.start),
                   rj.slots, rj.placement);
     }
+    std::vector<Placement> shown;
     for (const auto& [di, a] : pass_allocs) {
       if (di < first_decision) continue;
       const Decision& d = plan.decisions[di];
-      monitor_job(plan, *a.job, d.action == Action::Start ? "STARTING" : "RESERVING", a.start, a.dur, a.slots,
-                  d.placement);
+      const bool reserving = d.action != Action::Start;
+      if (reserving && d.placement.empty()) {
+        // A reservation held on the cluster's cores, not on hosts (easy,
+        // reserve: hosts are chosen when it starts). Grid Engine's schedule
+        // file names queue instances for every reservation, so the hosts
+        // it would get are shown, after every decision of the pass was
+        // made: picked among what the earlier lines leave free, and never
+        // held against any job.
+        shown.clear();
+        Req r;
+        if (resolve(*a.job, r).empty()) {
+          ensure_nalloc();
+          if (node_scan(*a.job, r, a.start, a.dur) >= a.slots) {
+            shown = pick_from_avail(a.slots);
+            add_nalloc(a.job, a.start, sat_add(a.start, a.dur), a.slots, shown);
+          }
+        }
+        monitor_job(plan, *a.job, "RESERVING", a.start, a.dur, a.slots, shown);
+        continue;
+      }
+      monitor_job(plan, *a.job, reserving ? "RESERVING" : "STARTING", a.start, a.dur, a.slots, d.placement);
     }
   }
 };

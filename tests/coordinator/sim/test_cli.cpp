@@ -247,27 +247,42 @@ TEST_CASE("sim on_monitor: one block per pass, trace ids, the same schedule as w
   opt.on_monitor = nullptr;
   CHECK(starts_csv(simulate(tr, opt)) == starts_csv(r));
 
-  // On a real trace too, where no reservation is made: monitoring (fast
-  // paths off) changes no start. With reservations it can: MONITOR pins
-  // every reservation to hosts (planner.cpp find_reservation, so that
-  // RESERVING lines name them), and a backfill then needs hosts outside the
-  // pins; on lublin (300 jobs, easy) the first job that differs is 53.
+  // On a real trace too: monitoring (fast paths off) changes no start under
+  // any policy, reservations included. MONITOR only observes: a cores-only
+  // reservation is not pinned to the hosts its RESERVING lines name
+  // (planner.cpp monitor()); when it pinned them, a backfill needed hosts
+  // outside the pins and lublin's first differing start was job 53 (easy).
   SwfTrace lublin = read_swf(std::string(CORRAL_TRACES) + "/lublin_256.swf");
-  for (Backfill bf : {Backfill::Fcfs, Backfill::Reserve}) {
+  for (Backfill bf : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative, Backfill::Reserve}) {
     SimOptions o;
     o.max_jobs = 300;
-    o.sched.planner.backfill = bf;  // reserve: no job -R y
+    o.sched.planner.backfill = bf;
+    // reserve: every job of 16 procs or more asks for a reservation (-R y).
+    if (bf == Backfill::Reserve) o.on_arrival = [](Job& j, const SwfJob& sj) { j.reserve = sj.procs >= 16; };
     const std::string plain = starts_csv(simulate(lublin, o));
-    std::size_t lines = 0, seps = 0;
+    std::size_t lines = 0, seps = 0, reserving = 0, shown = 0;
     o.on_monitor = [&](const std::vector<std::string>& l) {
       lines += l.size();
-      for (const std::string& x : l) seps += x == "::::::::";
+      for (const std::string& x : l) {
+        seps += x == "::::::::";
+        if (x.find(":RESERVING:") != std::string::npos) {
+          ++reserving;
+          shown += x.find(":Q:all.q@") != std::string::npos;
+        }
+      }
     };
     const SimResult m = simulate(lublin, o);
     INFO(backfill_name(bf));
     CHECK(starts_csv(m) == plain);
     CHECK(seps == m.passes);
     CHECK(lines > seps);
+    // Reservations were made and shown on hosts (fcfs makes none).
+    if (bf == Backfill::Fcfs) {
+      CHECK(reserving == 0);
+    } else {
+      CHECK(reserving > 100);
+      CHECK(shown == reserving);
+    }
   }
 }
 
