@@ -374,3 +374,123 @@ TEST_CASE("schedule() runs the pipeline into the planner", "[planner]") {
   CHECK_FALSE(parse_backfill("nope", b));
   (void)id;
 }
+
+// ------------------------------------------- checkpoint policy branches --
+// checkpoint-backfill-patent.zh.txt [0054]-[0055], claim 5 (condition (b)):
+// a non-head job that fits now and whose shortened estimate runs past the
+// window may still start if, at the window's end, it and the head job can
+// run at the same time. It then never stands in the head's way, so it is
+// not a checkpointable backfill (Decision::backfilled false).
+TEST_CASE("checkpoint: condition (b), a job that runs alongside the head past the window", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // 12 single-core nodes; job 101 holds 8 until 1000 (the window's end).
+  Snapshot s = cluster(12);
+  s.running.push_back(running(101, 8, 0, 1000, 0));
+  // Head 1 (10 slots) is reserved at 1000 and leaves 2 of 12 cores then.
+  // Job 2 (2 slots, 5000 s): shortened 2500 ends past 1000, so (a) fails;
+  // (b): 10 + 2 <= 12 at the window's end, so it starts, not backfilled.
+  // Job 3 (2 slots, 1600 s): (b) fails (10 + 2 + 2 > 12), (a): 800 <= 1000.
+  s.pending = {job(1, 10, 100), job(2, 2, 5000), job(3, 2, 1600)};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 1000);
+  CHECK(started(p) == std::vector<JobId>{2, 3});
+  const Decision* b = find(p, 2, Action::Start);
+  REQUIRE(b);
+  CHECK_FALSE(b->backfilled);                  // (b): runs beside the head, never checkpointed
+  REQUIRE(find(p, 3, Action::Start));
+  CHECK(find(p, 3, Action::Start)->backfilled);  // (a): checkpointed if it overruns
+  // Head of 11 slots: 11 + 2 > 12 at the window's end, so job 2 may not
+  // start (its shortened 2500 s is past the window too); job 3 still may.
+  s.pending[0].slots_min = s.pending[0].slots_max = 11;
+  p = run(s, c);
+  CHECK(started(p) == std::vector<JobId>{3});
+  // A (b) job is left running at the window's end: only backfilled jobs are
+  // stopped for the head.
+  Snapshot w = cluster(12, 1, 1000);
+  RunningJob rb = running(2, 2, 0, 5000, 0);
+  RunningJob ra = running(3, 2, 0, 1600, 2);
+  ra.backfilled = true;
+  w.running = {rb, ra};
+  w.pending = {job(1, 10, 100)};
+  p = run(w, c);
+  CHECK_FALSE(find(p, 2, Action::Checkpoint));
+  REQUIRE(find(p, 3, Action::Checkpoint));
+  REQUIRE(find(p, 1, Action::Start));
+}
+
+// checkpoint-backfill-patent.zh.txt [0050]-[0051], claim 3: only estimates
+// above the preset value (PlannerConfig::checkpoint_threshold) are
+// multiplied by p; short jobs keep theirs (checkpointing costs too much for
+// them). An estimate exactly at the threshold is not split.
+TEST_CASE("checkpoint: an estimate at or below the threshold is not split", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  CHECK(backfill_duration(job(1, 1, 999), c) == 999);
+  CHECK(backfill_duration(job(1, 1, 1000), c) == 1000);
+  CHECK(backfill_duration(job(1, 1, 1001), c) == 501);  // ceil(1001 x 0.5)
+  // 10 single-core nodes, 8 busy until 800: head 1 (10 slots) reserved at
+  // 800, a window of 800 s on 2 free cores. Job 2 (1000 s, at the
+  // threshold) would end within the window only if split (500): it waits.
+  // Job 3 (1001 s, above) is split to 501 and backfills.
+  Snapshot s = cluster(10);
+  s.running.push_back(running(101, 8, 0, 800, 0));
+  s.pending = {job(1, 10, 100), job(2, 2, 1000), job(3, 2, 1001)};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 800);
+  CHECK(started(p) == std::vector<JobId>{3});
+  REQUIRE(find(p, 3, Action::Start));
+  CHECK(find(p, 3, Action::Start)->backfilled);
+  // Threshold one second lower: job 2 is split too, and goes first.
+  c.checkpoint_threshold = 999;
+  p = run(s, c);
+  CHECK(started(p) == std::vector<JobId>{2});
+}
+
+// checkpoint-backfill-patent.zh.txt [0056] (figure 4): when the window
+// ends and the head lacks resources, backfilled jobs are checkpointed
+// starting with those on the most nodes (fewest preemptions) until the head
+// fits; the rest keep running.
+TEST_CASE("checkpoint: several overrunning backfilled jobs are checkpointed largest first", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000, 10 single-core nodes, none free. Backfilled jobs 11 (1
+  // slot), 12 (3 slots), 13 (2 slots), each 1600 s from 0: shortened to
+  // 800, so their window has ended. Job 14 (4 slots, not backfilled) runs on.
+  Snapshot s = cluster(10, 1, 1000);
+  RunningJob a = running(11, 1, 0, 1600, 0), b = running(12, 3, 0, 1600, 1), d = running(13, 2, 0, 1600, 4);
+  a.backfilled = b.backfilled = d.backfilled = true;
+  s.running = {a, b, d, running(14, 4, 0, 5000, 6)};
+  // Head of 4 slots: largest first stops 12 (3: not enough), then 13 (2):
+  // 5 free, the head starts; job 11 keeps running. (Smallest first would
+  // stop all three: 1 + 2 < 4.)
+  s.pending = {job(1, 4, 100)};
+  Plan p = run(s, c);
+  std::vector<JobId> ckpt;
+  for (const Decision& x : p.decisions)
+    if (x.action == Action::Checkpoint) ckpt.push_back(x.job);
+  CHECK(ckpt == std::vector<JobId>{12, 13});
+  REQUIRE(find(p, 1, Action::Start));
+  CHECK(find(p, 1, Action::Start)->slots == 4);
+  for (const Placement& pl : find(p, 1, Action::Start)->placement) CHECK((pl.node >= 1 && pl.node <= 5));
+  // Head of 3 slots: the largest alone is enough.
+  s.pending = {job(1, 3, 100)};
+  p = run(s, c);
+  ckpt.clear();
+  for (const Decision& x : p.decisions)
+    if (x.action == Action::Checkpoint) ckpt.push_back(x.job);
+  CHECK(ckpt == std::vector<JobId>{12});
+  // Head of 7: all three are stopped, still largest first, and the head
+  // waits for job 14 (6 free < 7): nothing is checkpointed in vain.
+  s.pending = {job(1, 7, 100)};
+  p = run(s, c);
+  CHECK_FALSE(find(p, 11, Action::Checkpoint));
+  CHECK_FALSE(find(p, 12, Action::Checkpoint));
+  REQUIRE(find(p, 1, Action::Reserve));
+}
+
