@@ -1002,6 +1002,7 @@ struct Planner::Impl {
 
   // Checkpoint policy, window end: stop overdue backfilled jobs (largest first)
   // until `head` fits now. Returns true if the head was started.
+  std::vector<std::size_t> checkpointed;  // running jobs checkpointed this pass (run() clears)
   bool checkpoint_for(Plan& plan, const Job& head, const Req& r, Time d) {
     ensure_prof0();
     std::vector<std::size_t> overdue;
@@ -1009,6 +1010,8 @@ struct Planner::Impl {
     for (std::size_t ri = 0; ri < snap->running.size(); ++ri) {
       const RunningJob& rj = snap->running[ri];
       if (!rj.backfilled || !holds_cores[ri]) continue;
+      // Stopped for an earlier job of this pass: its cores are given already.
+      if (std::find(checkpointed.begin(), checkpointed.end(), ri) != checkpointed.end()) continue;
       if (sat_add(rj.start, backfill_duration(rj.job, *cfg)) > now) continue;  // window not over
       overdue.push_back(ri);
       freeable += rj.slots;
@@ -1066,6 +1069,7 @@ struct Planner::Impl {
       }
     }
     for (std::size_t k = 0; k < used; ++k) {
+      checkpointed.push_back(overdue[k]);
       Decision dec;
       dec.action = Action::Checkpoint;
       dec.job = snap->running[overdue[k]].job.id;
@@ -1116,6 +1120,7 @@ struct Planner::Impl {
 
   void run(const PassState& st, Plan& plan) {
     pass_allocs.clear();
+    checkpointed.clear();
     next_pins.clear();
     scan_work = 0;
     load_ghosts(st);

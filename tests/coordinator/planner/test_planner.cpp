@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "coordinator/planner/planner.hpp"
 #include "coordinator/schedule.hpp"
@@ -494,3 +495,42 @@ TEST_CASE("checkpoint: several overrunning backfilled jobs are checkpointed larg
   REQUIRE(find(p, 1, Action::Reserve));
 }
 
+// checkpoint-backfill-patent.zh.txt [0056]: at the window's end backfilled
+// jobs are checkpointed until the head fits. Within one pass a job already
+// checkpointed for one head has given its cores away: it must not be
+// counted (and stopped, and its cores handed out) again for a later job.
+TEST_CASE("checkpoint: a job checkpointed for one job is not stopped again for the next", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000, 10 single-core nodes. Backfilled, window over: 11 (4 slots,
+  // nodes 0-3) and 12 (2 slots, nodes 4-5). 13 (3 slots, nodes 6-8) runs
+  // on. Node 9 is free.
+  Snapshot s = cluster(10, 1, 1000);
+  RunningJob a = running(11, 4, 0, 1600, 0), b = running(12, 2, 0, 1600, 4);
+  a.backfilled = b.backfilled = true;
+  s.running = {a, b, running(13, 3, 0, 5000, 6)};
+  // Job 1 (5) needs 11's cores (largest first) and starts on nodes 0-3 and
+  // 9. Job 2 (2) then needs 12's: nodes 4-5.
+  s.pending = {job(1, 5, 100), job(2, 2, 100)};
+  Plan p = run(s, c);
+  std::vector<JobId> ckpt;
+  for (const Decision& x : p.decisions)
+    if (x.action == Action::Checkpoint) ckpt.push_back(x.job);
+  CHECK(ckpt == std::vector<JobId>{11, 12});  // each once
+  const Decision* one = find(p, 1, Action::Start);
+  const Decision* two = find(p, 2, Action::Start);
+  REQUIRE(one);
+  REQUIRE(two);
+  std::set<std::uint32_t> nodes;
+  for (const Decision* d : {one, two}) {
+    int slots = 0;
+    for (const Placement& pl : d->placement) {
+      CHECK(nodes.insert(pl.node).second);  // never a node twice
+      CHECK((pl.node <= 5 || pl.node == 9));  // 13's nodes stay its own
+      slots += static_cast<int>(pl.slots);
+    }
+    CHECK(slots == d->slots);
+  }
+  CHECK(nodes.size() == 7);
+}
