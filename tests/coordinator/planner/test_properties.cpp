@@ -80,8 +80,9 @@ int queue_index(const Snapshot& s, const Job& j) {
 // share on a node: its request x the node's slots / its slots, rounded up),
 // host consumables per node, global consumables, queue slot limits, queue
 // consumables, and a queue's host list (sge6-reservation-backfill.txt
-// section 4: consumables at global, host and queue level; Job::consumables
-// are per slot). Reservations count from their start for their planned
+// section 2: consumables of the cluster, a host and a queue instance;
+// section 4 b)-c): slots limited per global, host and queue container;
+// Job::consumables are per slot). Reservations count from their start for their planned
 // duration.
 void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& cfg, Peaks* peaks = nullptr) {
   std::vector<Iv> iv;
@@ -307,9 +308,10 @@ Snapshot stress_snapshot(std::mt19937_64& rng, int npending) {
 
 }  // namespace
 
-// sge6-reservation-backfill.txt section 4 (consumables at global, host and
-// queue level, queue slot limits) with nci-pbs-policy.txt's jobfs: no
-// policy, starting or reserving, ever plans more than any limit holds.
+// sge6-reservation-backfill.txt sections 2 and 4 b)-c) (consumables at
+// global, host and queue level, queue slot limits) with nci-pbs-policy.txt
+// "Resource limits" (jobfs): no policy, starting or reserving, ever plans
+// more than any limit holds.
 TEST_CASE("no policy ever over-commits jobfs, host consumables, queue slots or queue consumables",
           "[planner][property]") {
   std::mt19937_64 rng(8086);
