@@ -1040,9 +1040,23 @@ struct Planner::Impl {
         auto drop = [&](std::vector<NodeAlloc>& v) {
           v.erase(std::remove_if(v.begin(), v.end(), [&](const NodeAlloc& a) { return a.job == rj.job.id; }), v.end());
         };
-        for (const Placement& p : rj.placement) if (p.node < nalloc.size()) drop(nalloc[p.node]);
+        // Restored: its host-level holds come back as ensure_nalloc() made them.
+        const int tot = std::max(1, rj.slots);
+        for (const Placement& p : rj.placement) {
+          if (p.node >= nalloc.size()) continue;
+          if (sign > 0) {
+            drop(nalloc[p.node]);
+            continue;
+          }
+          const int sl = static_cast<int>(p.slots);
+          nalloc[p.node].push_back({now, e, rj.job.id, sl, ceil_div(rj.job.mem_mb * sl, tot),
+                                    ceil_div(rj.job.jobfs_mb * sl, tot), &rj.job.consumables, sl, false});
+        }
       }
     };
+    // A node-bound head is checked host by host: the host plan must hold the
+    // overdue jobs before they are released (release() takes them out).
+    if (r.node_bound) ensure_nalloc();
     std::size_t used = 0;
     while (used < overdue.size()) {
       release(overdue[used++], +1);

@@ -534,3 +534,66 @@ TEST_CASE("checkpoint: a job checkpointed for one job is not stopped again for t
   }
   CHECK(nodes.size() == 7);
 }
+
+// checkpoint-backfill-patent.zh.txt [0056]: backfilled jobs are
+// checkpointed "until the head job gets enough resources" — also when the
+// head is node-bound (memory, jobfs, host consumables): the checkpointed
+// jobs' nodes are free for it at once.
+TEST_CASE("checkpoint: a node-bound head starts on the nodes its checkpoints free", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000; two nodes of 2 cores and 1000 MB. 11 (backfilled, window
+  // over) holds node 0, 13 holds node 1 until 5000. Head 1 (2 slots,
+  // 200 MB) fits on node 0 once 11 is checkpointed.
+  Snapshot s = cluster(2, 2, 1000);
+  s.nodes[0].mem_mb = s.nodes[1].mem_mb = 1000;
+  RunningJob a = running(11, 2, 0, 1600, 0, false);
+  a.backfilled = true;
+  s.running = {a, running(13, 2, 0, 5000, 1, false)};
+  Job h = job(1, 2, 100);
+  h.mem_mb = 200;
+  s.pending = {h};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 11, Action::Checkpoint));
+  const Decision* st = find(p, 1, Action::Start);
+  REQUIRE(st);  // not checkpointed in vain, nor started a second late
+  REQUIRE(st->placement.size() == 1);
+  CHECK(st->placement[0].node == 0);
+}
+
+// A trial that finds the head cannot start even with every overdue job
+// stopped checkpoints nothing and leaves every job's hold as it was: the
+// memory of a job left running still counts on its node.
+TEST_CASE("checkpoint: a failed trial at the window's end keeps the running jobs' memory", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000. Node 0: 4 cores, 1000 MB; node 1: 1 core. 11 (backfilled,
+  // window over) holds 2 cores and 800 MB on node 0; 13 holds node 1 and
+  // both licences until 5000.
+  Snapshot s = cluster(2, 1, 1000);
+  s.nodes[0].cores = 4;
+  s.nodes[0].mem_mb = 1000;
+  s.global["lic"] = 2;
+  RunningJob a = running(11, 2, 0, 1600, 0, false);
+  a.job.mem_mb = 800;
+  a.backfilled = true;
+  RunningJob l = running(13, 1, 0, 5000, 1, false);
+  l.job.consumables["lic"] = 2;
+  s.running = {a, l};
+  // 1 (1 slot, 100 MB) starts on node 0. Head 2 (2 slots, a licence each)
+  // cannot start before 5000 even with 11 stopped: 11 keeps running. 3
+  // (1 slot, 500 MB) would need 800 + 100 + 500 MB on node 0: it waits.
+  Job j1 = job(1, 1, 100), h = job(2, 2, 100), b = job(3, 1, 100);
+  j1.mem_mb = 100;
+  h.consumables["lic"] = 1;
+  b.mem_mb = 500;
+  s.pending = {j1, h, b};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 1, Action::Start));
+  REQUIRE(find(p, 2, Action::Reserve));
+  CHECK(find(p, 2, Action::Reserve)->at == 5000);
+  CHECK_FALSE(find(p, 11, Action::Checkpoint));
+  CHECK_FALSE(find(p, 3, Action::Start));
+}
