@@ -1019,8 +1019,9 @@ struct Planner::Impl {
     if (overdue.empty() || free_now + freeable < head.slots_min) return false;
     std::stable_sort(overdue.begin(), overdue.end(),
                      [&](std::size_t a, std::size_t b) { return snap->running[a].slots > snap->running[b].slots; });
-    // Trial: release all, test, restore.
-    auto release = [&](std::size_t ri, int sign) {
+    // Trial: release all, test, restore (a restored job holds its host-level
+    // resources until `held`, if given: a checkpoint being written).
+    auto release = [&](std::size_t ri, int sign, Time held = 0) {
       const RunningJob& rj = snap->running[ri];
       const Time e = std::max(run_end_of[ri], now + 1);
       Req rr;
@@ -1049,7 +1050,7 @@ struct Planner::Impl {
             continue;
           }
           const int sl = static_cast<int>(p.slots);
-          nalloc[p.node].push_back({now, e, rj.job.id, sl, ceil_div(rj.job.mem_mb * sl, tot),
+          nalloc[p.node].push_back({now, held > 0 ? held : e, rj.job.id, sl, ceil_div(rj.job.mem_mb * sl, tot),
                                     ceil_div(rj.job.jobfs_mb * sl, tot), &rj.job.consumables, sl, false});
         }
       }
@@ -1073,10 +1074,10 @@ struct Planner::Impl {
       // written: the head is reserved for when they come back, not started.
       for (std::size_t k = 0; k < used; ++k) {
         const std::size_t ri = overdue[k];
-        release(ri, -1);
+        const Time until = sat_add(now, cfg->checkpoint_cost);
+        release(ri, -1, until);
         Req rr;
         resolve(snap->running[ri].job, rr);
-        const Time until = sat_add(now, cfg->checkpoint_cost);
         for (const Use& u : rr.uses)
           prof[static_cast<std::size_t>(u.prof)].add(u.prof == 0 ? now : now + 1, until,
                                                      -u.per_slot * snap->running[ri].slots);

@@ -597,3 +597,32 @@ TEST_CASE("checkpoint: a failed trial at the window's end keeps the running jobs
   CHECK_FALSE(find(p, 11, Action::Checkpoint));
   CHECK_FALSE(find(p, 3, Action::Start));
 }
+
+// With a checkpoint cost the checkpointed jobs hold their nodes until the
+// checkpoint is written (PlannerConfig::checkpoint_cost): a node-bound head
+// is not reserved on them before then.
+TEST_CASE("checkpoint: a node-bound head is not reserved on nodes still writing a checkpoint", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  c.checkpoint_cost = 60;
+  // now = 1000. Node 0 (2 cores): 11, backfilled, window over; node 1 (3
+  // cores): 13 until 1003. Head 1 (2 slots, 100 MB): 11 is checkpointed
+  // and holds node 0 until 1060, so the head goes to node 1 at 1003.
+  Snapshot s = cluster(2, 2, 1000);
+  s.nodes[1].cores = 3;
+  s.nodes[0].mem_mb = s.nodes[1].mem_mb = 1000;
+  RunningJob a = running(11, 2, 0, 1600, 0, false);
+  a.backfilled = true;
+  s.running = {a, running(13, 3, 0, 1003, 1, false)};
+  Job h = job(1, 2, 100);
+  h.mem_mb = 100;
+  s.pending = {h};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 11, Action::Checkpoint));
+  const Decision* r = find(p, 1, Action::Reserve);
+  REQUIRE(r);
+  CHECK(r->at == 1003);
+  REQUIRE(r->placement.size() == 1);
+  CHECK(r->placement[0].node == 1);
+}
