@@ -20,6 +20,7 @@ struct Iv {
   std::vector<Placement> pl;  // empty: cores anywhere
   int slots;
   const Job* job;             // its requests: memory, jobfs, consumables (per slot), queue
+  Time t1_cores;              // end of its cores (t1 but for an overdue backfilled job)
 };
 
 Snapshot random_snapshot(std::mt19937_64& rng, int npending) {
@@ -82,24 +83,44 @@ int queue_index(const Snapshot& s, const Job& j) {
 // consumables, and a queue's host list (sge6-reservation-backfill.txt
 // section 2: consumables of the cluster, a host and a queue instance;
 // section 4 b)-c): slots limited per global, host and queue container;
-// Job::consumables are per slot). Reservations count from their start for their planned
-// duration.
+// Job::consumables are per slot). Reservations count from their start for
+// their planned duration. Running jobs hold everything until their expected
+// end, at least until now + 1 (planner.hpp); under the checkpoint policy a
+// backfilled one until its shortened end (its cores from then, the rest
+// from now + 1 at the earliest), and one the plan checkpoints until now +
+// the checkpoint cost (nothing after now without one). A job is
+// checkpointed at most once a pass.
 void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& cfg, Peaks* peaks = nullptr) {
+  std::set<JobId> ckpt;
+  for (const Decision& d : p.decisions)
+    if (d.action == Action::Checkpoint) REQUIRE(ckpt.insert(d.job).second);  // once each
   std::vector<Iv> iv;
-  for (const RunningJob& r : s.running)
-    iv.push_back({s.now, std::max(r.expected_end, s.now + 1), r.placement, r.slots, &r.job});
+  for (const RunningJob& r : s.running) {
+    Time t1 = std::max(r.expected_end, s.now + 1), t1c = t1;
+    if (cfg.backfill == Backfill::Checkpoint && r.backfilled) {
+      const Time e = r.start + backfill_duration(r.job, cfg);
+      t1 = std::max(e, s.now + 1);
+      t1c = std::max(e, s.now);
+    }
+    if (ckpt.count(r.job.id)) {
+      REQUIRE(r.backfilled);
+      t1 = t1c = s.now + cfg.checkpoint_cost;
+    }
+    iv.push_back({s.now, t1, r.placement, r.slots, &r.job, t1c});
+  }
   std::map<JobId, const Job*> byid;
   for (const Job& j : s.pending) byid[j.id] = &j;
   std::map<std::uint32_t, std::set<int>> used_cores;
   for (const RunningJob& r : s.running)
-    for (const Placement& pl : r.placement) used_cores[pl.node].insert(pl.cores.begin(), pl.cores.end());
+    if (!ckpt.count(r.job.id) || cfg.checkpoint_cost > 0)
+      for (const Placement& pl : r.placement) used_cores[pl.node].insert(pl.cores.begin(), pl.cores.end());
   for (const Decision& d : p.decisions) {
     if (d.action != Action::Start && d.action != Action::Reserve) continue;
     const Job& j = *byid.at(d.job);
     REQUIRE(d.slots >= j.slots_min);
     REQUIRE(d.slots <= j.slots_max);
     const Time dur = d.backfilled ? backfill_duration(j, cfg) : planned_duration(j, cfg);
-    iv.push_back({d.at, d.at + dur, d.placement, d.slots, &j});
+    iv.push_back({d.at, d.at + dur, d.placement, d.slots, &j, d.at + dur});
     const int q = queue_index(s, j);
     REQUIRE(q >= -1);
     if (q >= 0 && !s.queues[static_cast<std::size_t>(q)].hosts.empty()) {
@@ -141,7 +162,8 @@ void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& 
     for (const Iv& v : iv) {
       if (!(v.t0 <= t && t < v.t1)) continue;
       const Job& j = *v.job;
-      agg += v.slots;
+      const bool holds_cores = t < v.t1_cores;
+      if (holds_cores) agg += v.slots;
       const int q = queue_index(s, j);
       if (q >= 0) qslots[static_cast<std::size_t>(q)] += v.slots;
       for (const auto& [name, amt] : j.consumables) {
@@ -150,7 +172,7 @@ void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& 
           qcons[static_cast<std::size_t>(q)][name] += amt * v.slots;
       }
       for (const Placement& pl : v.pl) {
-        cores[pl.node] += static_cast<int>(pl.slots);
+        if (holds_cores) cores[pl.node] += static_cast<int>(pl.slots);
         mem[pl.node] += share(j.mem_mb, pl.slots, v.slots);
         jobfs[pl.node] += share(j.jobfs_mb, pl.slots, v.slots);
         for (const auto& [name, amt] : j.consumables)
@@ -280,6 +302,10 @@ Snapshot stress_snapshot(std::mt19937_64& rng, int npending) {
       slots_left[q] -= k;
       r.start = 900;
       r.expected_end = 1000 + U(1, 400);
+      if (U(0, 2) == 0) {  // backfilled (checkpoint policy): window over if 900 + its shortened estimate <= 1000
+        r.backfilled = true;
+        r.job.walltime = U(50, 400);
+      }
       r.slots = k;
       Placement p{n, static_cast<std::uint32_t>(k), {}};
       for (int i = 0; i < k; ++i) p.cores.push_back(c + i);
@@ -317,19 +343,21 @@ TEST_CASE("no policy ever over-commits jobfs, host consumables, queue slots or q
   std::mt19937_64 rng(8086);
   const int rounds = 200;
   // Plans (round x policy) that bring each resource to its limit somewhere.
-  int full_jobfs = 0, full_host = 0, full_qslots = 0, full_qcons = 0, starts = 0;
+  int full_jobfs = 0, full_host = 0, full_qslots = 0, full_qcons = 0, starts = 0, checkpoints = 0;
   for (int round = 0; round < rounds; ++round) {
     Snapshot s = stress_snapshot(rng, 25);
     for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative, Backfill::Reserve, Backfill::Checkpoint}) {
       PlannerConfig c = cfg_of(b);
       c.max_reservation = 5;
       c.checkpoint_threshold = 100;
+      c.checkpoint_cost = round % 2 ? 0 : 30;
       c.monitor = round % 3 == 0;
       Plan p = run(s, c);
       INFO("round " << round << " policy " << backfill_name(b));
       Peaks pk;
       check_no_overcommit(s, p, c, &pk);
       starts += static_cast<int>(started(p).size());
+      for (const Decision& d : p.decisions) checkpoints += d.action == Action::Checkpoint;
       full_jobfs += pk.jobfs >= 0.9;
       full_host += pk.host_cons >= 1;
       full_qslots += pk.queue_slots >= 1;
@@ -339,12 +367,14 @@ TEST_CASE("no policy ever over-commits jobfs, host consumables, queue slots or q
   // Not vacuous: the limits bind in many plans.
   const int plans = rounds * 5;
   INFO("jobfs " << full_jobfs << " host " << full_host << " queue slots " << full_qslots << " queue consumables "
-                << full_qcons << " of " << plans << " plans, " << starts << " starts");
+                << full_qcons << " of " << plans << " plans, " << starts << " starts, " << checkpoints
+                << " checkpoints");
   CHECK(full_jobfs >= plans / 4);
   CHECK(full_host >= plans / 4);
   CHECK(full_qslots >= plans / 4);
   CHECK(full_qcons >= plans / 4);
   CHECK(starts >= plans);
+  CHECK(checkpoints >= rounds / 4);  // the checkpoint policy stops backfilled jobs past their window
 }
 
 TEST_CASE("easy never delays the head job's reservation", "[planner][property]") {
