@@ -1004,6 +1004,7 @@ struct Planner::Impl {
 
   // Checkpoint policy, window end: stop overdue backfilled jobs (largest first)
   // until `head` fits now. Returns true if the head was started.
+  std::vector<std::size_t> checkpointed;  // running jobs checkpointed this pass (run() clears)
   bool checkpoint_for(Plan& plan, const Job& head, const Req& r, Time d) {
     ensure_prof0();
     std::vector<std::size_t> overdue;
@@ -1011,6 +1012,8 @@ struct Planner::Impl {
     for (std::size_t ri = 0; ri < snap->running.size(); ++ri) {
       const RunningJob& rj = snap->running[ri];
       if (!rj.backfilled || !holds_cores[ri]) continue;
+      // Stopped for an earlier job of this pass: its cores are given already.
+      if (std::find(checkpointed.begin(), checkpointed.end(), ri) != checkpointed.end()) continue;
       if (sat_add(rj.start, backfill_duration(rj.job, *cfg)) > now) continue;  // window not over
       overdue.push_back(ri);
       freeable += rj.slots;
@@ -1018,8 +1021,9 @@ struct Planner::Impl {
     if (overdue.empty() || free_now + freeable < head.slots_min) return false;
     std::stable_sort(overdue.begin(), overdue.end(),
                      [&](std::size_t a, std::size_t b) { return snap->running[a].slots > snap->running[b].slots; });
-    // Trial: release all, test, restore.
-    auto release = [&](std::size_t ri, int sign) {
+    // Trial: release all, test, restore (a restored job holds its host-level
+    // resources until `held`, if given: a checkpoint being written).
+    auto release = [&](std::size_t ri, int sign, Time held = 0) {
       const RunningJob& rj = snap->running[ri];
       const Time e = std::max(run_end_of[ri], now + 1);
       Req rr;
@@ -1039,9 +1043,23 @@ struct Planner::Impl {
         auto drop = [&](std::vector<NodeAlloc>& v) {
           v.erase(std::remove_if(v.begin(), v.end(), [&](const NodeAlloc& a) { return a.job == rj.job.id; }), v.end());
         };
-        for (const Placement& p : rj.placement) if (p.node < nalloc.size()) drop(nalloc[p.node]);
+        // Restored: its host-level holds come back as ensure_nalloc() made them.
+        const int tot = std::max(1, rj.slots);
+        for (const Placement& p : rj.placement) {
+          if (p.node >= nalloc.size()) continue;
+          if (sign > 0) {
+            drop(nalloc[p.node]);
+            continue;
+          }
+          const int sl = static_cast<int>(p.slots);
+          nalloc[p.node].push_back({now, held > 0 ? held : e, rj.job.id, sl, ceil_div(rj.job.mem_mb * sl, tot),
+                                    ceil_div(rj.job.jobfs_mb * sl, tot), &rj.job.consumables, sl, false});
+        }
       }
     };
+    // A node-bound head is checked host by host: the host plan must hold the
+    // overdue jobs before they are released (release() takes them out).
+    if (r.node_bound) ensure_nalloc();
     std::size_t used = 0;
     while (used < overdue.size()) {
       release(overdue[used++], +1);
@@ -1058,16 +1076,17 @@ struct Planner::Impl {
       // written: the head is reserved for when they come back, not started.
       for (std::size_t k = 0; k < used; ++k) {
         const std::size_t ri = overdue[k];
-        release(ri, -1);
+        const Time until = sat_add(now, cfg->checkpoint_cost);
+        release(ri, -1, until);
         Req rr;
         resolve(snap->running[ri].job, rr);
-        const Time until = sat_add(now, cfg->checkpoint_cost);
         for (const Use& u : rr.uses)
           prof[static_cast<std::size_t>(u.prof)].add(u.prof == 0 ? now : now + 1, until,
                                                      -u.per_slot * snap->running[ri].slots);
       }
     }
     for (std::size_t k = 0; k < used; ++k) {
+      checkpointed.push_back(overdue[k]);
       Decision dec;
       dec.action = Action::Checkpoint;
       dec.job = snap->running[overdue[k]].job.id;
@@ -1118,6 +1137,7 @@ struct Planner::Impl {
 
   void run(const PassState& st, Plan& plan) {
     pass_allocs.clear();
+    checkpointed.clear();
     next_pins.clear();
     scan_work = 0;
     load_ghosts(st);

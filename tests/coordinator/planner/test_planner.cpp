@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "coordinator/planner/planner.hpp"
 #include "coordinator/schedule.hpp"
@@ -373,4 +374,255 @@ TEST_CASE("schedule() runs the pipeline into the planner", "[planner]") {
   CHECK(b == Backfill::Conservative);
   CHECK_FALSE(parse_backfill("nope", b));
   (void)id;
+}
+
+// ------------------------------------------- checkpoint policy branches --
+// checkpoint-backfill-patent.zh.txt [0054]-[0055], claim 5 (condition (b)):
+// a non-head job that fits now and whose shortened estimate runs past the
+// window may still start if, at the window's end, it and the head job can
+// run at the same time. It then never stands in the head's way, so it is
+// not a checkpointable backfill (Decision::backfilled false).
+TEST_CASE("checkpoint: condition (b), a job that runs alongside the head past the window", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // 12 single-core nodes; job 101 holds 8 until 1000 (the window's end).
+  Snapshot s = cluster(12);
+  s.running.push_back(running(101, 8, 0, 1000, 0));
+  // Head 1 (10 slots) is reserved at 1000 and leaves 2 of 12 cores then.
+  // Job 2 (2 slots, 5000 s): shortened 2500 ends past 1000, so (a) fails;
+  // (b): 10 + 2 <= 12 at the window's end, so it starts, not backfilled.
+  // Job 3 (2 slots, 1600 s): (b) fails (10 + 2 + 2 > 12), (a): 800 <= 1000.
+  s.pending = {job(1, 10, 100), job(2, 2, 5000), job(3, 2, 1600)};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 1000);
+  CHECK(started(p) == std::vector<JobId>{2, 3});
+  const Decision* b = find(p, 2, Action::Start);
+  REQUIRE(b);
+  CHECK_FALSE(b->backfilled);                  // (b): runs beside the head, never checkpointed
+  REQUIRE(find(p, 3, Action::Start));
+  CHECK(find(p, 3, Action::Start)->backfilled);  // (a): checkpointed if it overruns
+  // Head of 11 slots: 11 + 2 > 12 at the window's end, so job 2 may not
+  // start (its shortened 2500 s is past the window too); job 3 still may.
+  s.pending[0].slots_min = s.pending[0].slots_max = 11;
+  p = run(s, c);
+  CHECK(started(p) == std::vector<JobId>{3});
+  // A (b) job is left running at the window's end: only backfilled jobs are
+  // stopped for the head.
+  Snapshot w = cluster(12, 1, 1000);
+  RunningJob rb = running(2, 2, 0, 5000, 0);
+  RunningJob ra = running(3, 2, 0, 1600, 2);
+  ra.backfilled = true;
+  w.running = {rb, ra};
+  w.pending = {job(1, 10, 100)};
+  p = run(w, c);
+  CHECK_FALSE(find(p, 2, Action::Checkpoint));
+  REQUIRE(find(p, 3, Action::Checkpoint));
+  REQUIRE(find(p, 1, Action::Start));
+}
+
+// checkpoint-backfill-patent.zh.txt [0050]-[0051], claim 3: only estimates
+// above the preset value (PlannerConfig::checkpoint_threshold) are
+// multiplied by p; short jobs keep theirs (checkpointing costs too much for
+// them). An estimate exactly at the threshold is not split.
+TEST_CASE("checkpoint: an estimate at or below the threshold is not split", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  CHECK(backfill_duration(job(1, 1, 999), c) == 999);
+  CHECK(backfill_duration(job(1, 1, 1000), c) == 1000);
+  CHECK(backfill_duration(job(1, 1, 1001), c) == 501);  // ceil(1001 x 0.5)
+  // 10 single-core nodes, 8 busy until 800: head 1 (10 slots) reserved at
+  // 800, a window of 800 s on 2 free cores. Job 2 (1000 s, at the
+  // threshold) would end within the window only if split (500): it waits.
+  // Job 3 (1001 s, above) is split to 501 and backfills.
+  Snapshot s = cluster(10);
+  s.running.push_back(running(101, 8, 0, 800, 0));
+  s.pending = {job(1, 10, 100), job(2, 2, 1000), job(3, 2, 1001)};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 1, Action::Reserve));
+  CHECK(find(p, 1, Action::Reserve)->at == 800);
+  CHECK(started(p) == std::vector<JobId>{3});
+  REQUIRE(find(p, 3, Action::Start));
+  CHECK(find(p, 3, Action::Start)->backfilled);
+  // Threshold one second lower: job 2 is split too, and goes first.
+  c.checkpoint_threshold = 999;
+  p = run(s, c);
+  CHECK(started(p) == std::vector<JobId>{2});
+}
+
+// checkpoint-backfill-patent.zh.txt [0056] (figure 4): when the window
+// ends and the head lacks resources, backfilled jobs are checkpointed
+// starting with those on the most nodes (fewest preemptions) until the head
+// fits; the rest keep running.
+TEST_CASE("checkpoint: several overrunning backfilled jobs are checkpointed largest first", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000, 10 single-core nodes, none free. Backfilled jobs 11 (1
+  // slot), 12 (3 slots), 13 (2 slots), each 1600 s from 0: shortened to
+  // 800, so their window has ended. Job 14 (4 slots, not backfilled) runs on.
+  Snapshot s = cluster(10, 1, 1000);
+  RunningJob a = running(11, 1, 0, 1600, 0), b = running(12, 3, 0, 1600, 1), d = running(13, 2, 0, 1600, 4);
+  a.backfilled = b.backfilled = d.backfilled = true;
+  s.running = {a, b, d, running(14, 4, 0, 5000, 6)};
+  // Head of 4 slots: largest first stops 12 (3: not enough), then 13 (2):
+  // 5 free, the head starts; job 11 keeps running. (Smallest first would
+  // stop all three: 1 + 2 < 4.)
+  s.pending = {job(1, 4, 100)};
+  Plan p = run(s, c);
+  std::vector<JobId> ckpt;
+  for (const Decision& x : p.decisions)
+    if (x.action == Action::Checkpoint) ckpt.push_back(x.job);
+  CHECK(ckpt == std::vector<JobId>{12, 13});
+  REQUIRE(find(p, 1, Action::Start));
+  CHECK(find(p, 1, Action::Start)->slots == 4);
+  for (const Placement& pl : find(p, 1, Action::Start)->placement) CHECK((pl.node >= 1 && pl.node <= 5));
+  // Head of 3 slots: the largest alone is enough.
+  s.pending = {job(1, 3, 100)};
+  p = run(s, c);
+  ckpt.clear();
+  for (const Decision& x : p.decisions)
+    if (x.action == Action::Checkpoint) ckpt.push_back(x.job);
+  CHECK(ckpt == std::vector<JobId>{12});
+  // Head of 7: all three are stopped, still largest first, and the head
+  // waits for job 14 (6 free < 7): nothing is checkpointed in vain.
+  s.pending = {job(1, 7, 100)};
+  p = run(s, c);
+  CHECK_FALSE(find(p, 11, Action::Checkpoint));
+  CHECK_FALSE(find(p, 12, Action::Checkpoint));
+  REQUIRE(find(p, 1, Action::Reserve));
+}
+
+// checkpoint-backfill-patent.zh.txt [0056]: at the window's end backfilled
+// jobs are checkpointed until the head fits. Within one pass a job already
+// checkpointed for one head has given its cores away: it must not be
+// counted (and stopped, and its cores handed out) again for a later job.
+TEST_CASE("checkpoint: a job checkpointed for one job is not stopped again for the next", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000, 10 single-core nodes. Backfilled, window over: 11 (4 slots,
+  // nodes 0-3) and 12 (2 slots, nodes 4-5). 13 (3 slots, nodes 6-8) runs
+  // on. Node 9 is free.
+  Snapshot s = cluster(10, 1, 1000);
+  RunningJob a = running(11, 4, 0, 1600, 0), b = running(12, 2, 0, 1600, 4);
+  a.backfilled = b.backfilled = true;
+  s.running = {a, b, running(13, 3, 0, 5000, 6)};
+  // Job 1 (5) needs 11's cores (largest first) and starts on nodes 0-3 and
+  // 9. Job 2 (2) then needs 12's: nodes 4-5.
+  s.pending = {job(1, 5, 100), job(2, 2, 100)};
+  Plan p = run(s, c);
+  std::vector<JobId> ckpt;
+  for (const Decision& x : p.decisions)
+    if (x.action == Action::Checkpoint) ckpt.push_back(x.job);
+  CHECK(ckpt == std::vector<JobId>{11, 12});  // each once
+  const Decision* one = find(p, 1, Action::Start);
+  const Decision* two = find(p, 2, Action::Start);
+  REQUIRE(one);
+  REQUIRE(two);
+  std::set<std::uint32_t> nodes;
+  for (const Decision* d : {one, two}) {
+    int slots = 0;
+    for (const Placement& pl : d->placement) {
+      CHECK(nodes.insert(pl.node).second);  // never a node twice
+      CHECK((pl.node <= 5 || pl.node == 9));  // 13's nodes stay its own
+      slots += static_cast<int>(pl.slots);
+    }
+    CHECK(slots == d->slots);
+  }
+  CHECK(nodes.size() == 7);
+}
+
+// checkpoint-backfill-patent.zh.txt [0056]: backfilled jobs are
+// checkpointed "until the head job gets enough resources" — also when the
+// head is node-bound (memory, jobfs, host consumables): the checkpointed
+// jobs' nodes are free for it at once.
+TEST_CASE("checkpoint: a node-bound head starts on the nodes its checkpoints free", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000; two nodes of 2 cores and 1000 MB. 11 (backfilled, window
+  // over) holds node 0, 13 holds node 1 until 5000. Head 1 (2 slots,
+  // 200 MB) fits on node 0 once 11 is checkpointed.
+  Snapshot s = cluster(2, 2, 1000);
+  s.nodes[0].mem_mb = s.nodes[1].mem_mb = 1000;
+  RunningJob a = running(11, 2, 0, 1600, 0, false);
+  a.backfilled = true;
+  s.running = {a, running(13, 2, 0, 5000, 1, false)};
+  Job h = job(1, 2, 100);
+  h.mem_mb = 200;
+  s.pending = {h};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 11, Action::Checkpoint));
+  const Decision* st = find(p, 1, Action::Start);
+  REQUIRE(st);  // not checkpointed in vain, nor started a second late
+  REQUIRE(st->placement.size() == 1);
+  CHECK(st->placement[0].node == 0);
+}
+
+// A trial that finds the head cannot start even with every overdue job
+// stopped checkpoints nothing and leaves every job's hold as it was: the
+// memory of a job left running still counts on its node.
+TEST_CASE("checkpoint: a failed trial at the window's end keeps the running jobs' memory", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  // now = 1000. Node 0: 4 cores, 1000 MB; node 1: 1 core. 11 (backfilled,
+  // window over) holds 2 cores and 800 MB on node 0; 13 holds node 1 and
+  // both licences until 5000.
+  Snapshot s = cluster(2, 1, 1000);
+  s.nodes[0].cores = 4;
+  s.nodes[0].mem_mb = 1000;
+  s.global["lic"] = 2;
+  RunningJob a = running(11, 2, 0, 1600, 0, false);
+  a.job.mem_mb = 800;
+  a.backfilled = true;
+  RunningJob l = running(13, 1, 0, 5000, 1, false);
+  l.job.consumables["lic"] = 2;
+  s.running = {a, l};
+  // 1 (1 slot, 100 MB) starts on node 0. Head 2 (2 slots, a licence each)
+  // cannot start before 5000 even with 11 stopped: 11 keeps running. 3
+  // (1 slot, 500 MB) would need 800 + 100 + 500 MB on node 0: it waits.
+  Job j1 = job(1, 1, 100), h = job(2, 2, 100), b = job(3, 1, 100);
+  j1.mem_mb = 100;
+  h.consumables["lic"] = 1;
+  b.mem_mb = 500;
+  s.pending = {j1, h, b};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 1, Action::Start));
+  REQUIRE(find(p, 2, Action::Reserve));
+  CHECK(find(p, 2, Action::Reserve)->at == 5000);
+  CHECK_FALSE(find(p, 11, Action::Checkpoint));
+  CHECK_FALSE(find(p, 3, Action::Start));
+}
+
+// With a checkpoint cost the checkpointed jobs hold their nodes until the
+// checkpoint is written (PlannerConfig::checkpoint_cost): a node-bound head
+// is not reserved on them before then.
+TEST_CASE("checkpoint: a node-bound head is not reserved on nodes still writing a checkpoint", "[planner]") {
+  PlannerConfig c = cfg_of(Backfill::Checkpoint);
+  c.checkpoint_split = 0.5;
+  c.checkpoint_threshold = 1000;
+  c.checkpoint_cost = 60;
+  // now = 1000. Node 0 (2 cores): 11, backfilled, window over; node 1 (3
+  // cores): 13 until 1003. Head 1 (2 slots, 100 MB): 11 is checkpointed
+  // and holds node 0 until 1060, so the head goes to node 1 at 1003.
+  Snapshot s = cluster(2, 2, 1000);
+  s.nodes[1].cores = 3;
+  s.nodes[0].mem_mb = s.nodes[1].mem_mb = 1000;
+  RunningJob a = running(11, 2, 0, 1600, 0, false);
+  a.backfilled = true;
+  s.running = {a, running(13, 3, 0, 1003, 1, false)};
+  Job h = job(1, 2, 100);
+  h.mem_mb = 100;
+  s.pending = {h};
+  Plan p = run(s, c);
+  REQUIRE(find(p, 11, Action::Checkpoint));
+  const Decision* r = find(p, 1, Action::Reserve);
+  REQUIRE(r);
+  CHECK(r->at == 1003);
+  REQUIRE(r->placement.size() == 1);
+  CHECK(r->placement[0].node == 1);
 }

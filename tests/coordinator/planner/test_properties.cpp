@@ -1,6 +1,7 @@
 // Property checks over random workloads (fixed seeds).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -18,8 +19,8 @@ struct Iv {
   Time t0, t1;
   std::vector<Placement> pl;  // empty: cores anywhere
   int slots;
-  std::int64_t mem;
-  std::int64_t lic;           // per slot
+  const Job* job;             // its requests: memory, jobfs, consumables (per slot), queue
+  Time t1_cores;              // end of its cores (t1 but for an overdue backfilled job)
 };
 
 Snapshot random_snapshot(std::mt19937_64& rng, int npending) {
@@ -59,24 +60,74 @@ Snapshot random_snapshot(std::mt19937_64& rng, int npending) {
   return s;
 }
 
-// Checks that nothing is over-committed at any time in the plan.
-void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& cfg) {
+// The highest use of each kind of resource a plan reaches, as a fraction of
+// the capacity it is checked against (1 = at the limit), for tests that
+// must show their workloads press on the limits.
+struct Peaks {
+  double jobfs = 0, host_cons = 0, queue_slots = 0, queue_cons = 0, global = 0;
+};
+
+// The queue a job is planned in (planner.cpp queue_of: an empty name is
+// the first queue, if any); -1: none.
+int queue_index(const Snapshot& s, const Job& j) {
+  if (j.queue.empty()) return s.queues.empty() ? -1 : 0;
+  for (std::size_t q = 0; q < s.queues.size(); ++q)
+    if (s.queues[q].name == j.queue) return static_cast<int>(q);
+  return -2;
+}
+
+// Checks that nothing is over-committed at any time in the plan: cores (in
+// all and per node, never a core twice), memory and jobfs per node (a job's
+// share on a node: its request x the node's slots / its slots, rounded up),
+// host consumables per node, global consumables, queue slot limits, queue
+// consumables, and a queue's host list (sge6-reservation-backfill.txt
+// section 2: consumables of the cluster, a host and a queue instance;
+// section 4 b)-c): slots limited per global, host and queue container;
+// Job::consumables are per slot). Reservations count from their start for
+// their planned duration. Running jobs hold everything until their expected
+// end, at least until now + 1 (planner.hpp); under the checkpoint policy a
+// backfilled one until its shortened end (its cores from then, the rest
+// from now + 1 at the earliest), and one the plan checkpoints until now +
+// the checkpoint cost (nothing after now without one). A job is
+// checkpointed at most once a pass.
+void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& cfg, Peaks* peaks = nullptr) {
+  std::set<JobId> ckpt;
+  for (const Decision& d : p.decisions)
+    if (d.action == Action::Checkpoint) REQUIRE(ckpt.insert(d.job).second);  // once each
   std::vector<Iv> iv;
-  for (const RunningJob& r : s.running)
-    iv.push_back({s.now, std::max(r.expected_end, s.now + 1), r.placement, r.slots, r.job.mem_mb, 0});
+  for (const RunningJob& r : s.running) {
+    Time t1 = std::max(r.expected_end, s.now + 1), t1c = t1;
+    if (cfg.backfill == Backfill::Checkpoint && r.backfilled) {
+      const Time e = r.start + backfill_duration(r.job, cfg);
+      t1 = std::max(e, s.now + 1);
+      t1c = std::max(e, s.now);
+    }
+    if (ckpt.count(r.job.id)) {
+      REQUIRE(r.backfilled);
+      t1 = t1c = s.now + cfg.checkpoint_cost;
+    }
+    iv.push_back({s.now, t1, r.placement, r.slots, &r.job, t1c});
+  }
   std::map<JobId, const Job*> byid;
   for (const Job& j : s.pending) byid[j.id] = &j;
   std::map<std::uint32_t, std::set<int>> used_cores;
   for (const RunningJob& r : s.running)
-    for (const Placement& pl : r.placement) used_cores[pl.node].insert(pl.cores.begin(), pl.cores.end());
+    if (!ckpt.count(r.job.id) || cfg.checkpoint_cost > 0)
+      for (const Placement& pl : r.placement) used_cores[pl.node].insert(pl.cores.begin(), pl.cores.end());
   for (const Decision& d : p.decisions) {
     if (d.action != Action::Start && d.action != Action::Reserve) continue;
     const Job& j = *byid.at(d.job);
     REQUIRE(d.slots >= j.slots_min);
     REQUIRE(d.slots <= j.slots_max);
     const Time dur = d.backfilled ? backfill_duration(j, cfg) : planned_duration(j, cfg);
-    auto l = j.consumables.find("lic");
-    iv.push_back({d.at, d.at + dur, d.placement, d.slots, j.mem_mb, l == j.consumables.end() ? 0 : l->second});
+    iv.push_back({d.at, d.at + dur, d.placement, d.slots, &j, d.at + dur});
+    const int q = queue_index(s, j);
+    REQUIRE(q >= -1);
+    if (q >= 0 && !s.queues[static_cast<std::size_t>(q)].hosts.empty()) {
+      const auto& hosts = s.queues[static_cast<std::size_t>(q)].hosts;
+      for (const Placement& pl : d.placement)
+        REQUIRE(std::find(hosts.begin(), hosts.end(), s.nodes[pl.node].name) != hosts.end());
+    }
     if (d.action == Action::Start) {
       REQUIRE(d.at == s.now);
       int tot = 0;
@@ -94,28 +145,75 @@ void check_no_overcommit(const Snapshot& s, const Plan& p, const PlannerConfig& 
   }
   int total = 0;
   for (const Node& n : s.nodes) total += n.cores;
+  auto share = [](std::int64_t amount, std::uint32_t here, int slots) {
+    return (amount * here + slots - 1) / std::max(1, slots);
+  };
+  auto frac = [](std::int64_t used, std::int64_t cap) { return static_cast<double>(used) / static_cast<double>(cap); };
   std::set<Time> times;
   for (const Iv& v : iv) times.insert(v.t0);
   for (Time t : times) {
     int agg = 0;
-    std::int64_t lic = 0;
+    std::map<std::string, std::int64_t> global;
+    std::vector<int> qslots(s.queues.size(), 0);
+    std::vector<std::map<std::string, std::int64_t>> qcons(s.queues.size());
     std::map<std::uint32_t, int> cores;
-    std::map<std::uint32_t, std::int64_t> mem;
+    std::map<std::uint32_t, std::int64_t> mem, jobfs;
+    std::map<std::uint32_t, std::map<std::string, std::int64_t>> hcons;
     for (const Iv& v : iv) {
       if (!(v.t0 <= t && t < v.t1)) continue;
-      agg += v.slots;
-      lic += v.lic * v.slots;
+      const Job& j = *v.job;
+      const bool holds_cores = t < v.t1_cores;
+      if (holds_cores) agg += v.slots;
+      const int q = queue_index(s, j);
+      if (q >= 0) qslots[static_cast<std::size_t>(q)] += v.slots;
+      for (const auto& [name, amt] : j.consumables) {
+        if (s.global.count(name)) global[name] += amt * v.slots;
+        if (q >= 0 && s.queues[static_cast<std::size_t>(q)].consumables.count(name))
+          qcons[static_cast<std::size_t>(q)][name] += amt * v.slots;
+      }
       for (const Placement& pl : v.pl) {
-        cores[pl.node] += static_cast<int>(pl.slots);
-        mem[pl.node] += (v.mem * pl.slots + v.slots - 1) / v.slots;
+        if (holds_cores) cores[pl.node] += static_cast<int>(pl.slots);
+        mem[pl.node] += share(j.mem_mb, pl.slots, v.slots);
+        jobfs[pl.node] += share(j.jobfs_mb, pl.slots, v.slots);
+        for (const auto& [name, amt] : j.consumables)
+          if (s.nodes[pl.node].consumables.count(name)) hcons[pl.node][name] += amt * pl.slots;
       }
     }
     INFO("time " << t);
     REQUIRE(agg <= total);
-    REQUIRE(lic <= 4);
+    for (const auto& [name, used] : global) {
+      INFO("global " << name);
+      REQUIRE(used <= s.global.at(name));
+      if (peaks) peaks->global = std::max(peaks->global, frac(used, s.global.at(name)));
+    }
+    for (std::size_t q = 0; q < s.queues.size(); ++q) {
+      const Queue& qu = s.queues[q];
+      INFO("queue " << qu.name);
+      if (qu.slots > 0) {
+        REQUIRE(qslots[q] <= qu.slots);
+        if (peaks) peaks->queue_slots = std::max(peaks->queue_slots, frac(qslots[q], qu.slots));
+      }
+      for (const auto& [name, used] : qcons[q]) {
+        INFO("queue consumable " << name);
+        REQUIRE(used <= qu.consumables.at(name));
+        if (peaks) peaks->queue_cons = std::max(peaks->queue_cons, frac(used, qu.consumables.at(name)));
+      }
+    }
     for (auto [n, c] : cores) REQUIRE(c <= s.nodes[n].cores);
     for (auto [n, m] : mem)
       if (s.nodes[n].mem_mb > 0) REQUIRE(m <= s.nodes[n].mem_mb);
+    for (auto [n, f] : jobfs)
+      if (s.nodes[n].jobfs_mb > 0) {
+        INFO("jobfs on node " << n);
+        REQUIRE(f <= s.nodes[n].jobfs_mb);
+        if (peaks) peaks->jobfs = std::max(peaks->jobfs, frac(f, s.nodes[n].jobfs_mb));
+      }
+    for (const auto& [n, m] : hcons)
+      for (const auto& [name, used] : m) {
+        INFO("host consumable " << name << " on node " << n);
+        REQUIRE(used <= s.nodes[n].consumables.at(name));
+        if (peaks) peaks->host_cons = std::max(peaks->host_cons, frac(used, s.nodes[n].consumables.at(name)));
+      }
   }
 }
 
@@ -135,6 +233,148 @@ TEST_CASE("no policy ever over-commits a resource", "[planner][property]") {
       check_no_overcommit(s, p, c);
     }
   }
+}
+
+namespace {
+
+// A cluster whose jobs press on jobfs, host consumables ("gpu", per node),
+// queue slot limits and queue consumables ("tok" in both queues, "scr" in
+// "short", "gpu" in "short" too: debited at host and queue level), and
+// a global licence. Running jobs use them within capacity (tracked as they
+// are placed); pending jobs ask for more than fits.
+Snapshot stress_snapshot(std::mt19937_64& rng, int npending) {
+  auto U = [&](int a, int b) { return a + static_cast<int>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
+  Snapshot s = cluster(U(4, 10), 1, 1000);
+  int total = 0;
+  for (Node& n : s.nodes) {
+    n.cores = U(1, 4);
+    total += n.cores;
+    if (U(0, 3) > 0) n.jobfs_mb = 1000;
+    if (U(0, 3) == 0) n.mem_mb = 2000;
+    if (U(0, 1)) n.consumables["gpu"] = U(1, 2);
+  }
+  s.global["lic"] = 3;
+  Queue main, shrt;
+  main.name = "main";
+  main.slots = std::max(2, total * 2 / 3);
+  main.consumables["tok"] = U(3, 6);
+  shrt.name = "short";
+  shrt.slots = U(2, 5);
+  shrt.consumables["tok"] = U(2, 4);
+  shrt.consumables["scr"] = 2;
+  shrt.consumables["gpu"] = 2;
+  for (std::size_t n = 0; n < s.nodes.size(); ++n)
+    if (n % 2 == 0 || n + 1 == s.nodes.size()) shrt.hosts.push_back(s.nodes[n].name);
+  s.queues = {main, shrt};
+  // What is left of each limit as running jobs are placed.
+  std::vector<std::int64_t> jobfs_left, gpu_left;
+  for (const Node& n : s.nodes) {
+    jobfs_left.push_back(n.jobfs_mb);
+    auto g = n.consumables.find("gpu");
+    gpu_left.push_back(g == n.consumables.end() ? 0 : g->second);
+  }
+  int slots_left[2] = {main.slots, shrt.slots};
+  std::int64_t tok_left[2] = {main.consumables["tok"], shrt.consumables["tok"]};
+  std::int64_t short_gpu_left = shrt.consumables["gpu"];
+  JobId id = 1;
+  for (std::uint32_t n = 0; n < s.nodes.size(); ++n) {
+    int c = 0;
+    while (c < s.nodes[n].cores && U(0, 3) > 0) {
+      const int k = U(1, s.nodes[n].cores - c);
+      const int q = n % 2 == 0 && U(0, 2) == 0 ? 1 : 0;
+      if (slots_left[q] < k) break;
+      RunningJob r;
+      r.job = job(1000 + id++, k, 0);
+      r.job.queue = q ? "short" : "";
+      if (jobfs_left[n] > 0 && U(0, 1)) {
+        r.job.jobfs_mb = U(1, static_cast<int>(jobfs_left[n]));
+        jobfs_left[n] -= r.job.jobfs_mb;
+      }
+      if (gpu_left[n] >= k && (q == 0 || short_gpu_left >= k) && U(0, 1)) {
+        r.job.consumables["gpu"] = 1;
+        gpu_left[n] -= k;
+        if (q == 1) short_gpu_left -= k;
+      }
+      if (tok_left[q] >= k && U(0, 1)) {
+        r.job.consumables["tok"] = 1;
+        tok_left[q] -= k;
+      }
+      slots_left[q] -= k;
+      r.start = 900;
+      r.expected_end = 1000 + U(1, 400);
+      if (U(0, 2) == 0) {  // backfilled (checkpoint policy): window over if 900 + its shortened estimate <= 1000
+        r.backfilled = true;
+        r.job.walltime = U(50, 400);
+      }
+      r.slots = k;
+      Placement p{n, static_cast<std::uint32_t>(k), {}};
+      for (int i = 0; i < k; ++i) p.cores.push_back(c + i);
+      r.placement.push_back(p);
+      s.running.push_back(r);
+      c += k;
+    }
+  }
+  for (int i = 0; i < npending; ++i) {
+    Job j = job(id++, U(1, 3), U(10, 500), i);
+    j.slots_max = j.slots_min + U(0, 2);
+    const bool in_short = U(0, 2) == 0;
+    if (in_short) j.queue = "short";
+    else if (U(0, 1)) j.queue = "main";  // named, or by default
+    if (U(0, 1)) j.jobfs_mb = U(100, 1500);
+    if (U(0, 2) == 0) j.consumables["gpu"] = 1;
+    if (U(0, 2) == 0) j.consumables["tok"] = 1;
+    if (in_short && U(0, 2) == 0) j.consumables["scr"] = 1;
+    if (U(0, 5) == 0) j.consumables["lic"] = 1;
+    if (U(0, 5) == 0) j.mem_mb = U(100, 1500);
+    j.reserve = U(0, 1);
+    s.pending.push_back(j);
+  }
+  return s;
+}
+
+}  // namespace
+
+// sge6-reservation-backfill.txt sections 2 and 4 b)-c) (consumables at
+// global, host and queue level, queue slot limits) with nci-pbs-policy.txt
+// "Resource limits" (jobfs): no policy, starting or reserving, ever plans
+// more than any limit holds.
+TEST_CASE("no policy ever over-commits jobfs, host consumables, queue slots or queue consumables",
+          "[planner][property]") {
+  std::mt19937_64 rng(8086);
+  const int rounds = 200;
+  // Plans (round x policy) that bring each resource to its limit somewhere.
+  int full_jobfs = 0, full_host = 0, full_qslots = 0, full_qcons = 0, starts = 0, checkpoints = 0;
+  for (int round = 0; round < rounds; ++round) {
+    Snapshot s = stress_snapshot(rng, 25);
+    for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative, Backfill::Reserve, Backfill::Checkpoint}) {
+      PlannerConfig c = cfg_of(b);
+      c.max_reservation = 5;
+      c.checkpoint_threshold = 100;
+      c.checkpoint_cost = round % 2 ? 0 : 30;
+      c.monitor = round % 3 == 0;
+      Plan p = run(s, c);
+      INFO("round " << round << " policy " << backfill_name(b));
+      Peaks pk;
+      check_no_overcommit(s, p, c, &pk);
+      starts += static_cast<int>(started(p).size());
+      for (const Decision& d : p.decisions) checkpoints += d.action == Action::Checkpoint;
+      full_jobfs += pk.jobfs >= 0.9;
+      full_host += pk.host_cons >= 1;
+      full_qslots += pk.queue_slots >= 1;
+      full_qcons += pk.queue_cons >= 1;
+    }
+  }
+  // Not vacuous: the limits bind in many plans.
+  const int plans = rounds * 5;
+  INFO("jobfs " << full_jobfs << " host " << full_host << " queue slots " << full_qslots << " queue consumables "
+                << full_qcons << " of " << plans << " plans, " << starts << " starts, " << checkpoints
+                << " checkpoints");
+  CHECK(full_jobfs >= plans / 4);
+  CHECK(full_host >= plans / 4);
+  CHECK(full_qslots >= plans / 4);
+  CHECK(full_qcons >= plans / 4);
+  CHECK(starts >= plans);
+  CHECK(checkpoints >= rounds / 4);  // the checkpoint policy stops backfilled jobs past their window
 }
 
 TEST_CASE("easy never delays the head job's reservation", "[planner][property]") {

@@ -3,8 +3,11 @@
 // simulator (sim.hpp).
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <random>
 #include <sstream>
+#include <string>
+#include <tuple>
 
 #include "coordinator/planner/order.hpp"
 #include "coordinator/planner/preempt.hpp"
@@ -375,4 +378,154 @@ TEST_CASE("sim: preemption passes give the same schedule with a kept planner as 
       REQUIRE(kept.per_job[i].end == fresh.per_job[i].end);
     }
   }
+}
+
+namespace {
+
+// Checks, from a replay's run segments (SimOptions::record_segments), that
+// checkpointed work is never lost or repeated: every job finishes; its
+// segments never overlap (it never runs twice) and all but the last end in
+// a checkpoint; the useful work of each segment (its length less the
+// restart cost paid at its start, when work had been saved, and the
+// checkpoint cost at its end) adds up exactly to the job's run time; the
+// costs add up to what the replay reports. Also that no node holds more
+// slots than it has at any time. Returns the jobs checkpointed at least twice.
+int check_work_kept(const SwfTrace& tr, const SimOptions& opt, const SimResult& r, Time ckpt, Time restart) {
+  REQUIRE(r.finished == tr.jobs.size());
+  REQUIRE(r.unstarted == 0);
+  REQUIRE(r.preemptions == 0);  // nothing requeued without a checkpoint (that would lose work)
+  std::map<JobId, std::vector<const Segment*>> of;
+  for (const Segment& g : r.segments) of[g.id].push_back(&g);
+  std::size_t ckpts = 0;
+  Time ckpt_total = 0, restart_total = 0;
+  int twice = 0;
+  for (const JobResult& j : r.per_job) {
+    INFO("job " << j.id);
+    std::vector<const Segment*>& v = of[j.id];
+    std::sort(v.begin(), v.end(), [](const Segment* a, const Segment* b) { return a->start < b->start; });
+    REQUIRE(!v.empty());
+    REQUIRE(v.front()->start == j.first_start);
+    REQUIRE(v.back()->end == j.end);
+    REQUIRE(static_cast<int>(v.size()) == j.checkpoints + 1);
+    Time saved = 0;
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      const Segment& g = *v[k];
+      INFO("segment " << k << " [" << g.start << "," << g.end << ")");
+      if (k > 0) REQUIRE(v[k - 1]->end <= g.start);  // never running twice
+      REQUIRE(g.checkpointed == (k + 1 < v.size()));
+      const Time paid = saved > 0 ? restart : 0;  // resuming from a checkpoint
+      restart_total += paid * g.slots;
+      if (g.checkpointed) {
+        REQUIRE(g.end - g.start >= ckpt);
+        ckpt_total += ckpt * g.slots;
+        ++ckpts;
+        // Work done up to the checkpoint (none if it came during the restart).
+        const Time work = std::max<Time>(0, g.end - ckpt - g.start - paid);
+        REQUIRE(saved + work < j.run);  // a checkpoint never completes the job
+        saved += work;
+      } else {
+        REQUIRE(g.end - g.start == paid + (j.run - saved));  // only what is left, once
+        saved = j.run;
+      }
+    }
+    REQUIRE(saved == j.run);
+    if (j.checkpoints >= 2) ++twice;
+  }
+  CHECK(ckpts == r.checkpoints);
+  CHECK(ckpt_total == r.checkpoint_cost_total);
+  CHECK(restart_total == r.restart_cost_total);
+  // Slots held per node over time (a checkpoint being written holds them).
+  std::vector<std::tuple<Time, int, const Segment*>> ev;
+  for (const Segment& g : r.segments) {
+    ev.emplace_back(g.start, 1, &g);
+    ev.emplace_back(g.end, -1, &g);
+  }
+  std::sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) {
+    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
+  });
+  const int cores = opt.cores;
+  std::vector<int> used(static_cast<std::size_t>(r.machine_procs / cores), 0);
+  for (const auto& [t, sign, g] : ev) {
+    int n = 0;
+    for (const Placement& p : g->placement)
+      for (std::uint32_t k = 0; k < p.count; ++k) {
+        REQUIRE(p.node + k < used.size());
+        used[p.node + k] += sign * static_cast<int>(p.slots);
+        REQUIRE(used[p.node + k] <= cores);
+        n += static_cast<int>(p.slots);
+      }
+    INFO("segment of job " << g->id << " [" << g->start << "," << g->end << ")");
+    REQUIRE(n == g->slots);
+  }
+  return twice;
+}
+
+}  // namespace
+
+TEST_CASE("sim: checkpointed work is never lost or repeated (random workloads)", "[sim][preempt][property]") {
+  // checkpoint-backfill-patent.zh.txt [0043], [0046] (a restarted job
+  // resumes from its checkpoint and computes only what is left; the same
+  // work is never run twice) and claim 1; seeds/README.md step 5.
+  // Three ways jobs get checkpointed: the checkpoint policy's window end
+  // alone, selective preemption under easy, and both (corral sim's default
+  // setting), with several checkpoint / restart costs (0 included).
+  struct Setting {
+    const char* name;
+    Backfill b;
+    bool preempt;
+  };
+  const Setting settings[] = {{"checkpoint", Backfill::Checkpoint, false},
+                              {"easy --preempt", Backfill::Easy, true},
+                              {"checkpoint --preempt", Backfill::Checkpoint, true}};
+  const std::pair<Time, Time> costs[] = {{60, 60}, {0, 30}, {45, 0}, {120, 90}};
+  std::map<std::string, std::size_t> ckpts;
+  int twice = 0, restarted_costly = 0;
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> procs(1, 16), user(1, 6);
+    std::uniform_int_distribution<long> shortrun(10, 600), longrun(600, 20000), gap(0, 1500);
+    std::string text = "; MaxProcs: 32\n";
+    long t = 0;
+    for (int i = 1; i <= 150; ++i) {
+      t += gap(rng);
+      const long r = rng() % 3 == 0 ? shortrun(rng) : longrun(rng);
+      const long req = std::min<long>(40000, r * (1 + static_cast<long>(rng() % 4)) + static_cast<long>(rng() % 600));
+      const long p = procs(rng), u = user(rng);
+      text += line(i, t, r, p, req, u);
+    }
+    const SwfTrace tr = parse_swf(text);
+    const auto [ckpt, restart] = costs[seed % 4];
+    for (const Setting& st : settings) {
+      SimOptions opt;
+      opt.sched.planner.backfill = st.b;
+      opt.sched.planner.checkpoint_split = seed % 2 ? 0.1 : 0.5;
+      opt.sched.planner.checkpoint_threshold = 900;
+      opt.sched.preempt.enabled = st.preempt;
+      if (st.preempt) {
+        opt.sched.order.policy = "lxf";
+        opt.sched.order.aging = 6 * 3600;
+        opt.predict = opt.repredict = seed % 3 != 0;
+      }
+      opt.checkpoint_cost = ckpt;
+      opt.restart_cost = restart;
+      if (seed % 2 == 0) {  // 8 nodes of 4 cores, else 32 single-core nodes
+        opt.nodes = 8;
+        opt.cores = 4;
+      }
+      opt.record_segments = true;
+      const SimResult r = simulate(tr, opt);
+      INFO("seed " << seed << ", " << st.name << ", costs " << ckpt << "/" << restart);
+      twice += check_work_kept(tr, opt, r, ckpt, restart);
+      ckpts[st.name] += r.checkpoints;
+      if (restart > 0 && r.restart_cost_total > 0) ++restarted_costly;
+    }
+  }
+  // Not vacuous: every way checkpoints, some jobs more than once, and
+  // restarts were charged.
+  for (const Setting& st : settings) {
+    INFO(st.name);
+    CHECK(ckpts[st.name] >= 50);
+  }
+  CHECK(twice >= 10);
+  CHECK(restarted_costly >= 10);
 }

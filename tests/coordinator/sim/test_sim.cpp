@@ -1183,3 +1183,163 @@ TEST_CASE("fcfs and easy reproduce the textbook algorithms: real traces", "[sim]
   SwfTrace c = read_swf(dir + "/CTC-SP2-1996-3.1-cln.swf.gz");
   check_against_reference(c, Backfill::Easy, 5000);
 }
+
+// ------------------------ hand-built traces: conservative, reserve, checkpoint --
+// Each schedule below is worked out by hand (machine of single-core nodes,
+// SWF convention: completions, then arrivals, then one pass) and asserted
+// job by job as `corral sim --starts` writes it (id,first start).
+
+TEST_CASE("conservative: a hand-built trace replays to its known schedule", "[sim][handbuilt]") {
+  // Issue 2 / README policy table: conservative makes a reservation for
+  // every pending job and starts a job early only if that delays none of
+  // them (Mu'alem & Feitelson 2001).
+  // Machine 10.           id submit run est procs
+  //                        1    0     60 100   6
+  //                        2    0    100 100   8
+  //                        3    0    100 100  10
+  //                        4    0    250 250   2
+  //                        5    0     40  50   4
+  //                        6   70     30  30   2
+  // t=0:   1 starts (4 free). 2 reserved [100,200), 3 [200,300). 4 fits
+  //        now but [0,250) meets 3's reservation: reserved [300,550).
+  //        5 fits [0,50) beside everything: starts (0 free).
+  // t=40:  5 ends early; nothing new fits (4 still meets 3).
+  // t=60:  1 ends early (planned 100): 10 free. 2 starts (ends 160 as
+  //        planned), 3 moves up to [160,260), 4 to [260,510).
+  // t=70:  6 arrives: [70,100) fits beside 2 (2 free): starts.
+  // t=160: 2 ends, 3 starts. t=260: 3 ends, 4 starts.
+  // (EASY differs: 4 backfills at 0 on the head's extra 2 processors, a
+  // reservation conservative keeps for job 3.)
+  const std::string text = "; MaxProcs: 10\n" + swf_line(1, 0, 60, 6, 6, 100) + swf_line(2, 0, 100, 8, 8, 100) +
+                           swf_line(3, 0, 100, 10, 10, 100) + swf_line(4, 0, 250, 2, 2, 250) +
+                           swf_line(5, 0, 40, 4, 4, 50) + swf_line(6, 70, 30, 2, 2, 30);
+  SwfTrace t = parse_swf(text);
+  SimOptions opt;
+  opt.sched.planner.backfill = Backfill::Conservative;
+  SimResult r = simulate(t, opt);
+  CHECK(starts_csv(r) == "1,0\n2,60\n3,160\n4,260\n5,0\n6,70\n");
+  CHECK(r.finished == 6);
+  CHECK(r.makespan == 510);
+  CHECK(r.checkpoints == 0);
+  // A fresh planner every pass (no kept plan or node state) gives the same.
+  opt.scheduler = [](const Snapshot& s, const SchedConfig& c, std::uint64_t sd) { return schedule(s, c, sd); };
+  CHECK(starts_csv(simulate(t, opt)) == starts_csv(r));
+  opt = SimOptions{};
+  opt.sched.planner.backfill = Backfill::Easy;
+  CHECK(simulate(t, opt).per_job[3].first_start == 0);
+}
+
+TEST_CASE("reserve: a hand-built trace with -R y jobs replays to its known schedule", "[sim][handbuilt]") {
+  // sge6-reservation-backfill.txt section 2 a)-c) and section 3 (-R y,
+  // max_reservation): reservations only for jobs submitted with -R y, at
+  // most max_reservation a scheduling run; other jobs backfill around the
+  // reservations made, and without one a wide job starves.
+  // Machine 10.           id submit run est procs -R
+  //                        1    0    100 100   6   n
+  //                        2    0    100 100   8   y
+  //                        3    0    100 100  10   y
+  //                        4    0     50  50   4   n
+  //                        5   10    250 250   2   n
+  //                        6   10    300 300   4   n
+  const std::string text = "; MaxProcs: 10\n" + swf_line(1, 0, 100, 6, 6, 100) + swf_line(2, 0, 100, 8, 8, 100) +
+                           swf_line(3, 0, 100, 10, 10, 100) + swf_line(4, 0, 50, 4, 4, 50) +
+                           swf_line(5, 10, 250, 2, 2, 250) + swf_line(6, 10, 300, 4, 4, 300);
+  SwfTrace t = parse_swf(text);
+  SimOptions opt;
+  opt.sched.planner.backfill = Backfill::Reserve;
+  opt.on_arrival = [](Job& j, const SwfJob& s) { j.reserve = s.id == 2 || s.id == 3; };
+
+  SECTION("max_reservation 1: only the first -R y job is reserved each pass") {
+    // t=0:   1 starts (4 free); 2 reserved [100,200) (the one reservation);
+    //        3 gets none; 4 fits [0,50): starts.
+    // t=50:  4 ends (4 free): 5 [50,300) fits beside 2 (8 + 2 <= 10) and
+    //        3 has no reservation to keep: starts. 6 (4) does not fit.
+    // t=100: 1 ends: 2 starts (0 free); 3 now reserved [300,400) (5 ends 300).
+    // t=200: 2 ends: 6 [200,500) would meet 3's reservation: waits.
+    // t=300: 5 ends: 3 starts. t=400: 3 ends: 6 starts.
+    opt.sched.planner.max_reservation = 1;
+    SimResult r = simulate(t, opt);
+    CHECK(starts_csv(r) == "1,0\n2,100\n3,300\n4,0\n5,50\n6,400\n");
+    CHECK(r.makespan == 700);
+  }
+  SECTION("max_reservation 2: both -R y jobs are reserved") {
+    // t=0:   as above, and 3 reserved [200,300) too.
+    // t=50:  5 [50,300) would meet 3's reservation; 6 too: both wait.
+    // t=100: 2 starts. t=200: 3 starts. t=300: 5 and 6 start (8 free).
+    opt.sched.planner.max_reservation = 2;
+    SimResult r = simulate(t, opt);
+    CHECK(starts_csv(r) == "1,0\n2,100\n3,200\n4,0\n5,300\n6,300\n");
+    CHECK(r.makespan == 600);
+  }
+  SECTION("no -R y job: nothing is reserved and the wide job starves") {
+    // t=0: 1, 4 start. t=50: 5 starts (2 free). t=100: 2 starts (0 free).
+    // t=200: 2 ends (8 free): 3 (10) does not fit, 6 does: starts.
+    // t=300: 5 ends (6 free), 3 still waits. t=500: 6 ends: 3 starts.
+    opt.on_arrival = nullptr;
+    opt.sched.planner.max_reservation = 2;
+    SimResult r = simulate(t, opt);
+    CHECK(starts_csv(r) == "1,0\n2,100\n3,500\n4,0\n5,50\n6,200\n");
+  }
+}
+
+TEST_CASE("checkpoint: a hand-built trace replays to its known schedule and checkpoints", "[sim][handbuilt]") {
+  // checkpoint-backfill-patent.zh.txt [0053]-[0059] (conditions (a) and (b),
+  // checkpoint at the window's end, the job requeued and resumed with only
+  // what is left), split factor p = 0.5, threshold 1000 s, checkpoint and
+  // restart cost 60 s each.
+  // Machine 12.           id submit  run   est procs
+  //                        1    0   1000  1000   8
+  //                        2    0    500   500  10
+  //                        3    0   3000  3000   2
+  //                        4    0   1800  2000   2
+  // t=0:    1 starts (4 free). 2 (head) is reserved at 1000: the window is
+  //         [0,1000). 3: shortened 1500 ends past the window, but (b) at
+  //         1000 it runs beside the head (10 + 2 <= 12): starts, not
+  //         backfilled. 4: (b) fails (10 + 2 + 2 > 12); (a) shortened
+  //         1000 ends at 1000, within the window: backfilled at 0.
+  // t=1000: 1 ends. 8 free < 10: the window is over, 4 (backfilled, still
+  //         running) is checkpointed with 1000 s of work done; writing the
+  //         checkpoint holds its cores until 1060, the head is reserved then.
+  // t=1060: 4 requeued. 2 starts (10 free). 4 (1000 s left + 60 s restart)
+  //         is reserved at 1560.
+  // t=1560: 2 ends; 4 restarts and ends at 1560 + 60 + 800 = 2420.
+  // t=3000: 3 ends (never stopped).
+  const std::string text = "; MaxProcs: 12\n" + swf_line(1, 0, 1000, 8, 8, 1000) + swf_line(2, 0, 500, 10, 10, 500) +
+                           swf_line(3, 0, 3000, 2, 2, 3000) + swf_line(4, 0, 1800, 2, 2, 2000);
+  SwfTrace t = parse_swf(text);
+  SimOptions opt;
+  opt.sched.planner.backfill = Backfill::Checkpoint;
+  opt.sched.planner.checkpoint_split = 0.5;
+  opt.sched.planner.checkpoint_threshold = 1000;
+  opt.checkpoint_cost = 60;
+  opt.restart_cost = 60;
+  opt.record_segments = true;
+  SimResult r = simulate(t, opt);
+  CHECK(starts_csv(r) == "1,0\n2,1060\n3,0\n4,0\n");
+  CHECK(r.checkpoints == 1);
+  CHECK(r.per_job[3].checkpoints == 1);
+  CHECK(r.per_job[2].checkpoints == 0);
+  CHECK(r.per_job[1].end == 1560);
+  CHECK(r.per_job[2].end == 3000);
+  CHECK(r.per_job[3].end == 2420);
+  CHECK(r.checkpoint_cost_total == 60 * 2);
+  CHECK(r.restart_cost_total == 60 * 2);
+  // Job 4's two segments: [0,1060) checkpointed, [1560,2420).
+  std::vector<Segment> four;
+  for (const Segment& g : r.segments)
+    if (g.id == 4) four.push_back(g);
+  REQUIRE(four.size() == 2);
+  CHECK(four[0].start == 0);
+  CHECK(four[0].end == 1060);
+  CHECK(four[0].checkpointed);
+  CHECK(four[1].start == 1560);
+  CHECK(four[1].end == 2420);
+  CHECK_FALSE(four[1].checkpointed);
+  // Free checkpoints: the head starts at the window's end itself, job 4 is
+  // reserved behind it and resumes at 1500 with 800 s left and the restart.
+  opt.checkpoint_cost = 0;
+  r = simulate(t, opt);
+  CHECK(starts_csv(r) == "1,0\n2,1000\n3,0\n4,0\n");
+  CHECK(r.per_job[3].end == 1500 + 60 + 800);
+  CHECK(r.checkpoints == 1);
+}
