@@ -1045,16 +1045,20 @@ class Simulator {
     }
   }
 
+  // The pass's MONITOR lines to SimOptions::on_monitor, in the trace's ids
+  // (kept out of line: pass() is the replay's hot path).
+  [[gnu::noinline, gnu::cold]] void report_monitor() {
+    monitor_trace_ids(plan_.monitor, tr_);
+    opt_.on_monitor(plan_.monitor);
+  }
+
   void pass() {
     extend_predictions();
     snap_.now = now_;
     if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
     if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
     else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
-    if (opt_.on_monitor) {
-      monitor_trace_ids(plan_.monitor, tr_);
-      opt_.on_monitor(plan_.monitor);
-    }
+    if (opt_.on_monitor) [[unlikely]] report_monitor();
     // Changes from here on are relative to what this pass saw.
     snap_.running_since = snap_.running_version;
     snap_.running_touched.clear();
