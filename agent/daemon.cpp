@@ -1129,7 +1129,10 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;
-  ls.restart = rec.requeues > 0 && rec.work_done > 0;
+  // A restart when a checkpoint was taken, not when whole seconds of work were counted (a job
+  // checkpointed within 1 s of its start would lose its checkpoint dir). work_done > 0 covers
+  // journals written before `checkpoints` existed.
+  ls.restart = rec.checkpoints > 0 || rec.work_done > 0;
   double t_launch = mono_now();
   std::string err = launcher_->start(ls);
   if (trace_on()) log_line("trace: launcher.start " + std::to_string((mono_now() - t_launch) * 1000) + " ms");
@@ -1220,6 +1223,7 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
   double t = now();
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
+  if (keep_work) rec.checkpoints += 1;
   close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kPending);

@@ -217,8 +217,6 @@ TEST_CASE("admin suspend/resume (root), requeue and checkpoint (owner or root)",
   // Checkpoint: the job gets its signal, stops, and restarts with CORRAL_RESTART=1.
   for (int i = 0; i < 250 && harness::slurp(a.dir + "/work/mine.runs").size() < 12; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  // Work is kept in whole seconds: let it run for more than one.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto ck = a.cli({"checkpoint", id});
   CHECK(ck.rc == 0);
   for (int i = 0; i < 500; ++i) {
@@ -274,4 +272,32 @@ TEST_CASE("NCI start window through corrald: an overdue job suspends the one hol
   CHECK(wait_state(a, hog, "running") == "running");
   CHECK(freezer_state(pid) == "THAWED");
   REQUIRE(a.cli({"cancel", hog}).rc == 0);
+}
+
+// A checkpoint right after the start (well under 1 s of work) is still a checkpoint: the restart
+// gets CORRAL_RESTART=1 and the checkpoint dir the job wrote (the restart flag once counted whole
+// seconds of work, so such a job lost its checkpoint and started from scratch).
+TEST_CASE("a job checkpointed at once restarts with CORRAL_RESTART=1 and its checkpoint", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("cknow", {"--set", "declare_cores=1", "--set", "poll_interval=0.2"});
+  a.start();
+  auto s = a.submit({"-N", "now", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "echo run-$CORRAL_RESTART >> now.runs; "
+                     "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > now.seen; exit 0; fi; "
+                     "trap 'echo kept > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; "
+                     "echo $$ > now.pid; while :; do sleep 0.1; done"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(!trim(wait_file(a.dir + "/work/now.pid")).empty());
+  REQUIRE(a.cli({"checkpoint", id}).rc == 0);  // no sleep: well within the first second
+  INFO(a.log());
+  CHECK(wait_state(a, id, "ended", 15000) == "ended");
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "requeues") == "1");
+  CHECK(json_field(js, "end_reason") == "completed");
+  CHECK(harness::slurp(a.dir + "/work/now.runs") == "run-0\nrun-1\n");
+  CHECK(harness::slurp(a.dir + "/work/now.seen") == "kept\n");
+  if (json_field(js, "state") != "ended") a.cli({"cancel", id});
 }
