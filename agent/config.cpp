@@ -1,6 +1,9 @@
 #include "agent/config.hpp"
 
+#include <cctype>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -65,6 +68,52 @@ std::vector<QueueDef> to_queues(const std::string& v) {
 
 }  // namespace
 
+int parse_signal(const std::string& text) {
+  std::string t;
+  for (char ch : text) t += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (t.rfind("SIG", 0) == 0) t = t.substr(3);
+  int sig = 0;
+  if (!t.empty() && std::isdigit(static_cast<unsigned char>(t[0]))) {
+    std::size_t n = 0;
+    try {
+      sig = std::stoi(t, &n);
+    } catch (const std::exception&) {
+      n = 0;
+    }
+    if (n != t.size() || sig <= 0 || sig >= NSIG)
+      throw std::invalid_argument("'" + text + "' is not a signal number (1-" + std::to_string(NSIG - 1) + ")");
+  } else if (t.rfind("RTMIN", 0) == 0 || t.rfind("RTMAX", 0) == 0) {
+    // RTMIN, RTMIN+N, RTMAX, RTMAX-N as kill(1) spells them.
+    bool min = t[3] == 'I';
+    std::string off = t.substr(5);
+    int k = 0;
+    bool ok = off.empty();
+    if (!ok && off.size() >= 2 && off[0] == (min ? '+' : '-') &&
+        off.find_first_not_of("0123456789", 1) == std::string::npos && off.size() < 5) {
+      k = std::stoi(off.substr(1));
+      ok = true;
+    }
+    sig = min ? SIGRTMIN + k : SIGRTMAX - k;
+    if (!ok || sig < SIGRTMIN || sig > SIGRTMAX)
+      throw std::invalid_argument("'" + text + "' is not a real-time signal (RTMIN..RTMAX, e.g. RTMIN+2)");
+  } else {
+    for (int i = 1; i < SIGRTMIN && sig == 0; ++i)
+      if (const char* a = sigabbrev_np(i); a && t == a) sig = i;
+    if (sig == 0)
+      throw std::invalid_argument("unknown signal '" + text + "' (a name such as USR1, USR2, TERM, or a number)");
+  }
+  if (sig == SIGKILL || sig == SIGSTOP)
+    throw std::invalid_argument("signal " + signal_name(sig) + " cannot be caught: a job could never checkpoint on it");
+  return sig;
+}
+
+std::string signal_name(int sig) {
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+    return sig == SIGRTMIN ? "RTMIN" : "RTMIN+" + std::to_string(sig - SIGRTMIN);
+  if (const char* a = sig > 0 ? sigabbrev_np(sig) : nullptr) return a;
+  return std::to_string(sig);
+}
+
 void set_config_key(Config& c, const std::string& key, const std::string& v) {
   if (key == "standalone") c.standalone = to_bool(key, v);
   else if (key == "state_dir") c.state_dir = v;
@@ -96,6 +145,16 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
     c.on_restart = v;
+  } else if (key == "checkpoint_signal") {
+    try {
+      c.checkpoint_signal = parse_signal(v);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("checkpoint_signal: ") + e.what());
+    }
+  } else if (key == "checkpoint_grace") {
+    c.checkpoint_grace = static_cast<int>(to_int(key, v, 0));
+    if (c.checkpoint_grace > 7 * 86400)
+      throw std::invalid_argument("checkpoint_grace: at most 604800 seconds (7 days), got '" + v + "'");
   } else if (key == "nci") c.nci = to_bool(key, v);
   else if (key == "nci_start_window") c.nci_start_window = to_int(key, v, 0);
   else if (key == "nci_require") {

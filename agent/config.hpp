@@ -3,6 +3,7 @@
 // agent/corrald.conf.example (the documented reference).
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,7 +49,17 @@ struct Config {
   // long must start, and starts within twice it (window_bound()); 0: the
   // window closes after NciConfig::window_cycles pending cycles instead.
   std::int64_t nci_start_window = 0;
+  // Cooperative checkpoint (issue 3: "signal the job (configurable, default SIGUSR1), give it a
+  // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
+  int checkpoint_signal = SIGUSR1;
+  int checkpoint_grace = 30;                  // s
 };
+
+// A signal by name (USR1, SIGUSR1, usr2, RTMIN+2) or number. Throws std::invalid_argument for an
+// unknown name, a number out of range, and for KILL and STOP (a job cannot catch them).
+int parse_signal(const std::string& text);
+// "USR1", "RTMIN+2", or the number.
+std::string signal_name(int sig);
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
 // unknown key or a bad value.

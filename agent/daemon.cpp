@@ -186,6 +186,8 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            std::to_string(lr.entries) + " journal entries, next id " +
            std::to_string(store_->peek_next_id()));
   if (!lr.warning.empty()) log_line("warning: " + lr.warning);
+  log_line("checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
+           std::to_string(cfg_.checkpoint_grace) + " s");
 
   node::Topology topo;
   if (cfg_.declare_cores > 0) {
@@ -1129,6 +1131,8 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;
+  ls.ckpt_signal = cfg_.checkpoint_signal;  // checkpoint_signal / checkpoint_grace (CONFIG.md)
+  ls.ckpt_grace_s = cfg_.checkpoint_grace;
   // A restart when a checkpoint was taken, not when whole seconds of work were counted (a job
   // checkpointed within 1 s of its start would lose its checkpoint dir). work_done > 0 covers
   // journals written before `checkpoints` existed.

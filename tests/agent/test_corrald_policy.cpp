@@ -274,6 +274,62 @@ TEST_CASE("NCI start window through corrald: an overdue job suspends the one hol
   REQUIRE(a.cli({"cancel", hog}).rc == 0);
 }
 
+// checkpoint_signal / checkpoint_grace (agent/CONFIG.md): corrald sends the configured signal, a
+// job that traps it writes its checkpoint dir and the restart sees it; a job that ignores it is
+// stopped once the configured grace is over (not the default 30 s).
+TEST_CASE("checkpoint_signal and checkpoint_grace from corrald's config", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("cksig", {"--set", "declare_cores=2", "--set", "poll_interval=0.2", "--set",
+                    "checkpoint_signal=USR2", "--set", "checkpoint_grace=2"});
+  a.start();
+  // Traps USR2 only: the default USR1 would kill it without a checkpoint written.
+  auto s = a.submit({"-N", "trap", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > trap.seen; exit 0; fi; "
+                     "trap 'echo saved-$CORRAL_JOBID > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR2; "
+                     "echo $$ > trap.pid; while :; do sleep 0.1; done"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(!trim(wait_file(a.dir + "/work/trap.pid")).empty());
+  auto ck = a.cli({"checkpoint", id});
+  INFO(ck.err);
+  REQUIRE(ck.rc == 0);
+  INFO(a.log());
+  CHECK(wait_state(a, id, "ended", 15000) == "ended");  // bounded: a restart that missed its checkpoint loops
+  CHECK(harness::slurp(a.dir + "/work/trap.seen") == "saved-" + id + "\n");
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "requeues") == "1");
+  CHECK(json_field(js, "end_reason") == "completed");
+  if (json_field(js, "state") != "ended") a.cli({"cancel", id});
+
+  // Ignores the signal: stopped after the 2 s grace, then queued again.
+  auto g = a.submit({"-N", "deaf", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "trap '' USR2; echo $$ > deaf.pid; sleep 300"}, kNobody);
+  REQUIRE(g.rc == 0);
+  std::string gid = trim(g.out);
+  REQUIRE(!trim(wait_file(a.dir + "/work/deaf.pid")).empty());
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(a.cli({"checkpoint", gid}).rc == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  CHECK(json_field(stat_json(a, gid), "requeues") == "0");  // still in its grace
+  for (int i = 0; i < 500 && json_field(stat_json(a, gid), "requeues") != "1"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(json_field(stat_json(a, gid), "requeues") == "1");
+  CHECK(took >= 1.9);
+  CHECK(took < 8.0);  // the grace (2 s) plus slack; the default would be 30 s
+  CHECK(a.log().find("did not exit within the 2 s grace after signal 12") != std::string::npos);
+  REQUIRE(a.cli({"cancel", gid}).rc == 0);
+  a.cli({"wait", gid});
+
+  // A bad value stops corrald at start with the key and why.
+  auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone",
+                           "--set", "checkpoint_signal=KILL"});
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("checkpoint_signal: signal KILL cannot be caught") != std::string::npos);
+}
+
 // A checkpoint right after the start (well under 1 s of work) is still a checkpoint: the restart
 // gets CORRAL_RESTART=1 and the checkpoint dir the job wrote (the restart flag once counted whole
 // seconds of work, so such a job lost its checkpoint and started from scratch).
