@@ -4,6 +4,7 @@
 #pragma once
 
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,13 +54,31 @@ struct Config {
   // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
   int checkpoint_signal = SIGUSR1;
   int checkpoint_grace = 30;                  // s
+
+  // Not config keys: what the command line asked for.
+  std::string config_file;                    // the file read ("" = built-in defaults)
+  std::string export_topology;                // --export-topology FILE|-: write the XML and exit
 };
+
+// Read when no --config is given; a missing default file means the built-in defaults
+// (a fresh install has none), while a file named with --config must exist.
+inline constexpr const char* kDefaultConfigFile = "/etc/corral/corrald.conf";
 
 // A signal by name (USR1, SIGUSR1, usr2, RTMIN+2) or number. Throws std::invalid_argument for an
 // unknown name, a number out of range, and for KILL and STOP (a job cannot catch them).
 int parse_signal(const std::string& text);
 // "USR1", "RTMIN+2", or the number.
 std::string signal_name(int sig);
+
+// Every option corrald accepts, as its parser knows them: `key` is the config key the flag sets
+// (nullptr: handled by the parser itself); `arg` names its value (nullptr: takes none).
+struct FlagDef {
+  const char* flag;
+  const char* key;
+  const char* arg;
+};
+extern const FlagDef kFlags[];
+extern const std::size_t kFlagCount;
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
 // unknown key or a bad value.
@@ -69,9 +88,11 @@ void load_config_file(const std::string& path, Config& cfg);
 void set_config_key(Config& cfg, const std::string& key, const std::string& value);
 
 // Parses corrald's command line; --config is read first wherever it appears,
-// then flags override it. Throws std::invalid_argument with a usage hint.
+// then flags override it. Without --config (and without --no-config) the
+// default file is read if it exists. Throws std::invalid_argument with a usage
+// hint, std::runtime_error for an unreadable or bad config file.
 // Returns false when --help was printed.
-bool parse_args(int argc, char** argv, Config& cfg);
+bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_config = kDefaultConfigFile);
 
 extern const char* const kUsage;
 

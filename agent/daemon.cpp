@@ -147,6 +147,15 @@ void log_line(const std::string& msg) {
   std::fflush(g_log);
 }
 
+node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
+  if (cfg.declare_cores > 0) {
+    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
+    return node::declared(1, cfg.declare_cores, mb);
+  }
+  if (!cfg.topology_xml.empty()) return node::load_xml(cfg.topology_xml);
+  return node::discover(jobfs_dir);
+}
+
 // -------------------------------------------------------------- clients --
 
 struct Daemon::Client {
@@ -186,18 +195,11 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            std::to_string(lr.entries) + " journal entries, next id " +
            std::to_string(store_->peek_next_id()));
   if (!lr.warning.empty()) log_line("warning: " + lr.warning);
-  log_line("checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
+  log_line("config " + (cfg_.config_file.empty() ? std::string("(no file: built-in defaults and flags)") : cfg_.config_file) +
+           "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
            std::to_string(cfg_.checkpoint_grace) + " s");
 
-  node::Topology topo;
-  if (cfg_.declare_cores > 0) {
-    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
-    topo = node::declared(1, cfg_.declare_cores, mb);
-  } else if (!cfg_.topology_xml.empty()) {
-    topo = node::load_xml(cfg_.topology_xml);
-  } else {
-    topo = node::discover(cfg_.jobfs_root);
-  }
+  node::Topology topo = agent_topology(cfg_, cfg_.jobfs_root);
   hostname_ = topo.hostname;
   if (hostname_.empty()) {
     char h[256] = {};

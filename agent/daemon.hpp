@@ -35,6 +35,7 @@
 
 namespace corral::node {
 class Launcher;
+struct Topology;
 struct JobEnd;
 }  // namespace corral::node
 
@@ -178,6 +179,11 @@ class Daemon {
   std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
 };
+
+// The node as corrald sees it: the declared shape (declare_cores), the recorded XML
+// (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
+// none). --export-topology writes this.
+node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir);
 
 // Log one line to the daemon log ("2026-01-02T03:04:05.678Z corrald: ...").
 void log_line(const std::string& msg);

@@ -142,7 +142,7 @@ struct Agent {
 
   void start() {
     std::vector<std::string> argv = {env_or("CORRALD", "build/agent/corrald"), "--standalone",
-                                     "--foreground", "--state-dir", dir + "/state", "--socket",
+                                     "--no-config", "--foreground", "--state-dir", dir + "/state", "--socket",
                                      socket, "--pub", pub, "--cgroup-parent", cgparent,
                                      "--node-state-dir", dir + "/node", "--jobfs-root",
                                      dir + "/jobfs", "--ckpt-root", dir + "/ckpt", "--log",

@@ -324,7 +324,7 @@ TEST_CASE("checkpoint_signal and checkpoint_grace from corrald's config", "[agen
   a.cli({"wait", gid});
 
   // A bad value stops corrald at start with the key and why.
-  auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone",
+  auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone", "--no-config",
                            "--set", "checkpoint_signal=KILL"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("checkpoint_signal: signal KILL cannot be caught") != std::string::npos);
