@@ -24,6 +24,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent/node/cgroup.hpp"
+#include "tests/skip.hpp"
 
 namespace harness {
 
@@ -250,12 +251,14 @@ inline std::string wait_file(const std::string& path, int ms = 10000) {
 }  // namespace harness
 
 // Returns from the test case with a printed reason where corrald cannot run
-// (not root, no cgroups).
+// (not root, no cgroups), and counts it as skipped (the suite is SKIP, exit 77, when every case
+// skipped: tests/catch_main.cpp).
 #define SKIP_UNLESS_ROOT()                                      \
   do {                                                          \
     std::string why;                                            \
     if (!harness::can_run(&why)) {                              \
       WARN("skipped: " << why);                                 \
+      corral_test::skip(why);                                   \
       return;                                                   \
     }                                                           \
   } while (0)

@@ -125,7 +125,7 @@ TEST_CASE("config file: the default one is optional, a named one must exist", "[
   Config c8;
   CHECK_THROWS_WITH(parse({"--standalone=yes"}, c8, def), Catch::Contains("--standalone takes no value"));
   CHECK_THROWS_WITH(parse({"--ckpt-root"}, c8, def), Catch::Contains("--ckpt-root needs a value"));
-  CHECK_THROWS_WITH(parse({"--export-topology="}, c8, def), Catch::Contains("--export-topology needs a file"));
+  CHECK_THROWS_WITH(parse({"--no-config", "--export-topology="}, c8, def), Catch::Contains("--export-topology needs a file"));
 }
 
 TEST_CASE("corrald --help lists every flag its parser accepts", "[agent]") {
