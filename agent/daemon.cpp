@@ -1217,16 +1217,17 @@ void Daemon::on_end(const node::JobEnd& e) {
     return;
   }
   if (e.reason == node::EndReason::Preempted) {
-    requeue(*rec, "requeued" + (e.message.empty() ? "" : ": " + e.message), false);
+    requeue(*rec, "requeued" + (e.message.empty() ? "" : ": " + e.message), false, e.exit_code);
   } else if (e.reason == node::EndReason::Checkpointed) {
-    requeue(*rec, "checkpointed" + (e.message.empty() ? "" : ": " + e.message), true);
+    requeue(*rec, "checkpointed" + (e.message.empty() ? "" : ": " + e.message), true, e.exit_code);
   } else {
     finish(*rec, reason_name(e.reason), e.exit_code, e.message);
   }
 }
 
-void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
+void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
   double t = now();
+  rec.runs.push_back(proto::RunInfo{rec.start_time, t, "preempted", exit_code, why});
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
   if (keep_work) rec.checkpoints += 1;
@@ -1248,11 +1249,17 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
   ev.job = rec.id;
   ev.user = rec.user;
   ev.reason = why;
+  ev.end_reason = rec.runs.back().end_reason;
+  ev.exit_code = exit_code;
+  ev.run = static_cast<std::int32_t>(rec.runs.size());
+  ev.start_time = rec.runs.back().start;
   publish(ev);
 }
 
 void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
   double t = now();
+  const bool ran = active_.count(rec.id) > 0;  // else it ends before any run (cancel, reject, launch)
+  if (ran) rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
   close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kEnded);
@@ -1289,7 +1296,12 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   e.job = rec.id;
   e.user = rec.user;
   e.reason = reason;
+  e.end_reason = reason;
   e.exit_code = exit_code;
+  if (ran) {
+    e.run = static_cast<std::int32_t>(rec.runs.size());
+    e.start_time = rec.start_time;
+  }
   e.cores = rec.cores;
   e.cpu_seconds = rec.cpu_seconds;
   e.rss_mb = rec.rss_mb;
@@ -1445,6 +1457,9 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.stdout_path = r.spec.stdout_path;
   j.stderr_path = r.spec.stderr_path;
   j.comment = r.comment;
+  j.runs = r.runs;
+  if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
+    j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run
   return j;
 }
 

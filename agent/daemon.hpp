@@ -131,7 +131,8 @@ class Daemon {
   void snapshot_fixed(Snapshot& s, Time t) const;  // everything but the pending jobs
   const Snapshot& pass_snapshot(Time t);
   void finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg);
-  void requeue(JobRecord& rec, const std::string& why, bool keep_work);
+  // A running job back to pending: its run ends "preempted" (issue 3: every end records why).
+  void requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code = -1);
   void notify_waiters(const JobRecord& rec);
   void heartbeat();
   void sample_usage(bool publish);

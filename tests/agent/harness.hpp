@@ -216,6 +216,21 @@ inline std::string json_field(const std::string& js, const std::string& key) {
   return js.substr(p, e - p);
 }
 
+// The objects of the "runs" array of a `corral stat --json` job (flat objects, no '}' in them).
+inline std::vector<std::string> runs_of(const std::string& js) {
+  std::vector<std::string> out;
+  std::size_t p = js.find("\"runs\":[");
+  if (p == std::string::npos) return out;
+  for (p += 8; p < js.size() && js[p] == '{';) {
+    std::size_t e = js.find('}', p);
+    if (e == std::string::npos) break;
+    out.push_back(js.substr(p, e - p + 1));
+    p = e + 1;
+    if (p < js.size() && js[p] == ',') ++p;
+  }
+  return out;
+}
+
 inline std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;

@@ -9,6 +9,7 @@
 //   - Admin suspend / resume / requeue / checkpoint (root or owner).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "harness.hpp"
@@ -356,4 +357,81 @@ TEST_CASE("a job checkpointed at once restarts with CORRAL_RESTART=1 and its che
   CHECK(harness::slurp(a.dir + "/work/now.runs") == "run-0\nrun-1\n");
   CHECK(harness::slurp(a.dir + "/work/now.seen") == "kept\n");
   if (json_field(js, "state") != "ended") a.cli({"cancel", id});
+}
+
+// Every end records why, runs stopped to requeue the job too (issue 3: "... cancelled,
+// preempted"): `corral stat --json` lists each run with its start, end and end_reason; a requeue
+// and a checkpoint each end one run "preempted"; the job's id, state, exit_code and end_reason
+// keep their meaning (its own end).
+TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; the job's own fields are its end", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("runs", {"--set", "declare_cores=1", "--set", "poll_interval=0.2"});
+  a.start();
+  auto s = a.submit({"-N", "thrice", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "echo run >> thrice.runs; if [ \"$CORRAL_RESTART\" = 1 ]; then exit 4; fi; "
+                     "trap 'exit 0' USR1; while :; do sleep 0.1; done"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  auto runs_written = [&](std::size_t n) {
+    for (int i = 0; i < 500; ++i) {
+      std::string r = harness::slurp(a.dir + "/work/thrice.runs");
+      if (static_cast<std::size_t>(std::count(r.begin(), r.end(), '\n')) >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  REQUIRE(runs_written(1));
+  std::string js = stat_json(a, id);
+  auto runs = harness::runs_of(js);
+  REQUIRE(runs.size() == 1);  // the current run
+  CHECK(json_field(runs[0], "end") == "null");
+  CHECK(json_field(runs[0], "end_reason") == "null");
+  CHECK(json_field(runs[0], "start") == json_field(js, "start_time"));
+
+  REQUIRE(a.cli({"requeue", id}).rc == 0);
+  REQUIRE(runs_written(2));
+  js = stat_json(a, id);
+  CHECK(json_field(js, "state") == "running");
+  CHECK(json_field(js, "end_reason") == "null");  // the job has not ended
+  CHECK(json_field(js, "exit_code") == "null");
+  runs = harness::runs_of(js);
+  REQUIRE(runs.size() == 2);
+  CHECK(json_field(runs[0], "end_reason") == "preempted");
+  CHECK(json_field(runs[0], "comment").find("requeued") != std::string::npos);
+  CHECK(json_field(runs[1], "end") == "null");
+
+  REQUIRE(a.cli({"checkpoint", id}).rc == 0);
+  CHECK(wait_state(a, id, "ended", 15000) == "ended");
+  js = stat_json(a, id);
+  CHECK(json_field(js, "id") == id);
+  CHECK(json_field(js, "state") == "ended");
+  CHECK(json_field(js, "end_reason") == "failed");  // the last run's end: exit 4
+  CHECK(json_field(js, "exit_code") == "4");
+  CHECK(json_field(js, "requeues") == "2");
+  runs = harness::runs_of(js);
+  INFO(js);
+  REQUIRE(runs.size() == 3);
+  CHECK(json_field(runs[0], "end_reason") == "preempted");
+  CHECK(json_field(runs[1], "end_reason") == "preempted");
+  CHECK(json_field(runs[1], "comment").find("checkpointed") != std::string::npos);
+  CHECK(json_field(runs[1], "exit_code") == "0");  // it trapped the signal and exited 0
+  CHECK(json_field(runs[2], "end_reason") == "failed");
+  CHECK(json_field(runs[2], "exit_code") == "4");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    double st = num(json_field(runs[i], "start")), en = num(json_field(runs[i], "end"));
+    CHECK(st > 0);
+    CHECK(en >= st);
+    if (i + 1 < runs.size()) CHECK(num(json_field(runs[i + 1], "start")) >= en);
+  }
+  CHECK(json_field(runs[2], "end") == json_field(js, "end_time"));
+
+  // A job cancelled before it ever started has no run.
+  auto blk = a.submit({"-l", "ncpus=1", "--wrap", "sleep 30"});
+  auto p = a.submit({"-l", "ncpus=1", "--wrap", "true"});
+  REQUIRE(a.cli({"cancel", trim(p.out)}).rc == 0);
+  CHECK(harness::runs_of(stat_json(a, trim(p.out))).empty());
+  CHECK(json_field(stat_json(a, trim(p.out)), "end_reason") == "cancelled");
+  a.cli({"cancel", trim(blk.out)});
 }
