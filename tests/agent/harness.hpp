@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -104,6 +105,11 @@ inline Result run(std::vector<std::string> argv, int uid = -1, const std::string
   return r;
 }
 
+inline std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 // A temp dir every test user can enter (the socket lives in it).
 inline std::string make_tmpdir(const std::string& tag) {
   std::string t = "/tmp/corral-" + tag + "-XXXXXX";
@@ -193,6 +199,59 @@ struct Agent {
   std::string log() const { return slurp(dir + "/corrald.log"); }
 };
 
+// Children of `parent` (from /proc/*/stat), e.g. corrald's shepherd server.
+inline std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string st = slurp("/proc/" + name + "/stat");
+    std::size_t rp = st.rfind(')');
+    if (rp == std::string::npos) continue;
+    std::istringstream in(st.substr(rp + 2));
+    char state;
+    long ppid = 0;
+    in >> state >> ppid;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// Alive and not a zombie.
+inline bool alive(pid_t pid) {
+  std::string st = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t rp = st.rfind(')');
+  return rp != std::string::npos && rp + 2 < st.size() && st[rp + 2] != 'Z';
+}
+
+// What a test's agent left behind, or "" (waits up to `ms` for the agent to tidy): slot groups
+// under its cgroup parent in any v1 controller, processes in those groups, and any process of
+// `gone` (e.g. the shepherd server of an agent killed with SIGKILL, which must leave once its
+// last job is reaped) still running.
+inline std::string leftovers(const Agent& a, const std::vector<pid_t>& gone = {}, int ms = 10000) {
+  std::string what;
+  for (int t = 0; t <= ms; t += 50) {
+    what.clear();
+    for (const char* c : {"cpuset", "memory", "freezer", "cpuacct"}) {
+      std::string dir = std::string("/sys/fs/cgroup/") + c + "/" + a.cgparent;
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.is_directory()) what += "cgroup " + std::string(c) + "/" + a.cgparent + "/" + e.path().filename().string() + "; ";
+    }
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (slurp("/proc/" + name + "/cgroup").find(":/" + a.cgparent + "/") != std::string::npos)
+        what += "process " + name + " (" + trim(slurp("/proc/" + name + "/comm")) + ") in " + a.cgparent + "; ";
+    }
+    for (pid_t p : gone)
+      if (alive(p)) what += "process " + std::to_string(p) + " (" + trim(slurp("/proc/" + std::to_string(p) + "/comm")) + ") still running; ";
+    if (what.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return what;
+}
+
 // Whether the end-to-end tests can run here; else why not.
 inline bool can_run(std::string* why) {
   if (::geteuid() != 0) {
@@ -229,11 +288,6 @@ inline std::vector<std::string> runs_of(const std::string& js) {
     if (p < js.size() && js[p] == ',') ++p;
   }
   return out;
-}
-
-inline std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
 }
 
 // `corral stat ID --json`, required to succeed.

@@ -200,6 +200,8 @@ TEST_CASE("SIGKILL and restart: pending jobs kept, running job adopted", "[agent
   REQUIRE(json_field(stat_json(a, "1"), "state") == "running");
   for (const auto& id : ids) CHECK(json_field(stat_json(a, id), "state") == "pending");
 
+  auto old_server = harness::children_of(a.pid);  // the shepherd server, parent of job 1
+  REQUIRE(old_server.size() == 1);
   a.stop(SIGKILL);
   a.start();
   INFO(a.log());
@@ -216,6 +218,9 @@ TEST_CASE("SIGKILL and restart: pending jobs kept, running job adopted", "[agent
   }
   CHECK(a.cli({"wait", "5"}).rc == 0);
   CHECK(harness::slurp(a.dir + "/work/p2.o4").find("done-2") != std::string::npos);
+  // Nothing left before the harness sweeps: no slot group under the test's parent, no process
+  // in one, and the killed agent's shepherd server gone with its last job.
+  CHECK(harness::leftovers(a, old_server) == "");
 }
 
 TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
@@ -277,6 +282,8 @@ TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[ag
   std::string id = trim(s.out);
   harness::wait_state(a, id, "running", 2000);
   REQUIRE(json_field(stat_json(a, id), "state") == "running");
+  auto old_server = harness::children_of(a.pid);
+  REQUIRE(old_server.size() == 1);
   a.stop(SIGKILL);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // it ends meanwhile
   a.start();
@@ -286,6 +293,7 @@ TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[ag
   std::string js = stat_json(a, id);
   CHECK(json_field(js, "state") == "ended");
   CHECK(json_field(js, "exit_code") == "5");
+  CHECK(harness::leftovers(a, old_server) == "");
 }
 
 TEST_CASE("a launch that fails as the user ends launch_failed with its reason; the agent goes on", "[agent]") {

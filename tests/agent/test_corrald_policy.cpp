@@ -90,6 +90,8 @@ TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 
   CHECK(json_field(node.out, "slots_used") == "2");
 
   // The grant and the range survive a restart (journal) while the job runs.
+  auto old_server = harness::children_of(a.pid);
+  REQUIRE(old_server.size() == 1);
   a.stop(SIGKILL);
   a.start();
   js = stat_json(a, nid);
@@ -98,6 +100,9 @@ TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 
   CHECK(json_field(js, "pe") == "smp");
   CHECK(json_field(js, "slots_max") == "2");
   REQUIRE(a.cli({"cancel", bid, nid}).rc == 0);
+  CHECK(wait_state(a, bid, "ended") == "ended");
+  CHECK(wait_state(a, nid, "ended") == "ended");
+  CHECK(harness::leftovers(a, old_server) == "");  // before the harness sweeps
 
   // Bad ranges and -pe with ncpus are refused before anything is queued.
   auto both = a.submit({"-pe", "smp", "2", "-l", "ncpus=2", "--wrap", "true"});
