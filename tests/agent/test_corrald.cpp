@@ -225,7 +225,7 @@ TEST_CASE("SIGKILL and restart: pending jobs kept, running job adopted", "[agent
 
 TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
   SKIP_UNLESS_ROOT();
-  Agent a("pub", {"--set", "heartbeat_interval=0.2"});
+  Agent a("pub", {"--set", "heartbeat_interval=0.2", "--set", "usage_interval=0.3", "--set", "poll_interval=0.2"});
   a.start();
   void* ctx = zmq_ctx_new();
   void* sub = zmq_socket(ctx, ZMQ_SUB);
@@ -251,24 +251,75 @@ TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
     got.push_back(e);
     return true;
   };
+  auto find = [&](const std::string& kind, std::uint64_t job) -> const corral::proto::Event* {
+    for (const auto& e : got)
+      if (e.kind == kind && e.job == job) return &e;
+    return nullptr;
+  };
+  // Reads events (up to ~20 s) until `kind` of `job` has come.
+  auto await = [&](const std::string& kind, std::uint64_t job) -> const corral::proto::Event* {
+    for (int i = 0; i < 100 && !find(kind, job); ++i) recv_one();
+    return find(kind, job);
+  };
   for (int i = 0; i < 50 && got.empty(); ++i) recv_one();
   REQUIRE(!got.empty());
+
+  // A running job, suspended, resumed (usage sampled meanwhile), requeued, cancelled.
+  auto l = a.submit({"-N", "long", "-l", "ncpus=1,walltime=600", "--wrap", "sleep 300"});
+  REQUIRE(l.rc == 0);
+  std::uint64_t lid = std::stoull(trim(l.out));
+  REQUIRE(harness::wait_state(a, trim(l.out), "running") == "running");
+  REQUIRE(await("started", lid));
+  REQUIRE(a.cli({"suspend", trim(l.out)}).rc == 0);
+  REQUIRE(a.cli({"resume", trim(l.out)}).rc == 0);
+  const corral::proto::Event* u = await("usage", lid);
+  REQUIRE(u);
+  CHECK(u->cpu_seconds >= 0);
+  CHECK(!u->cores.empty());
+  REQUIRE(a.cli({"requeue", trim(l.out)}).rc == 0);
+  const corral::proto::Event* rq = await("requeued", lid);
+  REQUIRE(rq);
+  CHECK(rq->end_reason == "preempted");  // the run's end; the job waits again
+  CHECK(rq->run == 1);
+  CHECK(rq->start_time > 0);
+  CHECK(rq->reason.find("requeued") != std::string::npos);
+  REQUIRE(harness::wait_state(a, trim(l.out), "running") == "running");
+  REQUIRE(a.cli({"cancel", trim(l.out)}).rc == 0);
+
   auto s = a.submit({"--wrap", "exit 7"});
   REQUIRE(s.rc == 0);
+  std::uint64_t sid = std::stoull(trim(s.out));
   REQUIRE(a.cli({"wait", trim(s.out)}).rc == 7);
-  bool ended = false;
-  for (int i = 0; i < 100 && !ended; ++i) {
-    if (recv_one() && got.back().kind == "ended") ended = true;
-  }
-  REQUIRE(ended);
-  CHECK(got.back().exit_code == 7);
-  CHECK(got.back().reason == "failed");
+  const corral::proto::Event* end = await("ended", sid);
+  REQUIRE(end);
+  CHECK(end->exit_code == 7);
+  CHECK(end->reason == "failed");
+  CHECK(end->end_reason == "failed");
+  CHECK(end->run == 1);
+
+  const corral::proto::Event* sus = find("suspended", lid);
+  const corral::proto::Event* res = find("resumed", lid);
+  REQUIRE(sus);
+  REQUIRE(res);
+  CHECK(sus->seq < res->seq);
+  CHECK(!sus->cores.empty());
+  CHECK(sus->reason.find("suspended by root") != std::string::npos);
+  CHECK(res->reason.find("resumed by root") != std::string::npos);
+  const corral::proto::Event* lend = find("ended", lid);
+  REQUIRE(lend);
+  CHECK(lend->reason == "cancelled");
+  CHECK(lend->run == 2);
+  CHECK(find("submitted", lid)->seq < find("started", lid)->seq);
   std::set<std::string> kinds;
   for (std::size_t i = 1; i < got.size(); ++i) CHECK(got[i].seq == got[i - 1].seq + 1);  // no gap
-  for (const auto& e : got) kinds.insert(e.kind);
-  CHECK(kinds.count("heartbeat"));
-  CHECK(kinds.count("submitted"));
-  CHECK(kinds.count("started"));
+  for (const auto& e : got) {
+    kinds.insert(e.kind);
+    CHECK(e.boot == got.front().boot);
+  }
+  for (const char* k : {"heartbeat", "submitted", "started", "suspended", "resumed", "usage", "requeued", "ended"}) {
+    INFO("kind " << k);
+    CHECK(kinds.count(k));
+  }
   zmq_close(sub);
   zmq_ctx_term(ctx);
 }
