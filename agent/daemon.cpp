@@ -199,6 +199,11 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
            std::to_string(cfg_.checkpoint_grace) + " s");
 
+  // Issue 3: "CRIU only where `criu check` passes; never depend on it". Probed once, before the
+  // Launcher has children of its own to reap, and only reported: checkpoints stay cooperative.
+  criu_ = node::probe_criu();
+  log_line("criu: " + criu_.why + (criu_.found ? " (" + criu_.path + ")" : "") +
+           "; checkpoints are cooperative (checkpoint_signal), CRIU is not used");
   node::Topology topo = agent_topology(cfg_, cfg_.jobfs_root);
   hostname_ = topo.hostname;
   if (hostname_.empty()) {
@@ -833,6 +838,8 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   n.agent_pid = static_cast<std::uint32_t>(::getpid());
   n.agent_uptime = mono_now() - boot_mono_;
   n.version = "0.1.0";
+  n.criu_available = criu_.available;
+  n.criu_why = criu_.why;
   return rep;
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "agent/config.hpp"
+#include "agent/node/criu.hpp"
 #include "agent/node/owner.hpp"
 #include "agent/store.hpp"
 #include "coordinator/model.hpp"
@@ -163,6 +164,7 @@ class Daemon {
   bool dirty_ = true;                 // schedule at the next iteration
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   bool stop_ = false;
+  node::CriuProbe criu_;              // `criu check` at start (reported; never used)
   node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
   std::uint64_t passes_ = 0;
   // The pass's Snapshot, kept between passes: its pending jobs follow pending_ (new ones

@@ -137,8 +137,13 @@ struct NodeStatus {
   std::uint32_t agent_pid = 0;
   double agent_uptime = 0;       // seconds
   std::string version;
+  // `criu check` at agent start (added after version 1): whether it passed, and what was found.
+  // Checkpoints are cooperative either way (checkpoint_signal); CRIU is never used.
+  bool criu_available = false;
+  std::string criu_why;
   MSGPACK_DEFINE_MAP(node, mode, topology, cores, numa_nodes, mem_mb, slots_total, slots_used,
-                     pending, running, recent, agent_pid, agent_uptime, version)
+                     pending, running, recent, agent_pid, agent_uptime, version, criu_available,
+                     criu_why)
 };
 
 // ------------------------------------------------------ socket requests --

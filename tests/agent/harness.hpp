@@ -124,6 +124,7 @@ inline std::string make_tmpdir(const std::string& tag) {
 struct Agent {
   std::string dir, socket, pub, cgparent;
   std::vector<std::string> extra;
+  std::vector<std::string> env;  // KEY=VALUE set in corrald's environment (e.g. PATH)
   pid_t pid = -1;
 
   explicit Agent(const std::string& tag, std::vector<std::string> more = {}) : extra(std::move(more)) {
@@ -158,13 +159,14 @@ struct Agent {
     pid = ::fork();
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
+      for (auto& e : env) ::putenv(e.data());
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(s.data());
       a.push_back(nullptr);
       ::execv(a[0], a.data());
       _exit(127);
     }
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 1000; ++i) {
       if (cli({"node"}).rc == 0) return;
       int st;
       if (::waitpid(pid, &st, WNOHANG) == pid) {

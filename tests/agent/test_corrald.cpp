@@ -6,6 +6,7 @@
 #include <zmq.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include <set>
 
@@ -420,4 +421,79 @@ TEST_CASE("the kept scheduling snapshot always matches a fresh one", "[agent]") 
   INFO(log);
   CHECK(log.find("trace: snapshot check ok") != std::string::npos);
   CHECK(log.find("snapshot check FAILED") == std::string::npos);
+}
+
+// CRIU (issue 3: "only where `criu check` passes; never depend on it"): corrald runs `criu check`
+// once at start when a criu binary is on its PATH and reports the outcome in `corral node
+// --json` and its log; a checkpoint stays cooperative even when the check passes. Fake criu
+// scripts stand in: one passes, one fails as this kernel does, one hangs (killed after 3 s),
+// and none at all.
+TEST_CASE("criu check is probed at start and reported; checkpoints stay cooperative", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  std::string fake = harness::make_tmpdir("criu");
+  auto write_criu = [&](const std::string& dir, const std::string& body) {
+    ::mkdir(dir.c_str(), 0755);
+    std::ofstream(dir + "/criu") << "#!/bin/sh\necho \"$@\" >> " << dir << "/criu.calls\n" << body;
+    ::chmod((dir + "/criu").c_str(), 0755);
+  };
+  write_criu(fake + "/pass", "echo 'Looks good.'\nexit 0\n");
+  write_criu(fake + "/fail",
+             "echo 'Warn  (criu/kerndat.c:1103): CRIU was built without libnftables support' >&2\n"
+             "echo 'Error (criu/cr-check.c:1223): Kernel does not support PTRACE_O_SUSPEND_SECCOMP' >&2\n"
+             "echo 'Looks bad.' >&2\nexit 1\n");
+  write_criu(fake + "/hang", "echo $$ > " + fake + "/hang/pid\nexec /bin/sleep 60\n");
+  ::mkdir((fake + "/none").c_str(), 0755);
+  // Only the fake's dir: a real criu elsewhere must not answer (corrald itself needs no PATH).
+  auto with_path = [&](const std::string& dir) { return "PATH=" + dir; };
+
+  struct Case {
+    std::string dir;
+    bool available;
+    std::string why;
+  };
+  std::vector<Case> cases = {
+      {fake + "/pass", true, "criu check passed: Looks good."},
+      {fake + "/fail", false, "criu check failed (exit 1): Error (criu/cr-check.c:1223): Kernel does not support PTRACE_O_SUSPEND_SECCOMP"},
+      {fake + "/hang", false, "criu check did not finish within 3.0 s (killed)"},
+      {fake + "/none", false, "no criu binary on PATH"},
+  };
+  for (const auto& c : cases) {
+    INFO("criu: " << c.dir);
+    Agent a("criu", {"--set", "declare_cores=1", "--set", "poll_interval=0.2"});
+    a.env = {with_path(c.dir)};
+    auto t0 = std::chrono::steady_clock::now();
+    a.start();
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(took < 8.0);
+    auto n = a.cli({"node", "--json"});
+    REQUIRE(n.rc == 0);
+    std::string want = std::string("\"criu\":{\"available\":") + (c.available ? "true" : "false") +
+                       ",\"why\":\"" + c.why + "\"}";
+    INFO(n.out);
+    CHECK(n.out.find(want) != std::string::npos);
+    CHECK(a.log().find("criu: " + c.why) != std::string::npos);
+    auto text = a.cli({"node"});
+    CHECK(text.out.find(std::string("criu      ") + (c.available ? "available" : "not available")) != std::string::npos);
+    if (c.dir == fake + "/hang") {
+      std::string hp = trim(harness::slurp(fake + "/hang/pid"));
+      REQUIRE(!hp.empty());
+      CHECK_FALSE(harness::alive(static_cast<pid_t>(std::stol(hp))));  // killed, not left behind
+    }
+    if (c.available) {
+      // Even with a passing check the checkpoint is the cooperative one: the job gets the
+      // signal, and criu is never run again (no dump).
+      auto s = a.submit({"-N", "coop", "-l", "ncpus=1,walltime=600", "--wrap",
+                         "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/s\" > coop.seen; exit 0; fi; "
+                         "trap 'echo signalled > \"$CORRAL_CKPT_DIR/s\"; exit 0' USR1; echo $$ > coop.pid; "
+                         "while :; do sleep 0.1; done"});
+      REQUIRE(s.rc == 0);
+      std::string id = trim(s.out);
+      REQUIRE(!trim(harness::wait_file(a.dir + "/work/coop.pid")).empty());
+      REQUIRE(a.cli({"checkpoint", id}).rc == 0);
+      CHECK(harness::wait_state(a, id, "ended", 15000) == "ended");
+      CHECK(harness::slurp(a.dir + "/work/coop.seen") == "signalled\n");
+      CHECK(harness::slurp(c.dir + "/criu.calls") == "check\n");
+    }
+  }
+  (void)!std::system(("rm -rf '" + fake + "'").c_str());
 }

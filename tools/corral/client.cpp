@@ -406,6 +406,8 @@ std::string to_json(const proto::NodeStatus& n) {
   o += "],\"agent_pid\":" + std::to_string(n.agent_pid);
   o += ",\"agent_uptime\":" + num(n.agent_uptime);
   o += ",\"version\":" + esc(n.version);
+  o += ",\"criu\":{\"available\":" + std::string(n.criu_available ? "true" : "false") +
+       ",\"why\":" + esc(n.criu_why) + "}";
   return o + "}";
 }
 
