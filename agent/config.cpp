@@ -158,6 +158,16 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
     c.checkpoint_grace = static_cast<int>(to_int(key, v, 0));
     if (c.checkpoint_grace > 7 * 86400)
       throw std::invalid_argument("checkpoint_grace: at most 604800 seconds (7 days), got '" + v + "'");
+  } else if (key == "pba") c.pba = to_bool(key, v);
+  else if (key == "pba_plan") c.pba_plan = v;
+  else if (key == "pba_preempt") c.pba_preempt = to_bool(key, v);
+  else if (key == "pba_preempt_after") c.pba_preempt_after = to_int(key, v, 0);
+  else if (key == "pba_max_requeues") c.pba_max_requeues = to_int(key, v, 0);
+  else if (key == "pba_require_project") c.pba_require_project = to_bool(key, v);
+  else if (key == "preempt_mode") {
+    if (v != "requeue" && v != "suspend")
+      throw std::invalid_argument("preempt_mode: expected requeue or suspend, got '" + v + "'");
+    c.preempt_mode = v;
   } else if (key == "nci") c.nci = to_bool(key, v);
   else if (key == "nci_start_window") c.nci_start_window = to_int(key, v, 0);
   else if (key == "nci_require") {

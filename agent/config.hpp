@@ -50,6 +50,18 @@ struct Config {
   // long must start, and starts within twice it (window_bound()); 0: the
   // window closes after NciConfig::window_cycles pending cycles instead.
   std::int64_t nci_start_window = 0;
+  // PBA (coordinator/pba, pba-synopsys-patent.txt): project allocations from a plan file
+  // (coordinator/pba/PLANFILE.md), pre-qualification, priority arithmetic, one-for-one preemption
+  // of normal jobs for an allocated job pending longer than pba_preempt_after.
+  bool pba = false;
+  std::string pba_plan;                       // required with pba = yes
+  bool pba_preempt = true;                    // PbaConfig::preempt
+  std::int64_t pba_preempt_after = 300;       // s pending before an allocated job may preempt
+  std::int64_t pba_max_requeues = 3;          // a job PBA preempted this often is not preempted again
+  bool pba_require_project = true;            // jobs without -P fail pre-qualification (lowest queue)
+  // How a job is stopped when a policy preempts it (Job::preempt): requeue (work lost, it waits
+  // again) or suspend (frozen, resumed when its cores are free).
+  std::string preempt_mode = "requeue";
   // Cooperative checkpoint (issue 3: "signal the job (configurable, default SIGUSR1), give it a
   // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
   int checkpoint_signal = SIGUSR1;

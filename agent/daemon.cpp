@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "agent/node/launcher.hpp"
@@ -186,6 +188,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     sched_.nci.window_wait = static_cast<Time>(cfg_.nci_start_window);
   }
 
+  preempt_mode_ = cfg_.preempt_mode == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
+  if (cfg_.pba) setup_pba();
+
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
   // Traversable, not listable: jobs (running as their users) read their own
   // script under scripts/; the journal itself is 0600.
@@ -229,6 +234,8 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   for (const auto& [id, rec] : store_->jobs()) {
     if (rec.state == proto::state::kPending) pending_.insert(id);
     else if (!rec.ended()) active_.insert(id);
+    else if (sched_.pba.enabled && rec.end_reason == "completed" && !rec.spec.project.empty())
+      ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (ended jobs kept)
   }
   recover();
 
@@ -245,6 +252,47 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   setup_pub();
   setup_socket();
   store_->flush();
+}
+
+// pba = yes: the plan file (coordinator/pba/PLANFILE.md) as `corral sim --projects` reads it
+// (tools/corral/cmd_sim.cpp, sim::use_projects), with relative weeks (+N) counted from now.
+void Daemon::setup_pba() {
+  const std::string& path = cfg_.pba_plan;
+  if (path.empty())
+    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: coordinator/pba/PLANFILE.md)");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
+  std::ostringstream text;
+  text << f.rdbuf();
+  pba::PlanParseOptions po;
+  po.origin = static_cast<Time>(now());
+  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
+  if (!pr.ok()) {
+    std::string all;
+    for (const auto& e : pr.errors) all += (all.empty() ? "" : "; ") + e;
+    throw std::runtime_error("pba_plan " + path + ": " + all);
+  }
+  if (pr.plan.projects.empty()) throw std::runtime_error("pba_plan " + path + ": no project declared");
+  if (!pr.plan.queues.empty() || !pr.plan.grants.empty())
+    log_line("pba_plan " + path + ": its queue and grant lines are not used here (queues come from `queues`)");
+  PbaConfig& p = sched_.pba;
+  p.enabled = true;
+  p.plan = std::move(pr.plan);
+  p.preempt = cfg_.pba_preempt;
+  p.preempt_after = static_cast<Time>(cfg_.pba_preempt_after);
+  p.max_requeues = static_cast<int>(cfg_.pba_max_requeues);
+  p.require_project_tag = cfg_.pba_require_project;
+  if (cfg_.nci) {  // as sim::use_projects: NCI resumes, and holds suspended jobs' cores
+    p.resume_suspended = false;
+    p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
+  }
+  sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
+  int allocated = 0;
+  for (const auto& pd : p.plan.projects) allocated += p.plan.allocated_slots(pd.name, po.origin);
+  log_line("PBA: plan " + path + ": " + std::to_string(p.plan.projects.size()) + " project(s), " +
+           std::to_string(allocated) + " slot(s) allocated this week; preemption " +
+           (p.preempt ? "after " + std::to_string(p.preempt_after) + " s pending, by " + cfg_.preempt_mode
+                      : std::string("off")));
 }
 
 Daemon::~Daemon() {
@@ -853,6 +901,16 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     qq.priority = q.priority;
     out.push_back(std::move(qq));
   }
+  // PBA's pre-qualification demotes to this queue: below every other one, unless configured
+  // (as project_queues() does for corral sim, coordinator/sim/sim.cpp).
+  if (sched_.pba.enabled && !nci_find_queue(out, sched_.pba.lowest_queue)) {
+    Queue q;
+    q.name = sched_.pba.lowest_queue;
+    q.priority = 0;
+    for (const Queue& o : out) q.priority = std::min(q.priority, o.priority);
+    q.priority -= 1;
+    out.push_back(std::move(q));
+  }
   return out;
 }
 
@@ -870,8 +928,9 @@ void refresh(Job& j, const JobRecord& r) {
   j.work_done = r.work_done;
   j.first_start = static_cast<Time>(r.first_start);
 }
-Job to_job(const JobRecord& r) {
+Job to_job(const JobRecord& r, PreemptMode mode) {
   Job j;
+  j.preempt = mode;  // preempt_mode: how a policy stops it (PBA's requeue or suspend)
   j.id = r.id;
   j.name = r.spec.name;
   j.user = r.user;
@@ -905,7 +964,7 @@ void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
   for (auto id : active_) {
     const JobRecord& r = store_->jobs().at(id);
     RunningJob rj;
-    rj.job = to_job(r);
+    rj.job = to_job(r, preempt_mode_);
     rj.start = static_cast<Time>(r.start_time);
     // No walltime: plan as if it ran for a year (it holds its cores).
     // Suspended time does not count against the walltime (nci-pbs-policy.txt).
@@ -928,7 +987,7 @@ Snapshot Daemon::snapshot(Time t) const {
   for (auto id : pending_) {
     auto it = store_->jobs().find(id);
     if (it == store_->jobs().end()) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
-    s.pending.push_back(to_job(it->second));
+    s.pending.push_back(to_job(it->second, preempt_mode_));
   }
   return s;
 }
@@ -960,10 +1019,10 @@ const Snapshot& Daemon::pass_snapshot(Time t) {
     const JobRecord* rec = store_->find(id);
     if (!rec) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
     if (w < r) {  // reuse a dropped entry's place
-      v[w] = to_job(*rec);
+      v[w] = to_job(*rec, preempt_mode_);
       snap_recs_[w] = rec;
     } else {
-      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec));
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec, preempt_mode_));
       snap_recs_.insert(snap_recs_.begin() + static_cast<std::ptrdiff_t>(w), rec);
       ++r;
     }
@@ -1223,10 +1282,14 @@ void Daemon::on_end(const node::JobEnd& e) {
     log_line("launcher: end of unknown job " + std::to_string(e.id) + " ignored");
     return;
   }
+  // Who asked for the requeue or checkpoint (on_control, apply: "requeue requested by root", a
+  // policy's reason) stays in the run's comment, with what the launcher saw.
+  const std::string asked = rec->requeue_requested ? rec->comment : "";
   if (e.reason == node::EndReason::Preempted) {
-    requeue(*rec, "requeued" + (e.message.empty() ? "" : ": " + e.message), false, e.exit_code);
+    requeue(*rec, "requeued: " + (asked.empty() ? e.message : asked), false, e.exit_code);
   } else if (e.reason == node::EndReason::Checkpointed) {
-    requeue(*rec, "checkpointed" + (e.message.empty() ? "" : ": " + e.message), true, e.exit_code);
+    std::string saw = e.message.rfind("checkpointed: ", 0) == 0 ? e.message.substr(14) : e.message;
+    requeue(*rec, "checkpointed: " + (asked.empty() ? "" : asked + "; ") + saw, true, e.exit_code);
   } else {
     finish(*rec, reason_name(e.reason), e.exit_code, e.message);
   }
@@ -1287,6 +1350,8 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   pending_.erase(rec.id);
   active_.erase(rec.id);
   remove_script(rec.id);
+  if (sched_.pba.enabled && reason == "completed" && !rec.spec.project.empty())
+    ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (pba.hpp contract)
   dirty_ = true;
   // Queue drained: hand the memory of a burst (scripts, environments, the kept pass snapshot)
   // back. (finish() runs after the pass's schedule() has returned: snap_ is not in use.)

@@ -110,6 +110,7 @@ class Daemon {
 
  private:
   void setup_socket();
+  void setup_pba();
   void setup_pub();
   void recover();
   void accept_clients();
@@ -147,6 +148,7 @@ class Daemon {
 
   Config cfg_;
   SchedConfig sched_;
+  PreemptMode preempt_mode_ = PreemptMode::Requeue;  // preempt_mode, for every job
   std::unique_ptr<Store> store_;
   std::unique_ptr<node::Launcher> launcher_;
   IdSet pending_;                     // ids, submit order

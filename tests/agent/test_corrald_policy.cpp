@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "harness.hpp"
 
@@ -439,4 +440,96 @@ TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; t
   CHECK(harness::runs_of(stat_json(a, trim(p.out))).empty());
   CHECK(json_field(stat_json(a, trim(p.out)), "end_reason") == "cancelled");
   a.cli({"cancel", trim(blk.out)});
+}
+
+// PBA from corrald's config (pba, pba_plan, pba_preempt_after, preempt_mode; agent/CONFIG.md):
+// a project job within its allocation that waits longer than pba_preempt_after takes the cores
+// of a job of no project (pba-synopsys-patent.txt: "free up one over-subscribed job slot for
+// each under-subscribed job that has been pending for more than a configurable time period"),
+// which is requeued (its run ends preempted) or, with preempt_mode = suspend, frozen and resumed
+// once the project job is done.
+TEST_CASE("PBA through corrald: a project job within its allocation preempts a job of no project", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  std::string plan = harness::make_tmpdir("pbaplan") + "/projects.plan";
+  std::ofstream(plan) << "# the test's plan\nproject chip\nmember chip root\nalloc chip +0 2\n";
+  for (std::string mode : {"requeue", "suspend"}) {
+    INFO("preempt_mode " << mode);
+    Agent a("pba" + mode.substr(0, 3),
+            {"--set", "declare_cores=2", "--set", "poll_interval=0.2", "--set", "cycle_interval=0.5",
+             "--set", "pba=yes", "--set", "pba_plan=" + plan, "--set", "pba_preempt_after=2",
+             "--set", "preempt_mode=" + mode});
+    a.start();
+    INFO(a.log());
+    CHECK(a.log().find("PBA: plan " + plan + ": 1 project(s), 2 slot(s) allocated this week; preemption after 2 s pending, by " + mode) != std::string::npos);
+    auto v = a.submit({"-N", "victim", "-l", "ncpus=2,walltime=600", "--wrap",
+                       "echo $$ > victim.pid; echo run-$CORRAL_RESTART >> victim.runs; sleep 300"},
+                      kNobody);
+    REQUIRE(v.rc == 0);
+    std::string vid = trim(v.out);
+    REQUIRE(wait_state(a, vid, "running") == "running");
+    std::string vpid = trim(wait_file(a.dir + "/work/victim.pid"));
+    // No -P: pre-qualification fails, so it runs in the lowest queue (and may be preempted).
+    CHECK(json_field(stat_json(a, vid), "queue") == "lowest");
+
+    auto p = a.submit({"-N", "alloc", "-P", "chip", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 2"});
+    REQUIRE(p.rc == 0);
+    std::string pid = trim(p.out);
+    CHECK(json_field(stat_json(a, pid), "state") == "pending");
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(wait_state(a, pid, "running", 15000) == "running");
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(waited >= 1.0);  // not before pba_preempt_after (2 s, counted in whole seconds)
+    std::string vjs = stat_json(a, vid);
+    INFO(vjs);
+    const std::string why = "PBA: slot given to job " + pid + " of under-subscribed project 'chip'";
+    if (mode == "requeue") {
+      CHECK(json_field(vjs, "state") == "pending");
+      CHECK(json_field(vjs, "requeues") == "1");
+      auto runs = harness::runs_of(vjs);
+      REQUIRE(runs.size() == 1);
+      CHECK(json_field(runs[0], "end_reason") == "preempted");
+      CHECK(json_field(runs[0], "comment") == "requeued: " + why + " (allocation 2 slots)");
+      CHECK(!harness::alive(static_cast<pid_t>(std::stol(vpid))));
+    } else {
+      CHECK(json_field(vjs, "state") == "suspended");
+      CHECK(json_field(vjs, "comment").find(why) != std::string::npos);
+      CHECK(freezer_state(vpid) == "FROZEN");
+      CHECK(json_field(vjs, "requeues") == "0");
+    }
+    REQUIRE(a.cli({"wait", pid}).rc == 0);
+    CHECK(json_field(stat_json(a, pid), "end_reason") == "completed");
+    // The victim gets its cores back: restarted (requeue) or thawed (suspend).
+    REQUIRE(wait_state(a, vid, "running", 15000) == "running");
+    if (mode == "requeue") {
+      for (int i = 0; i < 250 && harness::slurp(a.dir + "/work/victim.runs").size() < 12; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      CHECK(harness::slurp(a.dir + "/work/victim.runs") == "run-0\nrun-0\n");
+    } else {
+      CHECK(freezer_state(vpid) == "THAWED");
+      CHECK(harness::slurp(a.dir + "/work/victim.runs") == "run-0\n");
+      CHECK(json_field(stat_json(a, vid), "comment").find("PBA") != std::string::npos);
+    }
+    REQUIRE(a.cli({"cancel", vid}).rc == 0);
+    a.cli({"wait", vid});
+  }
+
+  // Bad PBA settings stop corrald at start with the reason.
+  std::string bad = plan + ".bad";
+  std::ofstream(bad) << "project chip\nalloc nosuch +0 2\n";
+  std::string st = harness::make_tmpdir("pbabad");
+  for (const auto& [set, msg] : std::vector<std::pair<std::string, std::string>>{
+           {"pba_plan=", "pba = yes needs pba_plan = FILE"},
+           {"pba_plan=" + plan + ".missing", "pba_plan " + plan + ".missing: cannot read: No such file or directory"},
+           {"pba_plan=" + bad, "pba_plan " + bad + ": line 2:"}}) {
+    auto r = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone", "--no-config",
+                           "--state-dir", st + "/state", "--socket", st + "/s.sock", "--pub", "none",
+                           "--set", "pba=yes", "--set", set});
+    INFO(set << ": " << r.err);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find(msg) != std::string::npos);
+  }
+  auto r = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--no-config", "--set", "preempt_mode=kill"});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("preempt_mode: expected requeue or suspend, got 'kill'") != std::string::npos);
+  (void)!std::system(("rm -rf '" + st + "' '" + plan.substr(0, plan.rfind('/')) + "'").c_str());
 }
