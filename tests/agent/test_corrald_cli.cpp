@@ -196,3 +196,32 @@ TEST_CASE("corrald --export-topology writes hwloc XML that load_xml reads back",
   struct stat st{};
   CHECK(::stat((t.path + "/no").c_str(), &st) != 0);
 }
+
+TEST_CASE("config: pba keys and preempt_mode; bad values are clear errors", "[agent]") {
+  Config c;
+  CHECK_FALSE(c.pba);
+  CHECK(c.pba_preempt);
+  CHECK(c.pba_preempt_after == 300);
+  CHECK(c.pba_max_requeues == 3);
+  CHECK(c.pba_require_project);
+  CHECK(c.preempt_mode == "requeue");
+  set_config_key(c, "pba", "yes");
+  set_config_key(c, "pba_plan", "/etc/corral/projects.plan");
+  set_config_key(c, "pba_preempt", "no");
+  set_config_key(c, "pba_preempt_after", "0");
+  set_config_key(c, "pba_max_requeues", "5");
+  set_config_key(c, "pba_require_project", "no");
+  set_config_key(c, "preempt_mode", "suspend");
+  CHECK(c.pba);
+  CHECK(c.pba_plan == "/etc/corral/projects.plan");
+  CHECK_FALSE(c.pba_preempt);
+  CHECK(c.pba_preempt_after == 0);
+  CHECK(c.pba_max_requeues == 5);
+  CHECK_FALSE(c.pba_require_project);
+  CHECK(c.preempt_mode == "suspend");
+  CHECK_THROWS_WITH(set_config_key(c, "pba", "maybe"), Catch::Contains("pba: expected yes or no"));
+  CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "pba_max_requeues", "x"), Catch::Contains("pba_max_requeues"));
+  CHECK_THROWS_WITH(set_config_key(c, "preempt_mode", "checkpoint"),
+                    Catch::Contains("preempt_mode: expected requeue or suspend, got 'checkpoint'"));
+}
