@@ -1,6 +1,12 @@
 #include "agent/config.hpp"
 
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -65,6 +71,52 @@ std::vector<QueueDef> to_queues(const std::string& v) {
 
 }  // namespace
 
+int parse_signal(const std::string& text) {
+  std::string t;
+  for (char ch : text) t += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (t.rfind("SIG", 0) == 0) t = t.substr(3);
+  int sig = 0;
+  if (!t.empty() && std::isdigit(static_cast<unsigned char>(t[0]))) {
+    std::size_t n = 0;
+    try {
+      sig = std::stoi(t, &n);
+    } catch (const std::exception&) {
+      n = 0;
+    }
+    if (n != t.size() || sig <= 0 || sig >= NSIG)
+      throw std::invalid_argument("'" + text + "' is not a signal number (1-" + std::to_string(NSIG - 1) + ")");
+  } else if (t.rfind("RTMIN", 0) == 0 || t.rfind("RTMAX", 0) == 0) {
+    // RTMIN, RTMIN+N, RTMAX, RTMAX-N as kill(1) spells them.
+    bool min = t[3] == 'I';
+    std::string off = t.substr(5);
+    int k = 0;
+    bool ok = off.empty();
+    if (!ok && off.size() >= 2 && off[0] == (min ? '+' : '-') &&
+        off.find_first_not_of("0123456789", 1) == std::string::npos && off.size() < 5) {
+      k = std::stoi(off.substr(1));
+      ok = true;
+    }
+    sig = min ? SIGRTMIN + k : SIGRTMAX - k;
+    if (!ok || sig < SIGRTMIN || sig > SIGRTMAX)
+      throw std::invalid_argument("'" + text + "' is not a real-time signal (RTMIN..RTMAX, e.g. RTMIN+2)");
+  } else {
+    for (int i = 1; i < SIGRTMIN && sig == 0; ++i)
+      if (const char* a = sigabbrev_np(i); a && t == a) sig = i;
+    if (sig == 0)
+      throw std::invalid_argument("unknown signal '" + text + "' (a name such as USR1, USR2, TERM, or a number)");
+  }
+  if (sig == SIGKILL || sig == SIGSTOP)
+    throw std::invalid_argument("signal " + signal_name(sig) + " cannot be caught: a job could never checkpoint on it");
+  return sig;
+}
+
+std::string signal_name(int sig) {
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+    return sig == SIGRTMIN ? "RTMIN" : "RTMIN+" + std::to_string(sig - SIGRTMIN);
+  if (const char* a = sig > 0 ? sigabbrev_np(sig) : nullptr) return a;
+  return std::to_string(sig);
+}
+
 void set_config_key(Config& c, const std::string& key, const std::string& v) {
   if (key == "standalone") c.standalone = to_bool(key, v);
   else if (key == "state_dir") c.state_dir = v;
@@ -96,6 +148,26 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
     c.on_restart = v;
+  } else if (key == "checkpoint_signal") {
+    try {
+      c.checkpoint_signal = parse_signal(v);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("checkpoint_signal: ") + e.what());
+    }
+  } else if (key == "checkpoint_grace") {
+    c.checkpoint_grace = static_cast<int>(to_int(key, v, 0));
+    if (c.checkpoint_grace > 7 * 86400)
+      throw std::invalid_argument("checkpoint_grace: at most 604800 seconds (7 days), got '" + v + "'");
+  } else if (key == "pba") c.pba = to_bool(key, v);
+  else if (key == "pba_plan") c.pba_plan = v;
+  else if (key == "pba_preempt") c.pba_preempt = to_bool(key, v);
+  else if (key == "pba_preempt_after") c.pba_preempt_after = to_int(key, v, 0);
+  else if (key == "pba_max_requeues") c.pba_max_requeues = to_int(key, v, 0);
+  else if (key == "pba_require_project") c.pba_require_project = to_bool(key, v);
+  else if (key == "preempt_mode") {
+    if (v != "requeue" && v != "suspend")
+      throw std::invalid_argument("preempt_mode: expected requeue or suspend, got '" + v + "'");
+    c.preempt_mode = v;
   } else if (key == "nci") c.nci = to_bool(key, v);
   else if (key == "nci_start_window") c.nci_start_window = to_int(key, v, 0);
   else if (key == "nci_require") {
@@ -117,8 +189,14 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
 }
 
 void load_config_file(const std::string& path, Config& cfg) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw std::runtime_error(path + ": cannot read config file: it is a directory");
   std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read config file");
+  if (!in)
+    throw std::runtime_error(path + ": cannot read config file: " + std::strerror(errno) +
+                             " (without --config, corrald reads " + kDefaultConfigFile +
+                             " if it exists; --no-config: built-in defaults)");
   std::string line;
   int no = 0;
   while (std::getline(in, line)) {
@@ -140,38 +218,53 @@ void load_config_file(const std::string& path, Config& cfg) {
 
 const char* const kUsage =
     "usage: corrald --standalone [options]\n"
+    "       corrald --export-topology FILE [options]\n"
     "  --standalone            run this node as a whole Corral (local scheduling)\n"
-    "  --config FILE           key = value settings (see corrald.conf.example); flags override\n"
+    "  --config FILE           key = value settings (see corrald.conf.example); flags override.\n"
+    "                          Without it /etc/corral/corrald.conf is read if it exists\n"
+    "  --no-config             do not read /etc/corral/corrald.conf: built-in defaults and flags\n"
+    "  --set KEY=VALUE         any config key (agent/CONFIG.md)\n"
     "  --state-dir DIR         journal of jobs (default /var/lib/corral)\n"
     "  --socket PATH           local command socket (default /run/corral/corrald.sock)\n"
     "  --pub ENDPOINT          ZeroMQ PUB endpoint for events, tcp:// or ipc://, or none\n"
+    "                          (default tcp://127.0.0.1:7461)\n"
     "  --foreground            stay in the foreground (the default; for systemd)\n"
     "  --daemon                detach once serving (log to <state-dir>/corrald.log)\n"
     "  --log FILE              append the log here instead of stderr\n"
     "  --cgroup-parent NAME    cgroup parent group (default corral)\n"
     "  --node-state-dir DIR    launcher records (default /run/corral/node)\n"
-    "  --jobfs-root DIR        job scratch directories\n"
-    "  --set KEY=VALUE         any config key\n";
+    "  --jobfs-root DIR        job scratch directories (default /var/tmp/corral/jobfs)\n"
+    "  --ckpt-root DIR         job checkpoint directories (default /var/tmp/corral/ckpt)\n"
+    "  --topology-xml FILE     stand in a recorded hwloc XML topology for this machine's\n"
+    "  --declare-cores N       stand in a declared node of N cores for this machine's\n"
+    "  --backfill POLICY       fcfs, easy (default), conservative, reserve or checkpoint\n"
+    "  --export-topology FILE  write the node's topology (discovered, or the stand-in above)\n"
+    "                          as hwloc XML to FILE (- for stdout) and exit\n"
+    "  -h, --help              this text\n";
 
-bool parse_args(int argc, char** argv, Config& cfg) {
-  // The config file first, so flags override it wherever they appear.
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--config") {
-      if (i + 1 >= argc) throw std::invalid_argument("--config needs a file");
-      load_config_file(argv[i + 1], cfg);
-    } else if (a.rfind("--config=", 0) == 0) {
-      load_config_file(a.substr(9), cfg);
-    }
-  }
-  static const std::pair<const char*, const char*> kFlagKeys[] = {
-      {"--state-dir", "state_dir"},         {"--socket", "socket"},
-      {"--pub", "pub"},                     {"--log", "log"},
-      {"--cgroup-parent", "cgroup_parent"}, {"--node-state-dir", "node_state_dir"},
-      {"--jobfs-root", "jobfs_root"},       {"--ckpt-root", "ckpt_root"},
-      {"--topology-xml", "topology_xml"},   {"--declare-cores", "declare_cores"},
-      {"--backfill", "backfill"},
+// The parser's table: every flag it accepts (kUsage lists each one: tests/agent/test_store.cpp).
+const FlagDef kFlags[] = {
+    {"--standalone", nullptr, nullptr},         {"--foreground", nullptr, nullptr},
+    {"--daemon", nullptr, nullptr},             {"--config", nullptr, "FILE"},
+    {"--no-config", nullptr, nullptr},          {"--set", nullptr, "KEY=VALUE"},
+    {"--export-topology", nullptr, "FILE"},     {"--help", nullptr, nullptr},
+    {"-h", nullptr, nullptr},
+    {"--state-dir", "state_dir", "DIR"},        {"--socket", "socket", "PATH"},
+    {"--pub", "pub", "ENDPOINT"},               {"--log", "log", "FILE"},
+    {"--cgroup-parent", "cgroup_parent", "NAME"}, {"--node-state-dir", "node_state_dir", "DIR"},
+    {"--jobfs-root", "jobfs_root", "DIR"},      {"--ckpt-root", "ckpt_root", "DIR"},
+    {"--topology-xml", "topology_xml", "FILE"}, {"--declare-cores", "declare_cores", "N"},
+    {"--backfill", "backfill", "POLICY"},
+};
+const std::size_t kFlagCount = sizeof kFlags / sizeof kFlags[0];
+
+bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_config) {
+  // Split "--flag=value"; every flag must be in kFlags.
+  struct Arg {
+    const FlagDef* def;
+    std::string value;
   };
+  std::vector<Arg> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], val;
     bool has_val = false;
@@ -180,35 +273,58 @@ bool parse_args(int argc, char** argv, Config& cfg) {
       a.resize(eq);
       has_val = true;
     }
-    auto value = [&]() -> std::string {
-      if (has_val) return val;
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
+    const FlagDef* def = nullptr;
+    for (std::size_t k = 0; k < kFlagCount && !def; ++k)
+      if (a == kFlags[k].flag) def = &kFlags[k];
+    if (!def) throw std::invalid_argument("unknown option '" + a + "' (see corrald --help)");
+    if (def->arg && !has_val) {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs " + (a == "--config" ? "a file" : "a value"));
+      val = argv[++i];
+    } else if (!def->arg && has_val) {
+      throw std::invalid_argument(a + " takes no value");
+    }
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return false;
     }
-    if (a == "--standalone") { cfg.standalone = true; continue; }
-    if (a == "--foreground") { cfg.foreground = true; continue; }
-    if (a == "--daemon") { cfg.foreground = false; continue; }
-    if (a == "--config") { value(); continue; }
-    if (a == "--set") {
-      std::string kv = value();
-      std::size_t eq = kv.find('=');
+    args.push_back({def, val});
+  }
+  // The config file first, so flags override it wherever they appear.
+  bool named = false, none = false;
+  for (const auto& [def, val] : args) {
+    if (std::string(def->flag) == "--config") {
+      load_config_file(val, cfg);
+      cfg.config_file = val;
+      named = true;
+    }
+    none |= std::string(def->flag) == "--no-config";
+  }
+  if (named && none) throw std::invalid_argument("give either --config FILE or --no-config, not both");
+  if (!named && !none && !default_config.empty()) {
+    // A fresh install has no config file: the built-in defaults (every value in
+    // corrald.conf.example) apply. Any other reason it cannot be read is an error.
+    struct stat st{};
+    if (::stat(default_config.c_str(), &st) == 0) {
+      load_config_file(default_config, cfg);
+      cfg.config_file = default_config;
+    } else if (errno != ENOENT) {
+      throw std::runtime_error(default_config + ": cannot read config file: " + std::strerror(errno));
+    }
+  }
+  for (const auto& [def, val] : args) {
+    std::string a = def->flag;
+    if (def->key) set_config_key(cfg, def->key, val);
+    else if (a == "--standalone") cfg.standalone = true;
+    else if (a == "--foreground") cfg.foreground = true;
+    else if (a == "--daemon") cfg.foreground = false;
+    else if (a == "--export-topology") {
+      if (val.empty()) throw std::invalid_argument("--export-topology needs a file (or - for stdout)");
+      cfg.export_topology = val;
+    } else if (a == "--set") {
+      std::size_t eq = val.find('=');
       if (eq == std::string::npos) throw std::invalid_argument("--set needs KEY=VALUE");
-      set_config_key(cfg, trim(kv.substr(0, eq)), trim(kv.substr(eq + 1)));
-      continue;
+      set_config_key(cfg, trim(val.substr(0, eq)), trim(val.substr(eq + 1)));
     }
-    bool known = false;
-    for (const auto& [flag, key] : kFlagKeys) {
-      if (a == flag) {
-        set_config_key(cfg, key, value());
-        known = true;
-        break;
-      }
-    }
-    if (!known) throw std::invalid_argument("unknown option '" + a + "' (see corrald --help)");
   }
   return true;
 }

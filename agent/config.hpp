@@ -3,6 +3,8 @@
 // agent/corrald.conf.example (the documented reference).
 #pragma once
 
+#include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,7 +50,47 @@ struct Config {
   // long must start, and starts within twice it (window_bound()); 0: the
   // window closes after NciConfig::window_cycles pending cycles instead.
   std::int64_t nci_start_window = 0;
+  // PBA (coordinator/pba, pba-synopsys-patent.txt): project allocations from a plan file
+  // (coordinator/pba/PLANFILE.md), pre-qualification, priority arithmetic, one-for-one preemption
+  // of normal jobs for an allocated job pending longer than pba_preempt_after.
+  bool pba = false;
+  std::string pba_plan;                       // required with pba = yes
+  bool pba_preempt = true;                    // PbaConfig::preempt
+  std::int64_t pba_preempt_after = 300;       // s pending before an allocated job may preempt
+  std::int64_t pba_max_requeues = 3;          // a job PBA preempted this often is not preempted again
+  bool pba_require_project = true;            // jobs without -P fail pre-qualification (lowest queue)
+  // How a job is stopped when a policy preempts it (Job::preempt): requeue (work lost, it waits
+  // again) or suspend (frozen, resumed when its cores are free).
+  std::string preempt_mode = "requeue";
+  // Cooperative checkpoint (issue 3: "signal the job (configurable, default SIGUSR1), give it a
+  // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
+  int checkpoint_signal = SIGUSR1;
+  int checkpoint_grace = 30;                  // s
+
+  // Not config keys: what the command line asked for.
+  std::string config_file;                    // the file read ("" = built-in defaults)
+  std::string export_topology;                // --export-topology FILE|-: write the XML and exit
 };
+
+// Read when no --config is given; a missing default file means the built-in defaults
+// (a fresh install has none), while a file named with --config must exist.
+inline constexpr const char* kDefaultConfigFile = "/etc/corral/corrald.conf";
+
+// A signal by name (USR1, SIGUSR1, usr2, RTMIN+2) or number. Throws std::invalid_argument for an
+// unknown name, a number out of range, and for KILL and STOP (a job cannot catch them).
+int parse_signal(const std::string& text);
+// "USR1", "RTMIN+2", or the number.
+std::string signal_name(int sig);
+
+// Every option corrald accepts, as its parser knows them: `key` is the config key the flag sets
+// (nullptr: handled by the parser itself); `arg` names its value (nullptr: takes none).
+struct FlagDef {
+  const char* flag;
+  const char* key;
+  const char* arg;
+};
+extern const FlagDef kFlags[];
+extern const std::size_t kFlagCount;
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
 // unknown key or a bad value.
@@ -58,9 +100,11 @@ void load_config_file(const std::string& path, Config& cfg);
 void set_config_key(Config& cfg, const std::string& key, const std::string& value);
 
 // Parses corrald's command line; --config is read first wherever it appears,
-// then flags override it. Throws std::invalid_argument with a usage hint.
+// then flags override it. Without --config (and without --no-config) the
+// default file is read if it exists. Throws std::invalid_argument with a usage
+// hint, std::runtime_error for an unreadable or bad config file.
 // Returns false when --help was printed.
-bool parse_args(int argc, char** argv, Config& cfg);
+bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_config = kDefaultConfigFile);
 
 extern const char* const kUsage;
 

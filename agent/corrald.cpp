@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 
 #include "agent/config.hpp"
 #include "agent/daemon.hpp"
+#include "agent/node/topology.hpp"
 
 using corral::agent::Config;
 
@@ -20,6 +22,32 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corrald: %s\n", e.what());
     return 2;
+  }
+  if (!cfg.export_topology.empty()) {
+    // For admins: record this node (or check a stand-in) as hwloc XML; load it back with
+    // topology_xml / --topology-xml (issue 3: "Export the topology as hwloc XML").
+    try {
+      std::string xml = corral::node::export_xml(corral::agent::agent_topology(cfg, ""));
+      if (cfg.export_topology == "-") {
+        std::fwrite(xml.data(), 1, xml.size(), stdout);
+        if (std::fflush(stdout) != 0) throw std::runtime_error(std::string("stdout: ") + std::strerror(errno));
+        return 0;
+      }
+      std::string tmp = cfg.export_topology + ".tmp";
+      std::FILE* f = std::fopen(tmp.c_str(), "w");
+      if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+      bool ok = std::fwrite(xml.data(), 1, xml.size(), f) == xml.size();
+      ok = (std::fclose(f) == 0) && ok;
+      if (!ok || std::rename(tmp.c_str(), cfg.export_topology.c_str()) != 0) {
+        std::string why = std::strerror(errno);
+        std::remove(tmp.c_str());
+        throw std::runtime_error("cannot write " + cfg.export_topology + ": " + why);
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "corrald: --export-topology: %s\n", e.what());
+      return 1;
+    }
   }
   if (!cfg.standalone) {
     std::fprintf(stderr,

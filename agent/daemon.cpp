@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "agent/node/launcher.hpp"
@@ -147,6 +149,15 @@ void log_line(const std::string& msg) {
   std::fflush(g_log);
 }
 
+node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
+  if (cfg.declare_cores > 0) {
+    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
+    return node::declared(1, cfg.declare_cores, mb);
+  }
+  if (!cfg.topology_xml.empty()) return node::load_xml(cfg.topology_xml);
+  return node::discover(jobfs_dir);
+}
+
 // -------------------------------------------------------------- clients --
 
 struct Daemon::Client {
@@ -177,6 +188,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     sched_.nci.window_wait = static_cast<Time>(cfg_.nci_start_window);
   }
 
+  preempt_mode_ = cfg_.preempt_mode == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
+  if (cfg_.pba) setup_pba();
+
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
   // Traversable, not listable: jobs (running as their users) read their own
   // script under scripts/; the journal itself is 0600.
@@ -186,16 +200,16 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            std::to_string(lr.entries) + " journal entries, next id " +
            std::to_string(store_->peek_next_id()));
   if (!lr.warning.empty()) log_line("warning: " + lr.warning);
+  log_line("config " + (cfg_.config_file.empty() ? std::string("(no file: built-in defaults and flags)") : cfg_.config_file) +
+           "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
+           std::to_string(cfg_.checkpoint_grace) + " s");
 
-  node::Topology topo;
-  if (cfg_.declare_cores > 0) {
-    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
-    topo = node::declared(1, cfg_.declare_cores, mb);
-  } else if (!cfg_.topology_xml.empty()) {
-    topo = node::load_xml(cfg_.topology_xml);
-  } else {
-    topo = node::discover(cfg_.jobfs_root);
-  }
+  // Issue 3: "CRIU only where `criu check` passes; never depend on it". Probed once, before the
+  // Launcher has children of its own to reap, and only reported: checkpoints stay cooperative.
+  criu_ = node::probe_criu();
+  log_line("criu: " + criu_.why + (criu_.found ? " (" + criu_.path + ")" : "") +
+           "; checkpoints are cooperative (checkpoint_signal), CRIU is not used");
+  node::Topology topo = agent_topology(cfg_, cfg_.jobfs_root);
   hostname_ = topo.hostname;
   if (hostname_.empty()) {
     char h[256] = {};
@@ -220,6 +234,8 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   for (const auto& [id, rec] : store_->jobs()) {
     if (rec.state == proto::state::kPending) pending_.insert(id);
     else if (!rec.ended()) active_.insert(id);
+    else if (sched_.pba.enabled && rec.end_reason == "completed" && !rec.spec.project.empty())
+      ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (ended jobs kept)
   }
   recover();
 
@@ -236,6 +252,47 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   setup_pub();
   setup_socket();
   store_->flush();
+}
+
+// pba = yes: the plan file (coordinator/pba/PLANFILE.md) as `corral sim --projects` reads it
+// (tools/corral/cmd_sim.cpp, sim::use_projects), with relative weeks (+N) counted from now.
+void Daemon::setup_pba() {
+  const std::string& path = cfg_.pba_plan;
+  if (path.empty())
+    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: coordinator/pba/PLANFILE.md)");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
+  std::ostringstream text;
+  text << f.rdbuf();
+  pba::PlanParseOptions po;
+  po.origin = static_cast<Time>(now());
+  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
+  if (!pr.ok()) {
+    std::string all;
+    for (const auto& e : pr.errors) all += (all.empty() ? "" : "; ") + e;
+    throw std::runtime_error("pba_plan " + path + ": " + all);
+  }
+  if (pr.plan.projects.empty()) throw std::runtime_error("pba_plan " + path + ": no project declared");
+  if (!pr.plan.queues.empty() || !pr.plan.grants.empty())
+    log_line("pba_plan " + path + ": its queue and grant lines are not used here (queues come from `queues`)");
+  PbaConfig& p = sched_.pba;
+  p.enabled = true;
+  p.plan = std::move(pr.plan);
+  p.preempt = cfg_.pba_preempt;
+  p.preempt_after = static_cast<Time>(cfg_.pba_preempt_after);
+  p.max_requeues = static_cast<int>(cfg_.pba_max_requeues);
+  p.require_project_tag = cfg_.pba_require_project;
+  if (cfg_.nci) {  // as sim::use_projects: NCI resumes, and holds suspended jobs' cores
+    p.resume_suspended = false;
+    p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
+  }
+  sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
+  int allocated = 0;
+  for (const auto& pd : p.plan.projects) allocated += p.plan.allocated_slots(pd.name, po.origin);
+  log_line("PBA: plan " + path + ": " + std::to_string(p.plan.projects.size()) + " project(s), " +
+           std::to_string(allocated) + " slot(s) allocated this week; preemption " +
+           (p.preempt ? "after " + std::to_string(p.preempt_after) + " s pending, by " + cfg_.preempt_mode
+                      : std::string("off")));
 }
 
 Daemon::~Daemon() {
@@ -829,6 +886,8 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   n.agent_pid = static_cast<std::uint32_t>(::getpid());
   n.agent_uptime = mono_now() - boot_mono_;
   n.version = "0.1.0";
+  n.criu_available = criu_.available;
+  n.criu_why = criu_.why;
   return rep;
 }
 
@@ -841,6 +900,16 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     qq.name = q.name;
     qq.priority = q.priority;
     out.push_back(std::move(qq));
+  }
+  // PBA's pre-qualification demotes to this queue: below every other one, unless configured
+  // (as project_queues() does for corral sim, coordinator/sim/sim.cpp).
+  if (sched_.pba.enabled && !nci_find_queue(out, sched_.pba.lowest_queue)) {
+    Queue q;
+    q.name = sched_.pba.lowest_queue;
+    q.priority = 0;
+    for (const Queue& o : out) q.priority = std::min(q.priority, o.priority);
+    q.priority -= 1;
+    out.push_back(std::move(q));
   }
   return out;
 }
@@ -859,8 +928,9 @@ void refresh(Job& j, const JobRecord& r) {
   j.work_done = r.work_done;
   j.first_start = static_cast<Time>(r.first_start);
 }
-Job to_job(const JobRecord& r) {
+Job to_job(const JobRecord& r, PreemptMode mode) {
   Job j;
+  j.preempt = mode;  // preempt_mode: how a policy stops it (PBA's requeue or suspend)
   j.id = r.id;
   j.name = r.spec.name;
   j.user = r.user;
@@ -894,7 +964,7 @@ void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
   for (auto id : active_) {
     const JobRecord& r = store_->jobs().at(id);
     RunningJob rj;
-    rj.job = to_job(r);
+    rj.job = to_job(r, preempt_mode_);
     rj.start = static_cast<Time>(r.start_time);
     // No walltime: plan as if it ran for a year (it holds its cores).
     // Suspended time does not count against the walltime (nci-pbs-policy.txt).
@@ -917,7 +987,7 @@ Snapshot Daemon::snapshot(Time t) const {
   for (auto id : pending_) {
     auto it = store_->jobs().find(id);
     if (it == store_->jobs().end()) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
-    s.pending.push_back(to_job(it->second));
+    s.pending.push_back(to_job(it->second, preempt_mode_));
   }
   return s;
 }
@@ -949,10 +1019,10 @@ const Snapshot& Daemon::pass_snapshot(Time t) {
     const JobRecord* rec = store_->find(id);
     if (!rec) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
     if (w < r) {  // reuse a dropped entry's place
-      v[w] = to_job(*rec);
+      v[w] = to_job(*rec, preempt_mode_);
       snap_recs_[w] = rec;
     } else {
-      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec));
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec, preempt_mode_));
       snap_recs_.insert(snap_recs_.begin() + static_cast<std::ptrdiff_t>(w), rec);
       ++r;
     }
@@ -1129,7 +1199,12 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;
-  ls.restart = rec.requeues > 0 && rec.work_done > 0;
+  ls.ckpt_signal = cfg_.checkpoint_signal;  // checkpoint_signal / checkpoint_grace (CONFIG.md)
+  ls.ckpt_grace_s = cfg_.checkpoint_grace;
+  // A restart when a checkpoint was taken, not when whole seconds of work were counted (a job
+  // checkpointed within 1 s of its start would lose its checkpoint dir). work_done > 0 covers
+  // journals written before `checkpoints` existed.
+  ls.restart = rec.checkpoints > 0 || rec.work_done > 0;
   double t_launch = mono_now();
   std::string err = launcher_->start(ls);
   if (trace_on()) log_line("trace: launcher.start " + std::to_string((mono_now() - t_launch) * 1000) + " ms");
@@ -1207,19 +1282,25 @@ void Daemon::on_end(const node::JobEnd& e) {
     log_line("launcher: end of unknown job " + std::to_string(e.id) + " ignored");
     return;
   }
+  // Who asked for the requeue or checkpoint (on_control, apply: "requeue requested by root", a
+  // policy's reason) stays in the run's comment, with what the launcher saw.
+  const std::string asked = rec->requeue_requested ? rec->comment : "";
   if (e.reason == node::EndReason::Preempted) {
-    requeue(*rec, "requeued" + (e.message.empty() ? "" : ": " + e.message), false);
+    requeue(*rec, "requeued: " + (asked.empty() ? e.message : asked), false, e.exit_code);
   } else if (e.reason == node::EndReason::Checkpointed) {
-    requeue(*rec, "checkpointed" + (e.message.empty() ? "" : ": " + e.message), true);
+    std::string saw = e.message.rfind("checkpointed: ", 0) == 0 ? e.message.substr(14) : e.message;
+    requeue(*rec, "checkpointed: " + (asked.empty() ? "" : asked + "; ") + saw, true, e.exit_code);
   } else {
     finish(*rec, reason_name(e.reason), e.exit_code, e.message);
   }
 }
 
-void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
+void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
   double t = now();
+  rec.runs.push_back(proto::RunInfo{rec.start_time, t, "preempted", exit_code, why});
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
+  if (keep_work) rec.checkpoints += 1;
   close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kPending);
@@ -1238,11 +1319,17 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work) {
   ev.job = rec.id;
   ev.user = rec.user;
   ev.reason = why;
+  ev.end_reason = rec.runs.back().end_reason;
+  ev.exit_code = exit_code;
+  ev.run = static_cast<std::int32_t>(rec.runs.size());
+  ev.start_time = rec.runs.back().start;
   publish(ev);
 }
 
 void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
   double t = now();
+  const bool ran = active_.count(rec.id) > 0;  // else it ends before any run (cancel, reject, launch)
+  if (ran) rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
   close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kEnded);
@@ -1263,6 +1350,8 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   pending_.erase(rec.id);
   active_.erase(rec.id);
   remove_script(rec.id);
+  if (sched_.pba.enabled && reason == "completed" && !rec.spec.project.empty())
+    ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (pba.hpp contract)
   dirty_ = true;
   // Queue drained: hand the memory of a burst (scripts, environments, the kept pass snapshot)
   // back. (finish() runs after the pass's schedule() has returned: snap_ is not in use.)
@@ -1279,7 +1368,12 @@ void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, co
   e.job = rec.id;
   e.user = rec.user;
   e.reason = reason;
+  e.end_reason = reason;
   e.exit_code = exit_code;
+  if (ran) {
+    e.run = static_cast<std::int32_t>(rec.runs.size());
+    e.start_time = rec.start_time;
+  }
   e.cores = rec.cores;
   e.cpu_seconds = rec.cpu_seconds;
   e.rss_mb = rec.rss_mb;
@@ -1435,6 +1529,9 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.stdout_path = r.spec.stdout_path;
   j.stderr_path = r.spec.stderr_path;
   j.comment = r.comment;
+  j.runs = r.runs;
+  if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
+    j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run
   return j;
 }
 

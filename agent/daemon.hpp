@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "agent/config.hpp"
+#include "agent/node/criu.hpp"
 #include "agent/node/owner.hpp"
 #include "agent/store.hpp"
 #include "coordinator/model.hpp"
@@ -35,6 +36,7 @@
 
 namespace corral::node {
 class Launcher;
+struct Topology;
 struct JobEnd;
 }  // namespace corral::node
 
@@ -108,6 +110,7 @@ class Daemon {
 
  private:
   void setup_socket();
+  void setup_pba();
   void setup_pub();
   void recover();
   void accept_clients();
@@ -130,7 +133,8 @@ class Daemon {
   void snapshot_fixed(Snapshot& s, Time t) const;  // everything but the pending jobs
   const Snapshot& pass_snapshot(Time t);
   void finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg);
-  void requeue(JobRecord& rec, const std::string& why, bool keep_work);
+  // A running job back to pending: its run ends "preempted" (issue 3: every end records why).
+  void requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code = -1);
   void notify_waiters(const JobRecord& rec);
   void heartbeat();
   void sample_usage(bool publish);
@@ -144,6 +148,7 @@ class Daemon {
 
   Config cfg_;
   SchedConfig sched_;
+  PreemptMode preempt_mode_ = PreemptMode::Requeue;  // preempt_mode, for every job
   std::unique_ptr<Store> store_;
   std::unique_ptr<node::Launcher> launcher_;
   IdSet pending_;                     // ids, submit order
@@ -161,6 +166,7 @@ class Daemon {
   bool dirty_ = true;                 // schedule at the next iteration
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   bool stop_ = false;
+  node::CriuProbe criu_;              // `criu check` at start (reported; never used)
   node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
   std::uint64_t passes_ = 0;
   // The pass's Snapshot, kept between passes: its pending jobs follow pending_ (new ones
@@ -178,6 +184,11 @@ class Daemon {
   std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
 };
+
+// The node as corrald sees it: the declared shape (declare_cores), the recorded XML
+// (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
+// none). --export-topology writes this.
+node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir);
 
 // Log one line to the daemon log ("2026-01-02T03:04:05.678Z corrald: ...").
 void log_line(const std::string& msg);

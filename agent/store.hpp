@@ -56,11 +56,19 @@ struct JobRecord {
   double suspended_seconds = 0;
   double suspended_since = 0;
   bool held = false;
+  // Times the job was checkpointed (its checkpoint dir kept). Every later start is a restart
+  // (CORRAL_RESTART=1), however short the run before it was. Added after the journal format
+  // shipped: older journals lack it (map keys: a missing one keeps its default).
+  std::int32_t checkpoints = 0;
+  // Runs that ended, oldest first (the current run is start_time..now). A run stopped to requeue
+  // the job (requeue, checkpoint, preemption, lost at a restart) ends "preempted". Added after the
+  // journal format shipped: older journals have none.
+  std::vector<proto::RunInfo> runs;
   MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
-                     held, pba_preemptions)
+                     held, pba_preemptions, checkpoints, runs)
 
   bool ended() const { return state == proto::state::kEnded; }
 };

@@ -66,6 +66,18 @@ struct JobSpec {
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max)
 };
 
+// One run of a job: from a start to the end of its processes. A job runs more than once when a
+// requeue, a checkpoint or a preemption stops a run (its end_reason is then "preempted") and puts
+// the job back in the queue.
+struct RunInfo {
+  double start = 0;              // epoch seconds
+  double end = 0;                // 0: still running
+  std::string end_reason;        // empty while running; completed | failed | ... | preempted
+  std::int32_t exit_code = -1;   // the run's exit status when known
+  std::string comment;           // why it ended (e.g. "checkpointed: exited after the checkpoint signal")
+  MSGPACK_DEFINE_MAP(start, end, end_reason, exit_code, comment)
+};
+
 // A job as shown to users (stat, wait, node) and carried in events.
 struct JobInfo {
   std::uint64_t id = 0;
@@ -100,10 +112,13 @@ struct JobInfo {
   std::int32_t slots_max = 0;
   std::int32_t slots = 0;
   double suspended_seconds = 0;
+  // Every run, oldest first, the current one last (end 0). Added after version 1 (older peers
+  // omit or ignore it). The job's own exit_code / end_reason are its last run's once it ended.
+  std::vector<RunInfo> runs;
   MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
                      cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
-                     slots_min, slots_max, slots, suspended_seconds)
+                     slots_min, slots_max, slots, suspended_seconds, runs)
 };
 
 // Node-local status: works without any mesh.
@@ -122,8 +137,13 @@ struct NodeStatus {
   std::uint32_t agent_pid = 0;
   double agent_uptime = 0;       // seconds
   std::string version;
+  // `criu check` at agent start (added after version 1): whether it passed, and what was found.
+  // Checkpoints are cooperative either way (checkpoint_signal); CRIU is never used.
+  bool criu_available = false;
+  std::string criu_why;
   MSGPACK_DEFINE_MAP(node, mode, topology, cores, numa_nodes, mem_mb, slots_total, slots_used,
-                     pending, running, recent, agent_pid, agent_uptime, version)
+                     pending, running, recent, agent_pid, agent_uptime, version, criu_available,
+                     criu_why)
 };
 
 // ------------------------------------------------------ socket requests --
@@ -214,8 +234,15 @@ struct Event {
   std::int32_t pending = 0;
   std::int32_t slots_used = 0;
   std::int32_t slots_total = 0;
+  // ended and requeued (added after version 1): the end of run number `run` (1-based) and its
+  // reason: "preempted" for a requeued event (the run was stopped, the job waits again), the
+  // job's end reason for an ended one; `start_time` is when that run started.
+  std::string end_reason;
+  std::int32_t run = 0;
+  double start_time = 0;
   MSGPACK_DEFINE_MAP(seq, time, node, boot, kind, job, user, reason, exit_code, cores, cpu_seconds,
-                     rss_mb, submit_time, running, suspended, pending, slots_used, slots_total)
+                     rss_mb, submit_time, running, suspended, pending, slots_used, slots_total,
+                     end_reason, run, start_time)
 };
 
 // ------------------------------------------------------------ envelope --

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -148,13 +149,18 @@ Topology load_xml(const std::string& path, std::int64_t mem_mb_override) {
   out.hostname = host ? host : std::filesystem::path(path).stem().string();
   fill_from_hwloc(h.t, out);
   if (out.cores.empty()) throw std::runtime_error("topology XML " + path + ": no cores or PUs in it");
-  out.mem_mb = mem_mb_override > 0 ? mem_mb_override : static_cast<std::int64_t>(root->total_memory >> 20);
+  out.mem_mb = static_cast<std::int64_t>(root->total_memory >> 20);
+  if (const char* mb = hwloc_obj_get_info_by_name(root, "CorralMemMB")) {  // written by export_xml()
+    char* end = nullptr;
+    long long v = std::strtoll(mb, &end, 10);
+    if (end && *end == '\0' && v > 0) out.mem_mb = v;
+  }
+  if (mem_mb_override > 0) out.mem_mb = mem_mb_override;
   return out;
 }
 
-std::string export_xml() {
-  TopoHandle h;
-  if (hwloc_topology_load(h.t) != 0) throw std::runtime_error("hwloc: cannot discover this machine");
+namespace {
+std::string xml_of(TopoHandle& h) {
   char* buf = nullptr;
   int len = 0;
   if (hwloc_topology_export_xmlbuffer(h.t, &buf, &len, 0) != 0 || !buf)
@@ -162,6 +168,43 @@ std::string export_xml() {
   std::string xml(buf, len > 0 ? static_cast<std::size_t>(len - 1) : 0);  // len counts the NUL
   hwloc_free_xmlbuffer(h.t, buf);
   return xml;
+}
+}  // namespace
+
+std::string export_xml() {
+  TopoHandle h;
+  if (hwloc_topology_load(h.t) != 0) throw std::runtime_error("hwloc: cannot discover this machine");
+  return xml_of(h);
+}
+
+std::string export_xml(const Topology& topo) {
+  TopoHandle h;
+  if (topo.source.rfind("xml:", 0) == 0) {
+    std::string path = topo.source.substr(4);
+    if (hwloc_topology_set_xml(h.t, path.c_str()) != 0)
+      throw std::runtime_error("topology XML " + path + ": hwloc cannot read it: " + std::strerror(errno));
+  } else if (topo.source == "declared") {
+    // The declared shape as an hwloc synthetic description (same numbering as declared()).
+    const int ncores = static_cast<int>(topo.cores.size());
+    const int packages = std::max(1, topo.packages), numa = std::max(1, topo.numa_nodes);
+    if (ncores == 0 || ncores % numa != 0 || numa % packages != 0 || topo.pus % ncores != 0)
+      throw std::runtime_error("declared topology: its shape cannot be written as hwloc XML");
+    std::string synth = "pack:" + std::to_string(packages) + " numa:" + std::to_string(numa / packages) +
+                        "(memory=" + std::to_string((topo.mem_mb << 20) / numa) + ") core:" +
+                        std::to_string(ncores / numa) + " pu:" + std::to_string(topo.pus / ncores);
+    if (hwloc_topology_set_synthetic(h.t, synth.c_str()) != 0)
+      throw std::runtime_error("declared topology: hwloc refuses the shape '" + synth + "'");
+  } else if (!topo.real()) {
+    throw std::runtime_error("topology of unknown source '" + topo.source + "': cannot export it");
+  }
+  if (hwloc_topology_load(h.t) != 0) throw std::runtime_error("hwloc: cannot load the topology to export it");
+  hwloc_obj_t root = hwloc_get_root_obj(h.t);
+  if (!hwloc_obj_get_info_by_name(root, "HostName") && !topo.hostname.empty())
+    hwloc_obj_add_info(root, "HostName", topo.hostname.c_str());
+  // The memory Corral counts (the kernel's MemTotal for a discovered node: hwloc's NUMA memory
+  // may be far below it on VMs); load_xml() takes it from here.
+  if (topo.mem_mb > 0) hwloc_obj_add_info(root, "CorralMemMB", std::to_string(topo.mem_mb).c_str());
+  return xml_of(h);
 }
 
 Topology declared(int packages, int cores_per_package, std::int64_t mem_mb, int numa_per_package,

@@ -46,6 +46,10 @@ Topology load_xml(const std::string& path, std::int64_t mem_mb_override = 0);
 
 // This machine as hwloc XML (what `lstopo --of xml` prints).
 std::string export_xml();
+// `topo` as hwloc XML, for load_xml(): the machine (source "hwloc"), the recorded XML it was
+// loaded from, or the declared shape (hwloc synthetic). The root object carries HostName and
+// CorralMemMB (the memory Corral counts; load_xml() reads it back).
+std::string export_xml(const Topology& topo);
 
 // A declared shape: packages x cores_per_package, numa_per_package NUMA nodes per package,
 // threads_per_core hardware threads per core. Cores/PUs are numbered densely.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent/node/cgroup.hpp"
+#include "tests/skip.hpp"
 
 namespace harness {
 
@@ -103,6 +105,11 @@ inline Result run(std::vector<std::string> argv, int uid = -1, const std::string
   return r;
 }
 
+inline std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 // A temp dir every test user can enter (the socket lives in it).
 inline std::string make_tmpdir(const std::string& tag) {
   std::string t = "/tmp/corral-" + tag + "-XXXXXX";
@@ -117,6 +124,7 @@ inline std::string make_tmpdir(const std::string& tag) {
 struct Agent {
   std::string dir, socket, pub, cgparent;
   std::vector<std::string> extra;
+  std::vector<std::string> env;  // KEY=VALUE set in corrald's environment (e.g. PATH)
   pid_t pid = -1;
 
   explicit Agent(const std::string& tag, std::vector<std::string> more = {}) : extra(std::move(more)) {
@@ -142,7 +150,7 @@ struct Agent {
 
   void start() {
     std::vector<std::string> argv = {env_or("CORRALD", "build/agent/corrald"), "--standalone",
-                                     "--foreground", "--state-dir", dir + "/state", "--socket",
+                                     "--no-config", "--foreground", "--state-dir", dir + "/state", "--socket",
                                      socket, "--pub", pub, "--cgroup-parent", cgparent,
                                      "--node-state-dir", dir + "/node", "--jobfs-root",
                                      dir + "/jobfs", "--ckpt-root", dir + "/ckpt", "--log",
@@ -151,13 +159,14 @@ struct Agent {
     pid = ::fork();
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
+      for (auto& e : env) ::putenv(e.data());
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(s.data());
       a.push_back(nullptr);
       ::execv(a[0], a.data());
       _exit(127);
     }
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 1000; ++i) {
       if (cli({"node"}).rc == 0) return;
       int st;
       if (::waitpid(pid, &st, WNOHANG) == pid) {
@@ -192,6 +201,59 @@ struct Agent {
   std::string log() const { return slurp(dir + "/corrald.log"); }
 };
 
+// Children of `parent` (from /proc/*/stat), e.g. corrald's shepherd server.
+inline std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string st = slurp("/proc/" + name + "/stat");
+    std::size_t rp = st.rfind(')');
+    if (rp == std::string::npos) continue;
+    std::istringstream in(st.substr(rp + 2));
+    char state;
+    long ppid = 0;
+    in >> state >> ppid;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// Alive and not a zombie.
+inline bool alive(pid_t pid) {
+  std::string st = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t rp = st.rfind(')');
+  return rp != std::string::npos && rp + 2 < st.size() && st[rp + 2] != 'Z';
+}
+
+// What a test's agent left behind, or "" (waits up to `ms` for the agent to tidy): slot groups
+// under its cgroup parent in any v1 controller, processes in those groups, and any process of
+// `gone` (e.g. the shepherd server of an agent killed with SIGKILL, which must leave once its
+// last job is reaped) still running.
+inline std::string leftovers(const Agent& a, const std::vector<pid_t>& gone = {}, int ms = 10000) {
+  std::string what;
+  for (int t = 0; t <= ms; t += 50) {
+    what.clear();
+    for (const char* c : {"cpuset", "memory", "freezer", "cpuacct"}) {
+      std::string dir = std::string("/sys/fs/cgroup/") + c + "/" + a.cgparent;
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.is_directory()) what += "cgroup " + std::string(c) + "/" + a.cgparent + "/" + e.path().filename().string() + "; ";
+    }
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (slurp("/proc/" + name + "/cgroup").find(":/" + a.cgparent + "/") != std::string::npos)
+        what += "process " + name + " (" + trim(slurp("/proc/" + name + "/comm")) + ") in " + a.cgparent + "; ";
+    }
+    for (pid_t p : gone)
+      if (alive(p)) what += "process " + std::to_string(p) + " (" + trim(slurp("/proc/" + std::to_string(p) + "/comm")) + ") still running; ";
+    if (what.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return what;
+}
+
 // Whether the end-to-end tests can run here; else why not.
 inline bool can_run(std::string* why) {
   if (::geteuid() != 0) {
@@ -215,9 +277,19 @@ inline std::string json_field(const std::string& js, const std::string& key) {
   return js.substr(p, e - p);
 }
 
-inline std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+// The objects of the "runs" array of a `corral stat --json` job (flat objects, no '}' in them).
+inline std::vector<std::string> runs_of(const std::string& js) {
+  std::vector<std::string> out;
+  std::size_t p = js.find("\"runs\":[");
+  if (p == std::string::npos) return out;
+  for (p += 8; p < js.size() && js[p] == '{';) {
+    std::size_t e = js.find('}', p);
+    if (e == std::string::npos) break;
+    out.push_back(js.substr(p, e - p + 1));
+    p = e + 1;
+    if (p < js.size() && js[p] == ',') ++p;
+  }
+  return out;
 }
 
 // `corral stat ID --json`, required to succeed.
@@ -250,12 +322,14 @@ inline std::string wait_file(const std::string& path, int ms = 10000) {
 }  // namespace harness
 
 // Returns from the test case with a printed reason where corrald cannot run
-// (not root, no cgroups).
+// (not root, no cgroups), and counts it as skipped (the suite is SKIP, exit 77, when every case
+// skipped: tests/catch_main.cpp).
 #define SKIP_UNLESS_ROOT()                                      \
   do {                                                          \
     std::string why;                                            \
     if (!harness::can_run(&why)) {                              \
       WARN("skipped: " << why);                                 \
+      corral_test::skip(why);                                   \
       return;                                                   \
     }                                                           \
   } while (0)

@@ -9,7 +9,9 @@
 //   - Admin suspend / resume / requeue / checkpoint (root or owner).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "harness.hpp"
 
@@ -89,6 +91,8 @@ TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 
   CHECK(json_field(node.out, "slots_used") == "2");
 
   // The grant and the range survive a restart (journal) while the job runs.
+  auto old_server = harness::children_of(a.pid);
+  REQUIRE(old_server.size() == 1);
   a.stop(SIGKILL);
   a.start();
   js = stat_json(a, nid);
@@ -97,6 +101,9 @@ TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 
   CHECK(json_field(js, "pe") == "smp");
   CHECK(json_field(js, "slots_max") == "2");
   REQUIRE(a.cli({"cancel", bid, nid}).rc == 0);
+  CHECK(wait_state(a, bid, "ended") == "ended");
+  CHECK(wait_state(a, nid, "ended") == "ended");
+  CHECK(harness::leftovers(a, old_server) == "");  // before the harness sweeps
 
   // Bad ranges and -pe with ncpus are refused before anything is queued.
   auto both = a.submit({"-pe", "smp", "2", "-l", "ncpus=2", "--wrap", "true"});
@@ -217,8 +224,6 @@ TEST_CASE("admin suspend/resume (root), requeue and checkpoint (owner or root)",
   // Checkpoint: the job gets its signal, stops, and restarts with CORRAL_RESTART=1.
   for (int i = 0; i < 250 && harness::slurp(a.dir + "/work/mine.runs").size() < 12; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  // Work is kept in whole seconds: let it run for more than one.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto ck = a.cli({"checkpoint", id});
   CHECK(ck.rc == 0);
   for (int i = 0; i < 500; ++i) {
@@ -274,4 +279,257 @@ TEST_CASE("NCI start window through corrald: an overdue job suspends the one hol
   CHECK(wait_state(a, hog, "running") == "running");
   CHECK(freezer_state(pid) == "THAWED");
   REQUIRE(a.cli({"cancel", hog}).rc == 0);
+}
+
+// checkpoint_signal / checkpoint_grace (agent/CONFIG.md): corrald sends the configured signal, a
+// job that traps it writes its checkpoint dir and the restart sees it; a job that ignores it is
+// stopped once the configured grace is over (not the default 30 s).
+TEST_CASE("checkpoint_signal and checkpoint_grace from corrald's config", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("cksig", {"--set", "declare_cores=2", "--set", "poll_interval=0.2", "--set",
+                    "checkpoint_signal=USR2", "--set", "checkpoint_grace=2"});
+  a.start();
+  // Traps USR2 only: the default USR1 would kill it without a checkpoint written.
+  auto s = a.submit({"-N", "trap", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > trap.seen; exit 0; fi; "
+                     "trap 'echo saved-$CORRAL_JOBID > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR2; "
+                     "echo $$ > trap.pid; while :; do sleep 0.1; done"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(!trim(wait_file(a.dir + "/work/trap.pid")).empty());
+  auto ck = a.cli({"checkpoint", id});
+  INFO(ck.err);
+  REQUIRE(ck.rc == 0);
+  INFO(a.log());
+  CHECK(wait_state(a, id, "ended", 15000) == "ended");  // bounded: a restart that missed its checkpoint loops
+  CHECK(harness::slurp(a.dir + "/work/trap.seen") == "saved-" + id + "\n");
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "requeues") == "1");
+  CHECK(json_field(js, "end_reason") == "completed");
+  if (json_field(js, "state") != "ended") a.cli({"cancel", id});
+
+  // Ignores the signal: stopped after the 2 s grace, then queued again.
+  auto g = a.submit({"-N", "deaf", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "trap '' USR2; echo $$ > deaf.pid; sleep 300"}, kNobody);
+  REQUIRE(g.rc == 0);
+  std::string gid = trim(g.out);
+  REQUIRE(!trim(wait_file(a.dir + "/work/deaf.pid")).empty());
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(a.cli({"checkpoint", gid}).rc == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  CHECK(json_field(stat_json(a, gid), "requeues") == "0");  // still in its grace
+  for (int i = 0; i < 500 && json_field(stat_json(a, gid), "requeues") != "1"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(json_field(stat_json(a, gid), "requeues") == "1");
+  CHECK(took >= 1.9);
+  CHECK(took < 8.0);  // the grace (2 s) plus slack; the default would be 30 s
+  CHECK(a.log().find("did not exit within the 2 s grace after signal 12") != std::string::npos);
+  REQUIRE(a.cli({"cancel", gid}).rc == 0);
+  a.cli({"wait", gid});
+
+  // A bad value stops corrald at start with the key and why.
+  auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone", "--no-config",
+                           "--set", "checkpoint_signal=KILL"});
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("checkpoint_signal: signal KILL cannot be caught") != std::string::npos);
+}
+
+// A checkpoint right after the start (well under 1 s of work) is still a checkpoint: the restart
+// gets CORRAL_RESTART=1 and the checkpoint dir the job wrote (the restart flag once counted whole
+// seconds of work, so such a job lost its checkpoint and started from scratch).
+TEST_CASE("a job checkpointed at once restarts with CORRAL_RESTART=1 and its checkpoint", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("cknow", {"--set", "declare_cores=1", "--set", "poll_interval=0.2"});
+  a.start();
+  auto s = a.submit({"-N", "now", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "echo run-$CORRAL_RESTART >> now.runs; "
+                     "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > now.seen; exit 0; fi; "
+                     "trap 'echo kept > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; "
+                     "echo $$ > now.pid; while :; do sleep 0.1; done"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  REQUIRE(!trim(wait_file(a.dir + "/work/now.pid")).empty());
+  REQUIRE(a.cli({"checkpoint", id}).rc == 0);  // no sleep: well within the first second
+  INFO(a.log());
+  CHECK(wait_state(a, id, "ended", 15000) == "ended");
+  std::string js = stat_json(a, id);
+  CHECK(json_field(js, "requeues") == "1");
+  CHECK(json_field(js, "end_reason") == "completed");
+  CHECK(harness::slurp(a.dir + "/work/now.runs") == "run-0\nrun-1\n");
+  CHECK(harness::slurp(a.dir + "/work/now.seen") == "kept\n");
+  if (json_field(js, "state") != "ended") a.cli({"cancel", id});
+}
+
+// Every end records why, runs stopped to requeue the job too (issue 3: "... cancelled,
+// preempted"): `corral stat --json` lists each run with its start, end and end_reason; a requeue
+// and a checkpoint each end one run "preempted"; the job's id, state, exit_code and end_reason
+// keep their meaning (its own end).
+TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; the job's own fields are its end", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("runs", {"--set", "declare_cores=1", "--set", "poll_interval=0.2"});
+  a.start();
+  auto s = a.submit({"-N", "thrice", "-l", "ncpus=1,walltime=600", "--wrap",
+                     "echo run >> thrice.runs; if [ \"$CORRAL_RESTART\" = 1 ]; then exit 4; fi; "
+                     "trap 'exit 0' USR1; while :; do sleep 0.1; done"},
+                    kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  std::string id = trim(s.out);
+  auto runs_written = [&](std::size_t n) {
+    for (int i = 0; i < 500; ++i) {
+      std::string r = harness::slurp(a.dir + "/work/thrice.runs");
+      if (static_cast<std::size_t>(std::count(r.begin(), r.end(), '\n')) >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  REQUIRE(runs_written(1));
+  std::string js = stat_json(a, id);
+  auto runs = harness::runs_of(js);
+  REQUIRE(runs.size() == 1);  // the current run
+  CHECK(json_field(runs[0], "end") == "null");
+  CHECK(json_field(runs[0], "end_reason") == "null");
+  CHECK(json_field(runs[0], "start") == json_field(js, "start_time"));
+
+  REQUIRE(a.cli({"requeue", id}).rc == 0);
+  REQUIRE(runs_written(2));
+  js = stat_json(a, id);
+  CHECK(json_field(js, "state") == "running");
+  CHECK(json_field(js, "end_reason") == "null");  // the job has not ended
+  CHECK(json_field(js, "exit_code") == "null");
+  runs = harness::runs_of(js);
+  REQUIRE(runs.size() == 2);
+  CHECK(json_field(runs[0], "end_reason") == "preempted");
+  CHECK(json_field(runs[0], "comment").find("requeued") != std::string::npos);
+  CHECK(json_field(runs[1], "end") == "null");
+
+  REQUIRE(a.cli({"checkpoint", id}).rc == 0);
+  CHECK(wait_state(a, id, "ended", 15000) == "ended");
+  js = stat_json(a, id);
+  CHECK(json_field(js, "id") == id);
+  CHECK(json_field(js, "state") == "ended");
+  CHECK(json_field(js, "end_reason") == "failed");  // the last run's end: exit 4
+  CHECK(json_field(js, "exit_code") == "4");
+  CHECK(json_field(js, "requeues") == "2");
+  runs = harness::runs_of(js);
+  INFO(js);
+  REQUIRE(runs.size() == 3);
+  CHECK(json_field(runs[0], "end_reason") == "preempted");
+  CHECK(json_field(runs[1], "end_reason") == "preempted");
+  CHECK(json_field(runs[1], "comment").find("checkpointed") != std::string::npos);
+  CHECK(json_field(runs[1], "exit_code") == "0");  // it trapped the signal and exited 0
+  CHECK(json_field(runs[2], "end_reason") == "failed");
+  CHECK(json_field(runs[2], "exit_code") == "4");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    double st = num(json_field(runs[i], "start")), en = num(json_field(runs[i], "end"));
+    CHECK(st > 0);
+    CHECK(en >= st);
+    if (i + 1 < runs.size()) CHECK(num(json_field(runs[i + 1], "start")) >= en);
+  }
+  CHECK(json_field(runs[2], "end") == json_field(js, "end_time"));
+
+  // A job cancelled before it ever started has no run.
+  auto blk = a.submit({"-l", "ncpus=1", "--wrap", "sleep 30"});
+  auto p = a.submit({"-l", "ncpus=1", "--wrap", "true"});
+  REQUIRE(a.cli({"cancel", trim(p.out)}).rc == 0);
+  CHECK(harness::runs_of(stat_json(a, trim(p.out))).empty());
+  CHECK(json_field(stat_json(a, trim(p.out)), "end_reason") == "cancelled");
+  a.cli({"cancel", trim(blk.out)});
+}
+
+// PBA from corrald's config (pba, pba_plan, pba_preempt_after, preempt_mode; agent/CONFIG.md):
+// a project job within its allocation that waits longer than pba_preempt_after takes the cores
+// of a job of no project (pba-synopsys-patent.txt: "free up one over-subscribed job slot for
+// each under-subscribed job that has been pending for more than a configurable time period"),
+// which is requeued (its run ends preempted) or, with preempt_mode = suspend, frozen and resumed
+// once the project job is done.
+TEST_CASE("PBA through corrald: a project job within its allocation preempts a job of no project", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  std::string plan = harness::make_tmpdir("pbaplan") + "/projects.plan";
+  std::ofstream(plan) << "# the test's plan\nproject chip\nmember chip root\nalloc chip +0 2\n";
+  for (std::string mode : {"requeue", "suspend"}) {
+    INFO("preempt_mode " << mode);
+    Agent a("pba" + mode.substr(0, 3),
+            {"--set", "declare_cores=2", "--set", "poll_interval=0.2", "--set", "cycle_interval=0.5",
+             "--set", "pba=yes", "--set", "pba_plan=" + plan, "--set", "pba_preempt_after=2",
+             "--set", "preempt_mode=" + mode});
+    a.start();
+    INFO(a.log());
+    CHECK(a.log().find("PBA: plan " + plan + ": 1 project(s), 2 slot(s) allocated this week; preemption after 2 s pending, by " + mode) != std::string::npos);
+    auto v = a.submit({"-N", "victim", "-l", "ncpus=2,walltime=600", "--wrap",
+                       "echo $$ > victim.pid; echo run-$CORRAL_RESTART >> victim.runs; sleep 300"},
+                      kNobody);
+    REQUIRE(v.rc == 0);
+    std::string vid = trim(v.out);
+    REQUIRE(wait_state(a, vid, "running") == "running");
+    std::string vpid = trim(wait_file(a.dir + "/work/victim.pid"));
+    // No -P: pre-qualification fails, so it runs in the lowest queue (and may be preempted).
+    CHECK(json_field(stat_json(a, vid), "queue") == "lowest");
+
+    auto p = a.submit({"-N", "alloc", "-P", "chip", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 2"});
+    REQUIRE(p.rc == 0);
+    std::string pid = trim(p.out);
+    CHECK(json_field(stat_json(a, pid), "state") == "pending");
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(wait_state(a, pid, "running", 15000) == "running");
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(waited >= 1.0);  // not before pba_preempt_after (2 s, counted in whole seconds)
+    std::string vjs = stat_json(a, vid);
+    INFO(vjs);
+    const std::string why = "PBA: slot given to job " + pid + " of under-subscribed project 'chip'";
+    if (mode == "requeue") {
+      CHECK(json_field(vjs, "state") == "pending");
+      CHECK(json_field(vjs, "requeues") == "1");
+      auto runs = harness::runs_of(vjs);
+      REQUIRE(runs.size() == 1);
+      CHECK(json_field(runs[0], "end_reason") == "preempted");
+      CHECK(json_field(runs[0], "comment") == "requeued: " + why + " (allocation 2 slots)");
+      CHECK(!harness::alive(static_cast<pid_t>(std::stol(vpid))));
+    } else {
+      CHECK(json_field(vjs, "state") == "suspended");
+      CHECK(json_field(vjs, "comment").find(why) != std::string::npos);
+      CHECK(freezer_state(vpid) == "FROZEN");
+      CHECK(json_field(vjs, "requeues") == "0");
+    }
+    REQUIRE(a.cli({"wait", pid}).rc == 0);
+    CHECK(json_field(stat_json(a, pid), "end_reason") == "completed");
+    // The victim gets its cores back: restarted (requeue) or thawed (suspend).
+    REQUIRE(wait_state(a, vid, "running", 15000) == "running");
+    if (mode == "requeue") {
+      for (int i = 0; i < 250 && harness::slurp(a.dir + "/work/victim.runs").size() < 12; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      CHECK(harness::slurp(a.dir + "/work/victim.runs") == "run-0\nrun-0\n");
+    } else {
+      CHECK(freezer_state(vpid) == "THAWED");
+      CHECK(harness::slurp(a.dir + "/work/victim.runs") == "run-0\n");
+      CHECK(json_field(stat_json(a, vid), "comment").find("PBA") != std::string::npos);
+    }
+    REQUIRE(a.cli({"cancel", vid}).rc == 0);
+    a.cli({"wait", vid});
+  }
+
+  // Bad PBA settings stop corrald at start with the reason.
+  std::string bad = plan + ".bad";
+  std::ofstream(bad) << "project chip\nalloc nosuch +0 2\n";
+  std::string st = harness::make_tmpdir("pbabad");
+  for (const auto& [set, msg] : std::vector<std::pair<std::string, std::string>>{
+           {"pba_plan=", "pba = yes needs pba_plan = FILE"},
+           {"pba_plan=" + plan + ".missing", "pba_plan " + plan + ".missing: cannot read: No such file or directory"},
+           {"pba_plan=" + bad, "pba_plan " + bad + ": line 2:"}}) {
+    auto r = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone", "--no-config",
+                           "--state-dir", st + "/state", "--socket", st + "/s.sock", "--pub", "none",
+                           "--set", "pba=yes", "--set", set});
+    INFO(set << ": " << r.err);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find(msg) != std::string::npos);
+  }
+  auto r = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--no-config", "--set", "preempt_mode=kill"});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("preempt_mode: expected requeue or suspend, got 'kill'") != std::string::npos);
+  (void)!std::system(("rm -rf '" + st + "' '" + plan.substr(0, plan.rfind('/')) + "'").c_str());
 }

@@ -374,6 +374,17 @@ std::string to_json(const proto::JobInfo& j) {
                                 : std::to_string(j.slots_max > 0 ? j.slots_max : j.ncpus));
   o += ",\"slots\":" + (j.slots > 0 ? std::to_string(j.slots) : std::string("null"));
   o += ",\"suspended_seconds\":" + num(j.suspended_seconds);
+  // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
+  o += ",\"runs\":[";
+  for (std::size_t i = 0; i < j.runs.size(); ++i) {
+    const proto::RunInfo& r = j.runs[i];
+    o += std::string(i ? "," : "") + "{\"start\":" + num(r.start);
+    o += ",\"end\":" + (r.end > 0 ? num(r.end) : std::string("null"));
+    o += ",\"end_reason\":" + (r.end_reason.empty() ? std::string("null") : esc(r.end_reason));
+    o += ",\"exit_code\":" + (r.end > 0 && r.exit_code >= 0 ? std::to_string(r.exit_code) : std::string("null"));
+    o += ",\"comment\":" + esc(r.comment) + "}";
+  }
+  o += "]";
   return o + "}";
 }
 
@@ -395,6 +406,8 @@ std::string to_json(const proto::NodeStatus& n) {
   o += "],\"agent_pid\":" + std::to_string(n.agent_pid);
   o += ",\"agent_uptime\":" + num(n.agent_uptime);
   o += ",\"version\":" + esc(n.version);
+  o += ",\"criu\":{\"available\":" + std::string(n.criu_available ? "true" : "false") +
+       ",\"why\":" + esc(n.criu_why) + "}";
   return o + "}";
 }
 

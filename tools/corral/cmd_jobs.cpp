@@ -198,6 +198,9 @@ int cmd_node(int argc, char** argv) {
     std::printf("topology  %s\n", n.topology.c_str());
     std::printf("slots     %d of %d cores busy, %d jobs pending\n", n.slots_used, n.slots_total,
                 n.pending);
+    if (!n.criu_why.empty())
+      std::printf("criu      %s (%s); checkpoints are cooperative\n",
+                  n.criu_available ? "available" : "not available", n.criu_why.c_str());
     std::printf("\nrunning / suspended (%zu)\n", n.running.size());
     if (!n.running.empty())
       std::printf("  %-8s %-16s %-10s %-9s %-8s %-9s %9s %8s\n", "ID", "NAME", "USER", "STATE",

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "agent/node/launcher.hpp"
+#include "tests/skip.hpp"
 
 namespace nodetest {
 namespace fs = std::filesystem;
@@ -69,10 +70,12 @@ struct CgroupGuard {
   std::vector<std::string> leftovers() const { return make_cgroup_v1(parent)->list(); }
 };
 
+// False (and the test case counted as skipped, tests/skip.hpp) where cgroups v1 cannot be used.
 inline bool need_cgroups() {
   std::string why;
   if (!cgroup_v1_available(&why)) {
     WARN("SKIPPED: " << why);
+    corral_test::skip(why);
     return false;
   }
   return true;

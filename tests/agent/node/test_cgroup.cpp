@@ -102,6 +102,7 @@ TEST_CASE("the cgroup v2 backend freezes, kills and lists (hybrid: limits may st
   std::string why;
   if (!cgroup_v2_available(&why)) {
     WARN("SKIPPED: " << why);
+    corral_test::skip(why);
     return;
   }
   auto b = make_cgroup_v2("corral_t_v2");

@@ -499,6 +499,7 @@ TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") 
   std::string why;
   if (!cgroup_v2_available(&why)) {
     WARN("SKIPPED: " << why);
+    corral_test::skip(why);
     return;
   }
   nodetest::TempDir dir;

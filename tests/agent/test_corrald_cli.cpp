@@ -1,0 +1,227 @@
+// corrald's command line and config keys, and the commands that run without an agent
+// (--help, --export-topology): the real corrald binary (CORRALD from the meson test env).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "agent/config.hpp"
+#include "agent/node/topology.hpp"
+#include "harness.hpp"
+
+using corral::agent::Config;
+using corral::agent::parse_args;
+using corral::agent::set_config_key;
+
+namespace {
+std::string corrald() { return harness::env_or("CORRALD", "build/agent/corrald"); }
+
+bool parse(std::vector<std::string> args, Config& c, const std::string& default_config) {
+  args.insert(args.begin(), "corrald");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_args(static_cast<int>(argv.size()), argv.data(), c, default_config);
+}
+
+struct Tmp {
+  std::string path;
+  Tmp() {
+    path = "/tmp/corral-cli-XXXXXX";
+    REQUIRE(::mkdtemp(path.data()));
+  }
+  ~Tmp() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
+};
+}  // namespace
+
+TEST_CASE("config: checkpoint_signal by name or number and checkpoint_grace; bad values are clear errors", "[agent]") {
+  Config c;
+  CHECK(c.checkpoint_signal == SIGUSR1);  // the default
+  CHECK(c.checkpoint_grace == 30);
+  for (const char* v : {"USR2", "usr2", "SIGUSR2", "12"}) {
+    set_config_key(c, "checkpoint_signal", v);
+    CHECK(c.checkpoint_signal == SIGUSR2);
+  }
+  set_config_key(c, "checkpoint_signal", "TERM");
+  CHECK(c.checkpoint_signal == SIGTERM);
+  set_config_key(c, "checkpoint_signal", "RTMIN+2");
+  CHECK(c.checkpoint_signal == SIGRTMIN + 2);
+  CHECK(corral::agent::signal_name(SIGRTMIN + 2) == "RTMIN+2");
+  CHECK(corral::agent::signal_name(SIGUSR1) == "USR1");
+  set_config_key(c, "checkpoint_grace", "5");
+  CHECK(c.checkpoint_grace == 5);
+  set_config_key(c, "checkpoint_grace", "0");
+  CHECK(c.checkpoint_grace == 0);
+
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "USR3"),
+                    Catch::Contains("checkpoint_signal: unknown signal 'USR3'"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "KILL"), Catch::Contains("cannot be caught"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "9"), Catch::Contains("cannot be caught"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "STOP"), Catch::Contains("cannot be caught"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "0"), Catch::Contains("not a signal number"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "999"), Catch::Contains("not a signal number"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "12x"), Catch::Contains("not a signal number"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "RTMIN+99"), Catch::Contains("real-time"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", ""), Catch::Contains("unknown signal"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "-1"), Catch::Contains("checkpoint_grace: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "2.5"), Catch::Contains("checkpoint_grace"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "9999999"), Catch::Contains("at most"));
+
+  // In a file: the line is named.
+  Tmp t;
+  std::string f = t.path + "/c.conf";
+  std::ofstream(f) << "checkpoint_signal = USR2\ncheckpoint_grace = 7\ncheckpoint_signal = HUPP\n";
+  Config c2;
+  CHECK_THROWS_WITH(corral::agent::load_config_file(f, c2), Catch::Contains(f + ":3: checkpoint_signal: unknown signal 'HUPP'"));
+  CHECK(c2.checkpoint_signal == SIGUSR2);
+  CHECK(c2.checkpoint_grace == 7);
+}
+
+TEST_CASE("config file: the default one is optional, a named one must exist", "[agent]") {
+  Tmp t;
+  std::string def = t.path + "/corrald.conf";  // stands in for /etc/corral/corrald.conf
+  // Fresh install: no file at the default path -> built-in defaults, no error.
+  Config c;
+  REQUIRE(parse({"--standalone"}, c, def));
+  CHECK(c.config_file.empty());
+  CHECK(c.state_dir == "/var/lib/corral");
+  // Once it exists it is read.
+  std::ofstream(def) << "state_dir = /srv/corral\n";
+  Config c2;
+  REQUIRE(parse({"--standalone"}, c2, def));
+  CHECK(c2.config_file == def);
+  CHECK(c2.state_dir == "/srv/corral");
+  // --no-config skips it.
+  Config c3;
+  REQUIRE(parse({"--standalone", "--no-config"}, c3, def));
+  CHECK(c3.state_dir == "/var/lib/corral");
+  // A file named with --config must exist: a clear error, never the defaults.
+  Config c4;
+  CHECK_THROWS_WITH(parse({"--config", t.path + "/missing.conf"}, c4, def),
+                    Catch::Contains(t.path + "/missing.conf: cannot read config file: No such file or directory"));
+  // The named file replaces the default one.
+  std::ofstream(t.path + "/other.conf") << "socket = /tmp/o.sock\n";
+  Config c5;
+  REQUIRE(parse({"--config=" + t.path + "/other.conf"}, c5, def));
+  CHECK(c5.socket == "/tmp/o.sock");
+  CHECK(c5.state_dir == "/var/lib/corral");
+  Config c6;
+  CHECK_THROWS_WITH(parse({"--config", def, "--no-config"}, c6, def), Catch::Contains("not both"));
+  // A default file that exists but cannot be read is an error, not the defaults.
+  std::string dir = t.path + "/conf.d";
+  REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+  Config c7;
+  CHECK_THROWS_WITH(parse({}, c7, dir), Catch::Contains(dir + ": cannot read config file: it is a directory"));
+  if (::geteuid() != 0) {
+    ::chmod(def.c_str(), 0);
+    CHECK_THROWS_WITH(parse({}, c7, def), Catch::Contains("cannot read config file"));
+  }
+  // Flags: a value where none is taken, none where one is needed.
+  Config c8;
+  CHECK_THROWS_WITH(parse({"--standalone=yes"}, c8, def), Catch::Contains("--standalone takes no value"));
+  CHECK_THROWS_WITH(parse({"--ckpt-root"}, c8, def), Catch::Contains("--ckpt-root needs a value"));
+  CHECK_THROWS_WITH(parse({"--no-config", "--export-topology="}, c8, def), Catch::Contains("--export-topology needs a file"));
+}
+
+TEST_CASE("corrald --help lists every flag its parser accepts", "[agent]") {
+  // The usage text against the parser's own table (config.cpp kFlags).
+  std::string usage = corral::agent::kUsage;
+  REQUIRE(corral::agent::kFlagCount > 10);
+  for (std::size_t i = 0; i < corral::agent::kFlagCount; ++i) {
+    const auto& f = corral::agent::kFlags[i];
+    std::string want = std::string(f.flag) + (f.arg ? std::string(" ") + f.arg : std::string());
+    INFO("flag " << want);
+    // As "  --flag ARG" (or "-h, --help") at the start of a usage line.
+    bool listed = usage.find("  " + want + " ") != std::string::npos ||
+                  usage.find(", " + want + " ") != std::string::npos ||
+                  usage.find("  " + want + ",") != std::string::npos;
+    CHECK(listed);
+  }
+  // And the binary prints that text.
+  auto r = harness::run({corrald(), "--help"});
+  CHECK(r.rc == 0);
+  CHECK(r.out == usage);
+}
+
+TEST_CASE("corrald --export-topology writes hwloc XML that load_xml reads back", "[agent]") {
+  Tmp t;
+  // The discovered machine, to a file: same cores, PUs and memory as discover() says.
+  std::string f = t.path + "/node.xml";
+  auto r = harness::run({corrald(), "--no-config", "--export-topology", f});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.empty());
+  auto real = corral::node::discover("");
+  auto back = corral::node::load_xml(f);
+  CHECK(back.cores.size() == real.cores.size());
+  CHECK(back.pus == real.pus);
+  CHECK(back.packages == real.packages);
+  CHECK(back.mem_mb == real.mem_mb);  // the kernel's MemTotal, carried as CorralMemMB
+  CHECK(back.hostname == real.hostname);
+
+  // A declared node, to stdout.
+  r = harness::run({corrald(), "--no-config", "--declare-cores", "6", "--export-topology", "-"});
+  REQUIRE(r.rc == 0);
+  REQUIRE(r.out.find("<topology") != std::string::npos);
+  std::ofstream(t.path + "/six.xml") << r.out;
+  auto six = corral::node::load_xml(t.path + "/six.xml");
+  CHECK(six.cores.size() == 6);
+  CHECK(six.pus == 6);
+  CHECK(six.mem_mb > 0);
+
+  // A recorded topology stands in: exported as it is.
+  std::string rec = std::string(NODE_TOPOLOGIES) + "/4numa-2x16.xml";
+  r = harness::run({corrald(), "--no-config", "--set", "topology_xml=" + rec, "--export-topology", t.path + "/rec.xml"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  auto orig = corral::node::load_xml(rec);
+  auto again = corral::node::load_xml(t.path + "/rec.xml");
+  CHECK(again.cores.size() == orig.cores.size());
+  CHECK(again.cores.size() == 32);
+  CHECK(again.numa_nodes == orig.numa_nodes);
+  CHECK(again.packages == orig.packages);
+
+  // Errors: clear, non-zero, nothing half-written.
+  r = harness::run({corrald(), "--no-config", "--export-topology", t.path + "/no/such/dir/x.xml"});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("--export-topology: cannot write") != std::string::npos);
+  r = harness::run({corrald(), "--no-config", "--topology-xml", t.path + "/missing.xml", "--export-topology", "-"});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("missing.xml") != std::string::npos);
+  struct stat st{};
+  CHECK(::stat((t.path + "/no").c_str(), &st) != 0);
+}
+
+TEST_CASE("config: pba keys and preempt_mode; bad values are clear errors", "[agent]") {
+  Config c;
+  CHECK_FALSE(c.pba);
+  CHECK(c.pba_preempt);
+  CHECK(c.pba_preempt_after == 300);
+  CHECK(c.pba_max_requeues == 3);
+  CHECK(c.pba_require_project);
+  CHECK(c.preempt_mode == "requeue");
+  set_config_key(c, "pba", "yes");
+  set_config_key(c, "pba_plan", "/etc/corral/projects.plan");
+  set_config_key(c, "pba_preempt", "no");
+  set_config_key(c, "pba_preempt_after", "0");
+  set_config_key(c, "pba_max_requeues", "5");
+  set_config_key(c, "pba_require_project", "no");
+  set_config_key(c, "preempt_mode", "suspend");
+  CHECK(c.pba);
+  CHECK(c.pba_plan == "/etc/corral/projects.plan");
+  CHECK_FALSE(c.pba_preempt);
+  CHECK(c.pba_preempt_after == 0);
+  CHECK(c.pba_max_requeues == 5);
+  CHECK_FALSE(c.pba_require_project);
+  CHECK(c.preempt_mode == "suspend");
+  CHECK_THROWS_WITH(set_config_key(c, "pba", "maybe"), Catch::Contains("pba: expected yes or no"));
+  CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "pba_max_requeues", "x"), Catch::Contains("pba_max_requeues"));
+  CHECK_THROWS_WITH(set_config_key(c, "preempt_mode", "checkpoint"),
+                    Catch::Contains("preempt_mode: expected requeue or suspend, got 'checkpoint'"));
+}
