@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -135,6 +136,9 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
           "backfill: expected fcfs, easy, conservative, reserve or checkpoint, got '" + v + "'");
     c.backfill = v;
   } else if (key == "order") c.order = v;
+  else if (key == "max_reservation") c.max_reservation = static_cast<int>(std::min<std::int64_t>(to_int(key, v, 0), 1 << 20));
+  else if (key == "default_duration") c.default_duration = to_int(key, v, 0);
+  else if (key == "monitor_file") c.monitor_file = v;
   else if (key == "queues") c.queues = to_queues(v);
   else if (key == "cycle_interval") c.cycle_interval = to_seconds(key, v);
   else if (key == "heartbeat_interval") c.heartbeat_interval = to_seconds(key, v);

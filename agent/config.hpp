@@ -31,6 +31,16 @@ struct Config {
   int declare_cores = 0;                      // >0: declared 1-package node of N cores
   std::string backfill = "easy";              // fcfs | easy | conservative | reserve | checkpoint
   std::string order = "fifo";
+  // Grid Engine's reservation settings (sge6-reservation-backfill.txt section 3,
+  // sched_conf(5)): at most max_reservation reservations a pass (the reserve
+  // policy: -R y jobs only); default_duration plans a job without walltime
+  // (not enforced; 0 = INFINITY, Grid Engine's default).
+  int max_reservation = 1;
+  std::int64_t default_duration = 0;          // s
+  // MONITOR (section 2d): every pass's schedule lines appended to this file,
+  // `::::::::` before each pass; empty: off. Like Grid Engine's, it is never
+  // truncated: rotate it (SIGHUP reopens it).
+  std::string monitor_file;
   std::vector<QueueDef> queues = {{"normal", 0}};  // first: the default queue
   double cycle_interval = 10;                 // s between scheduling passes while jobs wait
   double heartbeat_interval = 5;              // s between heartbeat events

@@ -177,6 +177,12 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   boot_mono_ = mono_now();
   sched_.order.policy = cfg_.order;
   sched_.planner.backfill = backfill_of(cfg_.backfill);
+  sched_.planner.max_reservation = cfg_.max_reservation;
+  if (cfg_.default_duration > 0) sched_.planner.default_duration = cfg_.default_duration;
+  if (!cfg_.monitor_file.empty()) {
+    open_monitor();  // a path it cannot write is a clear error at start
+    sched_.planner.monitor = true;
+  }
   sched_.nci.enabled = cfg_.nci;
   if (cfg_.nci) {
     auto req = [&](const char* k) {
@@ -296,6 +302,7 @@ void Daemon::setup_pba() {
 }
 
 Daemon::~Daemon() {
+  if (monitor_) std::fclose(monitor_);
   for (auto& [fd, c] : clients_) ::close(fd);
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
@@ -456,7 +463,8 @@ int Daemon::run() {
           if (sigs[i] == SIGHUP) {
             try {
               log_to(g_log_path);
-              log_line("SIGHUP: log reopened");
+              if (monitor_) open_monitor();
+              log_line(monitor_ ? "SIGHUP: log and monitor_file reopened" : "SIGHUP: log reopened");
             } catch (const std::exception& e) {
               log_line(e.what());
             }
@@ -1049,8 +1057,26 @@ void Daemon::cycle() {
   const Snapshot& snap = pass_snapshot(static_cast<Time>(now()));
   snap_.nodes_version = 1;
   schedule(snap, sched_, ++passes_, planner_, plan_);
+  if (monitor_) write_monitor(plan_.monitor);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
   apply(plan_);
+}
+
+// MONITOR (sge6-reservation-backfill.txt 2d): the schedule file, appended to
+// and never truncated, as Grid Engine's; SIGHUP reopens it (rotation).
+void Daemon::open_monitor() {
+  std::FILE* f = std::fopen(cfg_.monitor_file.c_str(), "a");
+  if (!f) throw std::runtime_error("monitor_file: cannot open " + cfg_.monitor_file + ": " + errno_text());
+  if (monitor_) std::fclose(monitor_);
+  monitor_ = f;
+}
+
+void Daemon::write_monitor(const std::vector<std::string>& lines) {
+  for (const std::string& l : lines) {
+    std::fwrite(l.data(), 1, l.size(), monitor_);
+    std::fputc('\n', monitor_);
+  }
+  if (std::fflush(monitor_) != 0) log_line("monitor_file " + cfg_.monitor_file + ": write failed: " + errno_text());
 }
 
 void Daemon::apply(const Plan& plan) {

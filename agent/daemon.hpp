@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -181,6 +182,9 @@ class Daemon {
   std::vector<std::uint64_t> snap_stale_;
   Planner planner_;
   Plan plan_;
+  std::FILE* monitor_ = nullptr;  // Config::monitor_file, open while set
+  void open_monitor();
+  void write_monitor(const std::vector<std::string>& lines);
   std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
 };

@@ -533,3 +533,77 @@ TEST_CASE("PBA through corrald: a project job within its allocation preempts a j
   CHECK(r.err.find("preempt_mode: expected requeue or suspend, got 'kill'") != std::string::npos);
   (void)!std::system(("rm -rf '" + st + "' '" + plan.substr(0, plan.rfind('/')) + "'").c_str());
 }
+
+TEST_CASE("MONITOR through corrald: monitor_file gets every pass's schedule lines; reserve with max_reservation",
+          "[agent]") {
+  // sge6-reservation-backfill.txt 2d (MONITOR) and 3 (max_reservation, -R y):
+  // on 2 declared cores, a 1-core job runs; a 2-core -R y job cannot start
+  // and is reserved for the first job's planned end; the schedule file (never
+  // truncated) shows RUNNING and RESERVING lines after a `::::::::` line.
+  SKIP_UNLESS_ROOT();
+  const std::string sched_dir = harness::make_tmpdir("monitor");
+  const std::string file = sched_dir + "/schedule";
+  Agent a("monitor", {"--set", "declare_cores=2", "--set", "backfill=reserve", "--set", "max_reservation=1",
+                      "--set", "monitor_file=" + file});
+  a.start();
+  auto b = a.submit({"-N", "blocker", "-l", "ncpus=1,walltime=600", "--wrap", "sleep 300"});
+  REQUIRE(b.rc == 0);
+  const std::string bid = trim(b.out);
+  REQUIRE(wait_state(a, bid, "running") == "running");
+  auto w = a.submit({"-N", "wide", "-R", "y", "-l", "ncpus=2,walltime=60", "--wrap", "true"});
+  REQUIRE(w.rc == 0);
+  const std::string wid = trim(w.out);
+  std::string text;
+  for (int i = 0; i < 100 && text.find(wid + ":1:RESERVING:") == std::string::npos; ++i) {
+    usleep(50000);
+    text = harness::slurp(file);
+  }
+  INFO(text << a.log());
+  CHECK(text.rfind("::::::::\n", 0) == 0);                             // begins an interval
+  CHECK(text.find(bid + ":1:STARTING:") != std::string::npos);        // the pass that started it
+  CHECK(text.find(bid + ":1:RUNNING:") != std::string::npos);         // later passes
+  CHECK(text.find(wid + ":1:RESERVING:") != std::string::npos);       // -R y, max_reservation 1
+  CHECK(text.find(":Q:") != std::string::npos);                       // queue-instance slot lines
+  // Without -R y nothing is reserved under the reserve policy.
+  auto n = a.submit({"-N", "plain", "-l", "ncpus=2,walltime=60", "--wrap", "true"});
+  REQUIRE(n.rc == 0);
+  const std::string nid = trim(n.out);
+  usleep(300000);
+  text = harness::slurp(file);
+  CHECK(text.find(nid + ":1:RESERVING:") == std::string::npos);
+  REQUIRE(a.cli({"cancel", bid, wid, nid}).rc == 0);
+  CHECK(wait_state(a, nid, "ended") == "ended");
+
+  // max_reservation = 0: no job is reserved, -R y or not.
+  {
+    const std::string file0 = sched_dir + "/schedule0";
+    Agent z("monitor0", {"--set", "declare_cores=2", "--set", "backfill=reserve", "--set", "max_reservation=0",
+                         "--set", "monitor_file=" + file0});
+    z.start();
+    auto zb = z.submit({"-l", "ncpus=1,walltime=600", "--wrap", "sleep 300"});
+    REQUIRE(zb.rc == 0);
+    REQUIRE(wait_state(z, trim(zb.out), "running") == "running");
+    auto zw = z.submit({"-R", "y", "-l", "ncpus=2,walltime=60", "--wrap", "true"});
+    REQUIRE(zw.rc == 0);
+    const std::string zid = trim(zw.out);
+    std::string t0;
+    for (int i = 0; i < 100 && t0.find(":RUNNING:") == std::string::npos; ++i) {
+      usleep(50000);
+      t0 = harness::slurp(file0);
+    }
+    usleep(500000);  // the passes after the -R y submit
+    t0 = harness::slurp(file0);
+    INFO(t0);
+    CHECK(t0.find(":RUNNING:") != std::string::npos);
+    CHECK(t0.find(":RESERVING:") == std::string::npos);
+    REQUIRE(z.cli({"cancel", trim(zb.out), zid}).rc == 0);
+  }
+
+  // A monitor_file corrald cannot open: a clear error at start, exit 1.
+  auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--standalone", "--no-config",
+                           "--set", "monitor_file=/nonexistent-dir/schedule", "--state-dir", sched_dir + "/st",
+                           "--socket", sched_dir + "/s.sock", "--pub", "none", "--declare-cores", "1"});
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("monitor_file: cannot open /nonexistent-dir/schedule") != std::string::npos);
+  std::system(("rm -rf '" + sched_dir + "'").c_str());
+}

@@ -168,6 +168,18 @@ TEST_CASE("config: file keys, flags override, bad keys are clear errors", "[agen
   CHECK_THROWS_WITH(corral::agent::set_config_key(c2, "heartbeat_interval", "-1"),
                     Catch::Contains("positive"));
   CHECK_THROWS_WITH(corral::agent::set_config_key(c2, "backfill", "magic"), Catch::Contains("expected"));
+  // Grid Engine's reservation settings and MONITOR (sge6-reservation-backfill.txt 2d, 3).
+  CHECK(c2.max_reservation == 1);
+  CHECK(c2.default_duration == 0);
+  CHECK(c2.monitor_file.empty());
+  corral::agent::set_config_key(c2, "max_reservation", "0");
+  corral::agent::set_config_key(c2, "default_duration", "3600");
+  corral::agent::set_config_key(c2, "monitor_file", "/var/lib/corral/schedule");
+  CHECK(c2.max_reservation == 0);
+  CHECK(c2.default_duration == 3600);
+  CHECK(c2.monitor_file == "/var/lib/corral/schedule");
+  CHECK_THROWS_WITH(corral::agent::set_config_key(c2, "max_reservation", "-1"), Catch::Contains("max_reservation: expected an integer >= 0"));
+  CHECK_THROWS_WITH(corral::agent::set_config_key(c2, "default_duration", "1h"), Catch::Contains("default_duration: expected an integer >= 0"));
   const char* bad[] = {"corrald", "--no-such-flag"};
   CHECK_THROWS_WITH(corral::agent::parse_args(2, const_cast<char**>(bad), c2),
                     Catch::Contains("unknown option"));
