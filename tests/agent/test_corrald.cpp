@@ -497,3 +497,38 @@ TEST_CASE("criu check is probed at start and reported; checkpoints stay cooperat
   }
   (void)!std::system(("rm -rf '" + fake + "'").c_str());
 }
+
+TEST_CASE("limits end to end: memory, walltime and jobfs kills say why in stat, wait and node", "[agent]") {
+  // nci-pbs-policy.txt ("strictly enforced" walltime / vmem / jobfs): the
+  // Launcher's kills (tested there) reach the user through corrald: the
+  // job's end_reason, its exit code from `corral wait`, and node's recent ends.
+  SKIP_UNLESS_ROOT();
+  Agent a("limits", {"--set", "poll_interval=0.2"});
+  a.start();
+  auto hog = a.submit({"-N", "hog", "-l", "walltime=60,ncpus=1,mem=32mb", "--wrap", "head -c 200m /dev/zero | tail"});
+  auto over = a.submit({"-N", "over", "-l", "walltime=1,ncpus=1", "--wrap", "sleep 30"});
+  REQUIRE(hog.rc == 0);
+  REQUIRE(over.rc == 0);
+  const std::string hid = trim(hog.out), oid = trim(over.out);
+  auto wh = a.cli({"wait", hid});
+  auto wo = a.cli({"wait", oid});
+  INFO(a.log());
+  CHECK(wh.rc == 137);
+  CHECK(wh.err.find("killed: memory limit 32 MB exceeded") != std::string::npos);
+  CHECK(json_field(stat_json(a, hid), "end_reason") == "mem");
+  CHECK(wo.rc == 137);
+  CHECK(wo.err.find("walltime 1 s exceeded") != std::string::npos);
+  CHECK(json_field(stat_json(a, oid), "end_reason") == "walltime");
+  // jobfs: 8 MB asked, 40 MB written into $CORRAL_JOBFS, then it waits.
+  auto fs = a.submit({"-N", "fill", "-l", "walltime=60,ncpus=1,jobfs=8mb", "--wrap",
+                      "head -c 40m /dev/zero > $CORRAL_JOBFS/blob; sleep 30"});
+  REQUIRE(fs.rc == 0);
+  const std::string fid = trim(fs.out);
+  auto wf = a.cli({"wait", fid});
+  CHECK(wf.rc == 137);
+  CHECK(json_field(stat_json(a, fid), "end_reason") == "jobfs");
+  auto n = a.cli({"node", "--json"});
+  CHECK(n.out.find("\"end_reason\":\"mem\"") != std::string::npos);
+  CHECK(n.out.find("\"end_reason\":\"walltime\"") != std::string::npos);
+  CHECK(n.out.find("\"end_reason\":\"jobfs\"") != std::string::npos);
+}
