@@ -1030,6 +1030,30 @@ TEST_CASE("sim: EASY++ prediction and its extension", "[sim]") {
   CHECK(seen[0].second == 200 + 1000);
 }
 
+TEST_CASE("sim: EASY++ prediction: one run's history, the mean of the last two, capped by the request", "[sim]") {
+  // Tsafrir, Etsion, Feitelson 2007 (issue 2, --predict): the estimate is the
+  // mean of the user's last two run times, never above the requested time;
+  // with one run in the history, that run; with none, the request.
+  // User 5, machine of 1 core so that the jobs run one after another:
+  //   job 1 (run 40, request 1000): no history -> 1000
+  //   job 2 (run 60, request 1000): history {40} -> 40
+  //   job 3 (run 10, request 1000): history {40, 60} -> 50
+  //   job 4 (run 10, request 30):   history {60, 10} -> mean 35, capped -> 30
+  //   job 5 (run 10, request 1000): history {10, 10} -> 10
+  SwfTrace t = parse_swf("; MaxProcs: 1\n" + swf_line(1, 0, 40, 1, 1, 1000, 5) + swf_line(2, 100, 60, 1, 1, 1000, 5) +
+                         swf_line(3, 300, 10, 1, 1, 1000, 5) + swf_line(4, 500, 10, 1, 1, 30, 5) +
+                         swf_line(5, 700, 10, 1, 1, 1000, 5));
+  SimOptions opt;
+  opt.predict = true;
+  std::map<JobId, Time> est;  // as each job was first seen pending
+  opt.scheduler = [&](const Snapshot& s, const SchedConfig&, std::uint64_t) {
+    for (const Job& j : s.pending) est.emplace(j.id, j.estimate > 0 ? j.estimate : j.walltime);
+    return greedy(s);
+  };
+  REQUIRE(simulate(t, opt).finished == 5);
+  CHECK(est == std::map<JobId, Time>{{1, 1000}, {2, 40}, {3, 50}, {4, 30}, {5, 10}});
+}
+
 TEST_CASE("sim: bad options are refused with a clear message", "[sim]") {
   SwfTrace t = parse_swf(swf_line(1, 0, 10, 1, 1, 10));  // no header
   SimOptions opt;
