@@ -688,22 +688,27 @@ struct Planner::Impl {
     nalloc.resize(snap->nodes.size());
     for (auto& v : nalloc) v.clear();
     for (std::size_t ri = 0; ri < snap->running.size(); ++ri) {
-      const RunningJob& rj = snap->running[ri];
       if (!holds_cores[ri] && !holds_other[ri]) continue;
-      const Time end = holds_cores[ri] ? std::max(run_end_of[ri], now + 1) : kForever;
-      const int tot = std::max(1, rj.slots);
-      for (const Placement& p : rj.placement) {
-        if (p.node >= nalloc.size()) continue;
-        const int sl = static_cast<int>(p.slots);
-        nalloc[p.node].push_back({now, end, rj.job.id, holds_cores[ri] ? sl : 0,
-                                  holds_other[ri] ? ceil_div(rj.job.mem_mb * sl, tot) : 0,
-                                  holds_other[ri] ? ceil_div(rj.job.jobfs_mb * sl, tot) : 0,
-                                  holds_other[ri] ? &rj.job.consumables : nullptr, sl, false});
-      }
+      hold_running(ri, holds_cores[ri] ? std::max(run_end_of[ri], now + 1) : kForever);
     }
     for (const auto& [di, bk] : pass_allocs) {
       const Decision& d = out->decisions[di];
       if (!d.placement.empty()) add_nalloc(bk.job, bk.start, sat_add(bk.start, bk.dur), bk.slots, d.placement);
+    }
+  }
+
+  // Running job ri's host-level holds from now until `end` (ensure_nalloc;
+  // a job the checkpoint trial puts back).
+  void hold_running(std::size_t ri, Time end) {
+    const RunningJob& rj = snap->running[ri];
+    const int tot = std::max(1, rj.slots);
+    for (const Placement& p : rj.placement) {
+      if (p.node >= nalloc.size()) continue;
+      const int sl = static_cast<int>(p.slots);
+      nalloc[p.node].push_back({now, end, rj.job.id, holds_cores[ri] ? sl : 0,
+                                holds_other[ri] ? ceil_div(rj.job.mem_mb * sl, tot) : 0,
+                                holds_other[ri] ? ceil_div(rj.job.jobfs_mb * sl, tot) : 0,
+                                holds_other[ri] ? &rj.job.consumables : nullptr, sl, false});
     }
   }
 
@@ -1040,20 +1045,14 @@ struct Planner::Impl {
       }
       free_now += sign * rj.slots;
       if (nalloc_built) {
-        auto drop = [&](std::vector<NodeAlloc>& v) {
-          v.erase(std::remove_if(v.begin(), v.end(), [&](const NodeAlloc& a) { return a.job == rj.job.id; }), v.end());
-        };
-        // Restored: its host-level holds come back as ensure_nalloc() made them.
-        const int tot = std::max(1, rj.slots);
-        for (const Placement& p : rj.placement) {
-          if (p.node >= nalloc.size()) continue;
-          if (sign > 0) {
-            drop(nalloc[p.node]);
-            continue;
+        if (sign < 0) {
+          hold_running(ri, held > 0 ? held : e);  // restored as ensure_nalloc() made it
+        } else {
+          for (const Placement& p : rj.placement) {
+            if (p.node >= nalloc.size()) continue;
+            auto& v = nalloc[p.node];
+            v.erase(std::remove_if(v.begin(), v.end(), [&](const NodeAlloc& a) { return a.job == rj.job.id; }), v.end());
           }
-          const int sl = static_cast<int>(p.slots);
-          nalloc[p.node].push_back({now, held > 0 ? held : e, rj.job.id, sl, ceil_div(rj.job.mem_mb * sl, tot),
-                                    ceil_div(rj.job.jobfs_mb * sl, tot), &rj.job.consumables, sl, false});
         }
       }
     };
