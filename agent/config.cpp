@@ -159,9 +159,10 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
       throw std::invalid_argument(std::string("checkpoint_signal: ") + e.what());
     }
   } else if (key == "checkpoint_grace") {
-    c.checkpoint_grace = static_cast<int>(to_int(key, v, 0));
-    if (c.checkpoint_grace > 7 * 86400)
+    const std::int64_t g = to_int(key, v, 0);  // checked before it is narrowed to int
+    if (g > 7 * 86400)
       throw std::invalid_argument("checkpoint_grace: at most 604800 seconds (7 days), got '" + v + "'");
+    c.checkpoint_grace = static_cast<int>(g);
   } else if (key == "pba") c.pba = to_bool(key, v);
   else if (key == "pba_plan") c.pba_plan = v;
   else if (key == "pba_preempt") c.pba_preempt = to_bool(key, v);

@@ -195,9 +195,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   }
 
   preempt_mode_ = cfg_.preempt_mode == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
-  if (cfg_.pba) setup_pba();
 
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
+  if (cfg_.pba) setup_pba();  // after the store: its plan's origin is kept in state_dir
   // Traversable, not listable: jobs (running as their users) read their own
   // script under scripts/; the journal itself is 0600.
   ::chmod(cfg_.state_dir.c_str(), 0711);
@@ -261,7 +261,28 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
 }
 
 // pba = yes: the plan file (coordinator/pba/PLANFILE.md) as `corral sim --projects` reads it
-// (tools/corral/cmd_sim.cpp, sim::use_projects), with relative weeks (+N) counted from now.
+// (tools/corral/cmd_sim.cpp, sim::use_projects), with relative dates counted from pba_origin().
+// The origin of the plan's relative dates (+N weeks, +DURATION deadlines):
+// the first start with PBA, kept in state_dir/pba_origin, so that a restart
+// moves no allocation and no deadline.
+Time Daemon::pba_origin() {
+  const std::string path = cfg_.state_dir + "/pba_origin";
+  {
+    std::ifstream in(path);
+    long long t = 0;
+    if (in >> t && t > 0) return static_cast<Time>(t);
+  }
+  const Time t = static_cast<Time>(now());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << t << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp + ": " + errno_text());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path + ": " + errno_text());
+  return t;
+}
+
 void Daemon::setup_pba() {
   const std::string& path = cfg_.pba_plan;
   if (path.empty())
@@ -271,7 +292,7 @@ void Daemon::setup_pba() {
   std::ostringstream text;
   text << f.rdbuf();
   pba::PlanParseOptions po;
-  po.origin = static_cast<Time>(now());
+  po.origin = pba_origin();
   pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
   if (!pr.ok()) {
     std::string all;
@@ -291,6 +312,9 @@ void Daemon::setup_pba() {
   if (cfg_.nci) {  // as sim::use_projects: NCI resumes, and holds suspended jobs' cores
     p.resume_suspended = false;
     p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
+    // With a time window NCI lets PBA's allocated class use the cores
+    // suspended jobs hold (nci.cpp), so PBA counts them free (as corral sim).
+    if (cfg_.nci_start_window > 0) p.suspended_hold_cores = false;
   }
   sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
   int allocated = 0;
@@ -302,7 +326,6 @@ void Daemon::setup_pba() {
 }
 
 Daemon::~Daemon() {
-  if (monitor_) std::fclose(monitor_);
   for (auto& [fd, c] : clients_) ::close(fd);
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
@@ -974,10 +997,12 @@ void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
     RunningJob rj;
     rj.job = to_job(r, preempt_mode_);
     rj.start = static_cast<Time>(r.start_time);
-    // No walltime: plan as if it ran for a year (it holds its cores).
+    // No walltime: planned for default_duration as it was before its start
+    // (Grid Engine), else as if it ran for a year (it holds its cores).
     // Suspended time does not count against the walltime (nci-pbs-policy.txt).
     rj.suspended_for = static_cast<Time>(suspended_total(r, t));
-    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : 365 * 86400);
+    const Time no_walltime = cfg_.default_duration > 0 ? static_cast<Time>(cfg_.default_duration) : 365 * 86400;
+    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : no_walltime);
     rj.slots = granted(r);
     rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
     rj.suspended = r.state == proto::state::kSuspended;
@@ -1067,16 +1092,15 @@ void Daemon::cycle() {
 void Daemon::open_monitor() {
   std::FILE* f = std::fopen(cfg_.monitor_file.c_str(), "a");
   if (!f) throw std::runtime_error("monitor_file: cannot open " + cfg_.monitor_file + ": " + errno_text());
-  if (monitor_) std::fclose(monitor_);
-  monitor_ = f;
+  monitor_.reset(f);
 }
 
 void Daemon::write_monitor(const std::vector<std::string>& lines) {
   for (const std::string& l : lines) {
-    std::fwrite(l.data(), 1, l.size(), monitor_);
-    std::fputc('\n', monitor_);
+    std::fwrite(l.data(), 1, l.size(), monitor_.get());
+    std::fputc('\n', monitor_.get());
   }
-  if (std::fflush(monitor_) != 0) log_line("monitor_file " + cfg_.monitor_file + ": write failed: " + errno_text());
+  if (std::fflush(monitor_.get()) != 0) log_line("monitor_file " + cfg_.monitor_file + ": write failed: " + errno_text());
 }
 
 void Daemon::apply(const Plan& plan) {
@@ -1311,11 +1335,24 @@ void Daemon::on_end(const node::JobEnd& e) {
   // Who asked for the requeue or checkpoint (on_control, apply: "requeue requested by root", a
   // policy's reason) stays in the run's comment, with what the launcher saw.
   const std::string asked = rec->requeue_requested ? rec->comment : "";
-  if (e.reason == node::EndReason::Preempted) {
-    requeue(*rec, "requeued: " + (asked.empty() ? e.message : asked), false, e.exit_code);
-  } else if (e.reason == node::EndReason::Checkpointed) {
-    std::string saw = e.message.rfind("checkpointed: ", 0) == 0 ? e.message.substr(14) : e.message;
-    requeue(*rec, "checkpointed: " + (asked.empty() ? "" : asked + "; ") + saw, true, e.exit_code);
+  if (e.reason == node::EndReason::Preempted || e.reason == node::EndReason::Checkpointed) {
+    // "<kind>[: <who asked>][; <what the launcher saw>]", the kind said once
+    // (the launcher's messages may begin with it: "checkpointed (exit 0)",
+    // "preempted: stopped and requeued"); a bare kind when nothing is known.
+    const bool ckpt = e.reason == node::EndReason::Checkpointed;
+    const std::string kind = ckpt ? "checkpointed" : "requeued";
+    std::string saw = e.message;
+    for (const std::string& k : {kind, std::string("preempted")})
+      if (saw.rfind(k, 0) == 0) {
+        saw.erase(0, k.size());
+        if (saw.rfind(": ", 0) == 0) saw.erase(0, 2);
+        else if (saw.rfind(' ', 0) == 0) saw.erase(0, 1);
+      }
+    // A requeue someone asked for: who asked says it all.
+    if (!ckpt && !asked.empty()) saw.clear();
+    std::string detail = asked;
+    if (!saw.empty()) detail += (detail.empty() ? "" : "; ") + saw;
+    requeue(*rec, detail.empty() ? kind : kind + ": " + detail, ckpt, e.exit_code);
   } else {
     finish(*rec, reason_name(e.reason), e.exit_code, e.message);
   }
@@ -1331,6 +1368,7 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int
   rec.held = false;
   rec.state = std::string(proto::state::kPending);
   rec.requeues += 1;
+  rec.cycles_pending = 0;  // pba.hpp: a requeue starts its pending cycles again (pba::on_requeue)
   snap_stale_.push_back(rec.id);  // the kept snapshot may still hold its entry from before its start
   rec.cores.clear();
   rec.requeue_requested = false;

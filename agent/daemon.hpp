@@ -182,8 +182,12 @@ class Daemon {
   std::vector<std::uint64_t> snap_stale_;
   Planner planner_;
   Plan plan_;
-  std::FILE* monitor_ = nullptr;  // Config::monitor_file, open while set
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, FileCloser> monitor_;  // Config::monitor_file, open while set
   void open_monitor();
+  Time pba_origin();
   void write_monitor(const std::vector<std::string>& lines);
   std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic

@@ -11,3 +11,11 @@ namespace corral_test {
 void skip(const std::string& why);
 
 }  // namespace corral_test
+
+// In a test case (Catch's WARN must be in scope): says why in the case's log and marks it skipped;
+// the caller returns.
+#define CORRAL_SKIP(why)                \
+  do {                                  \
+    WARN("SKIPPED: " << (why));         \
+    corral_test::skip(why);             \
+  } while (0)

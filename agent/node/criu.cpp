@@ -112,6 +112,8 @@ CriuProbe probe_criu(int timeout_ms) {
   std::string text;
   bool eof = false, done = false, timed_out = false;
   int status = 0;
+  bool reaped = false;  // status is the check's own (a failed waitpid is no pass)
+  int wait_err = 0;
   while (!done) {
     if (!eof) {
       pollfd p{out[0], POLLIN, 0};
@@ -128,8 +130,11 @@ CriuProbe probe_criu(int timeout_ms) {
       ::nanosleep(&nap, nullptr);
     }
     pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) done = true;
-    else if (w < 0 && errno != EINTR) break;
+    if (w == pid) done = reaped = true;
+    else if (w < 0 && errno != EINTR) {
+      wait_err = errno;
+      break;
+    }
     if (!done && mono_ms() >= deadline) {
       timed_out = true;
       ::kill(-pid, SIGKILL);
@@ -144,6 +149,8 @@ CriuProbe probe_criu(int timeout_ms) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.1f", timeout_ms / 1000.0);
     r.why = std::string("criu check did not finish within ") + secs + " s (killed)";
+  } else if (!reaped) {
+    r.why = std::string("criu check: cannot wait for it: ") + std::strerror(wait_err);
   } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     r.available = true;
     r.why = "criu check passed" + (said.empty() ? "" : ": " + said);

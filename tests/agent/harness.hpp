@@ -328,8 +328,7 @@ inline std::string wait_file(const std::string& path, int ms = 10000) {
   do {                                                          \
     std::string why;                                            \
     if (!harness::can_run(&why)) {                              \
-      WARN("skipped: " << why);                                 \
-      corral_test::skip(why);                                   \
+      CORRAL_SKIP(why);                                         \
       return;                                                   \
     }                                                           \
   } while (0)

@@ -405,7 +405,8 @@ TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; t
   runs = harness::runs_of(js);
   REQUIRE(runs.size() == 2);
   CHECK(json_field(runs[0], "end_reason") == "preempted");
-  CHECK(json_field(runs[0], "comment").find("requeued") != std::string::npos);
+  CHECK(json_field(runs[0], "comment").rfind("requeued: ", 0) == 0);
+  CHECK(json_field(runs[0], "comment").find("requeued", 1) == std::string::npos);  // the kind said once
   CHECK(json_field(runs[1], "end") == "null");
 
   REQUIRE(a.cli({"checkpoint", id}).rc == 0);
@@ -421,7 +422,9 @@ TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; t
   REQUIRE(runs.size() == 3);
   CHECK(json_field(runs[0], "end_reason") == "preempted");
   CHECK(json_field(runs[1], "end_reason") == "preempted");
-  CHECK(json_field(runs[1], "comment").find("checkpointed") != std::string::npos);
+  CHECK(json_field(runs[1], "comment").rfind("checkpointed: ", 0) == 0);
+  CHECK(json_field(runs[1], "comment").find("checkpointed", 1) == std::string::npos);  // not "checkpointed: checkpointed"
+  CHECK(json_field(runs[1], "comment").find("preempted:") == std::string::npos);
   CHECK(json_field(runs[1], "exit_code") == "0");  // it trapped the signal and exited 0
   CHECK(json_field(runs[2], "end_reason") == "failed");
   CHECK(json_field(runs[2], "exit_code") == "4");
@@ -511,6 +514,14 @@ TEST_CASE("PBA through corrald: a project job within its allocation preempts a j
     }
     REQUIRE(a.cli({"cancel", vid}).rc == 0);
     a.cli({"wait", vid});
+    // The plan's relative dates (+0 weeks here) count from the first start with
+    // PBA, kept in state_dir: a restart moves no allocation or deadline.
+    const std::string origin = harness::slurp(a.dir + "/state/pba_origin");
+    REQUIRE(!origin.empty());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    a.stop(SIGTERM);
+    a.start();
+    CHECK(harness::slurp(a.dir + "/state/pba_origin") == origin);
   }
 
   // Bad PBA settings stop corrald at start with the reason.

@@ -74,8 +74,7 @@ struct CgroupGuard {
 inline bool need_cgroups() {
   std::string why;
   if (!cgroup_v1_available(&why)) {
-    WARN("SKIPPED: " << why);
-    corral_test::skip(why);
+    CORRAL_SKIP(why);
     return false;
   }
   return true;

@@ -101,8 +101,7 @@ TEST_CASE("bad slot limits are refused with a message and leave nothing", "[node
 TEST_CASE("the cgroup v2 backend freezes, kills and lists (hybrid: limits may stay on v1)", "[node][cgroup]") {
   std::string why;
   if (!cgroup_v2_available(&why)) {
-    WARN("SKIPPED: " << why);
-    corral_test::skip(why);
+    CORRAL_SKIP(why);
     return;
   }
   auto b = make_cgroup_v2("corral_t_v2");

@@ -498,8 +498,7 @@ TEST_CASE("a checkpoint in progress still ends at its grace after the agent rest
 TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") {
   std::string why;
   if (!cgroup_v2_available(&why)) {
-    WARN("SKIPPED: " << why);
-    corral_test::skip(why);
+    CORRAL_SKIP(why);
     return;
   }
   nodetest::TempDir dir;
