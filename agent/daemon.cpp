@@ -933,15 +933,8 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     out.push_back(std::move(qq));
   }
   // PBA's pre-qualification demotes to this queue: below every other one, unless configured
-  // (as project_queues() does for corral sim, coordinator/sim/sim.cpp).
-  if (sched_.pba.enabled && !nci_find_queue(out, sched_.pba.lowest_queue)) {
-    Queue q;
-    q.name = sched_.pba.lowest_queue;
-    q.priority = 0;
-    for (const Queue& o : out) q.priority = std::min(q.priority, o.priority);
-    q.priority -= 1;
-    out.push_back(std::move(q));
-  }
+  // (as for corral sim, coordinator/sim/sim.cpp project_queues()).
+  if (sched_.pba.enabled) add_lowest_queue(out, sched_.pba.lowest_queue);
   return out;
 }
 

@@ -40,6 +40,17 @@ const Queue* nci_find_queue(const std::vector<Queue>& queues, const std::string&
   return nullptr;
 }
 
+void add_lowest_queue(std::vector<Queue>& qs, const std::string& name) {
+  if (nci_find_queue(qs, name)) return;
+  Queue q;
+  q.name = name;
+  int minp = 0;
+  for (const Queue& o : qs) minp = std::min(minp, o.priority);
+  q.priority = minp - 1;
+  q.charge_factor = 0;
+  qs.push_back(std::move(q));
+}
+
 namespace {
 
 const std::vector<Queue>& table_of(const std::vector<Queue>& queues, const NciConfig& cfg) {

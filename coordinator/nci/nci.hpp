@@ -128,6 +128,12 @@ struct NciVerdict {
 // The queue a job is in, after defaulting (nullptr if unknown).
 const Queue* nci_find_queue(const std::vector<Queue>& queues, const std::string& name);
 
+// Adds a free queue `name` below every queue of `qs` (priority one under the
+// lowest, charge factor 0) unless `qs` has it: NCI's bonus queue (bonus jobs
+// are free and run below every other queue, "Queue structure") and PBA's
+// pre-qualification queue (idle slots only).
+void add_lowest_queue(std::vector<Queue>& qs, const std::string& name);
+
 // Mandatory requests and queue bounds: call at submit; nci_stage rejects the
 // jobs that fail it. `queues` empty: cfg.queues.
 NciVerdict validate_request(const Job& job, const std::vector<Queue>& queues,

@@ -1432,23 +1432,11 @@ std::vector<Queue> project_queues(const pba::ProjectPlan& plan, const SchedConfi
       q.max_jobfs_mb = 0;
     }
   }
-  // A free queue below every other one, unless the plan declares it.
-  auto add_lowest = [&qs](const std::string& name) {
-    if (nci_find_queue(qs, name)) return;
-    Queue q;
-    q.name = name;
-    int minp = 0;
-    for (const Queue& o : qs) minp = std::min(minp, o.priority);
-    q.priority = minp - 1;
-    q.charge_factor = 0;
-    qs.push_back(std::move(q));
-  };
-  // NCI demotes a project with no grant left here (nci-pbs-policy.txt:
-  // bonus jobs are free and run below every other queue).
-  if (cfg.nci.enabled) add_lowest(cfg.nci.bonus_queue);
-  // PBA's pre-qualification demotes here: it runs on idle slots only, so
-  // it is charged like the bonus queue.
-  if (cfg.pba.enabled) add_lowest(cfg.pba.lowest_queue);
+  // Free queues below every other one, unless the plan declares them: NCI
+  // demotes a project with no grant left to its bonus queue; PBA's
+  // pre-qualification demotes to its lowest queue (idle slots only).
+  if (cfg.nci.enabled) add_lowest_queue(qs, cfg.nci.bonus_queue);
+  if (cfg.pba.enabled) add_lowest_queue(qs, cfg.pba.lowest_queue);
   return qs;
 }
 
