@@ -23,6 +23,15 @@ struct Iv {
   Time t1_cores;              // end of its cores (t1 but for an overdue backfilled job)
 };
 
+// Running job r on cores c .. c + k - 1 of node n (both random snapshots).
+void run_on(Snapshot& s, RunningJob r, std::uint32_t n, int c, int k) {
+  r.slots = k;
+  Placement p{n, static_cast<std::uint32_t>(k), {}};
+  for (int i = 0; i < k; ++i) p.cores.push_back(c + i);
+  r.placement.push_back(std::move(p));
+  s.running.push_back(std::move(r));
+}
+
 Snapshot random_snapshot(std::mt19937_64& rng, int npending) {
   auto U = [&](int a, int b) { return a + static_cast<int>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
   Snapshot s = cluster(U(6, 16), 1, 1000);
@@ -41,11 +50,7 @@ Snapshot random_snapshot(std::mt19937_64& rng, int npending) {
       r.job = job(1000 + id++, k, 0);
       r.start = 900;
       r.expected_end = 1000 + U(1, 400);
-      r.slots = k;
-      Placement p{n, static_cast<std::uint32_t>(k), {}};
-      for (int i = 0; i < k; ++i) p.cores.push_back(c + i);
-      r.placement.push_back(p);
-      s.running.push_back(r);
+      run_on(s, std::move(r), n, c, k);
       c += k;
     }
   }
@@ -306,11 +311,7 @@ Snapshot stress_snapshot(std::mt19937_64& rng, int npending) {
         r.backfilled = true;
         r.job.walltime = U(50, 400);
       }
-      r.slots = k;
-      Placement p{n, static_cast<std::uint32_t>(k), {}};
-      for (int i = 0; i < k; ++i) p.cores.push_back(c + i);
-      r.placement.push_back(p);
-      s.running.push_back(r);
+      run_on(s, std::move(r), n, c, k);
       c += k;
     }
   }
