@@ -80,28 +80,7 @@ std::string join_ints(const std::vector<int>& v) {
   return s;
 }
 
-const char* reason_name(node::EndReason r) {
-  switch (r) {
-    case node::EndReason::Completed: return "completed";
-    case node::EndReason::Failed: return "failed";
-    case node::EndReason::Walltime: return "walltime";
-    case node::EndReason::Memory: return "mem";
-    case node::EndReason::Jobfs: return "jobfs";
-    case node::EndReason::Cancelled: return "cancelled";
-    case node::EndReason::Preempted: return "requeued";
-    case node::EndReason::Checkpointed: return "checkpointed";
-    case node::EndReason::LaunchFailed: return "launch_failed";
-  }
-  return "unknown";
-}
-
-Backfill backfill_of(const std::string& s) {
-  if (s == "fcfs") return Backfill::Fcfs;
-  if (s == "conservative") return Backfill::Conservative;
-  if (s == "reserve") return Backfill::Reserve;
-  if (s == "checkpoint") return Backfill::Checkpoint;
-  return Backfill::Easy;
-}
+std::string reason_name(EndReason r) { return std::string(name(r)); }
 
 // Slots a started job holds: the cores it was granted (a -pe range grants a
 // count within it), else its request.
@@ -175,8 +154,8 @@ struct Daemon::Client {
 Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   boot_ = wall_now();
   boot_mono_ = mono_now();
-  sched_.order.policy = cfg_.order;
-  sched_.planner.backfill = backfill_of(cfg_.backfill);
+  apply_policy(cfg_.policy, sched_);
+  if (cfg_.order) sched_.order.policy = *cfg_.order;
   sched_.planner.max_reservation = cfg_.max_reservation;
   if (cfg_.default_duration > 0) sched_.planner.default_duration = cfg_.default_duration;
   if (!cfg_.monitor_file.empty()) {
@@ -808,7 +787,7 @@ proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
   std::string who = user_name(p.uid);
   if (who.empty()) who = std::to_string(p.uid);
   if (rec->state == proto::state::kPending) {
-    finish(*rec, "cancelled", -1, "cancelled by " + who + " before it started");
+    finish(*rec, reason_name(EndReason::Cancelled), -1, "cancelled by " + who + " before it started");
   } else {
     rec->cancel_requested = true;
     rec->comment = "cancel requested by " + who;
@@ -1154,7 +1133,7 @@ void Daemon::apply(const Plan& plan) {
         break;
       }
       case Action::Reject:
-        if (pending) finish(*rec, "rejected", -1, d.reason.empty() ? "can never run as asked" : d.reason);
+        if (pending) finish(*rec, reason_name(EndReason::Rejected), -1, d.reason.empty() ? "can never run as asked" : d.reason);
         break;
       case Action::Demote:
         if (pending && !d.queue.empty()) {
@@ -1210,7 +1189,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.user = rec.user == std::to_string(rec.uid) ? "" : rec.user;  // named at submit; else by uid
   std::string script = write_script(rec);
   if (script.empty()) {
-    finish(rec, "launch_failed", -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
+    finish(rec, reason_name(EndReason::LaunchFailed), -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
     return;
   }
   if (rec.spec.script.rfind("#!", 0) == 0) ls.argv = {script};
@@ -1252,7 +1231,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   std::string err = launcher_->start(ls);
   if (trace_on()) log_line("trace: launcher.start " + std::to_string((mono_now() - t_launch) * 1000) + " ms");
   if (!err.empty()) {
-    finish(rec, "launch_failed", -1, err);
+    finish(rec, reason_name(EndReason::LaunchFailed), -1, err);
     return;
   }
   double t = now();
@@ -1353,7 +1332,7 @@ void Daemon::on_end(const node::JobEnd& e) {
 
 void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
   double t = now();
-  rec.runs.push_back(proto::RunInfo{rec.start_time, t, "preempted", exit_code, why});
+  rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason_name(EndReason::Preempted), exit_code, why});
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
   if (keep_work) rec.checkpoints += 1;

@@ -31,21 +31,6 @@
 namespace corral::node {
 namespace fs = std::filesystem;
 
-const char* to_string(EndReason r) {
-  switch (r) {
-    case EndReason::Completed: return "completed";
-    case EndReason::Failed: return "failed";
-    case EndReason::Walltime: return "walltime";
-    case EndReason::Memory: return "memory";
-    case EndReason::Jobfs: return "jobfs";
-    case EndReason::Cancelled: return "cancelled";
-    case EndReason::Preempted: return "preempted";
-    case EndReason::Checkpointed: return "checkpointed";
-    case EndReason::LaunchFailed: return "launch-failed";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // ---- small helpers ---------------------------------------------------------------------------

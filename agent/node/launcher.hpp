@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cgroup.hpp"
+#include "coordinator/names.hpp"
 #include "topology.hpp"
 
 namespace corral::node {
@@ -50,9 +51,8 @@ struct LaunchSpec {
 
 // LaunchFailed: only with LauncherConfig::async_start, a failure in the job's own process (as its
 // user) seen after start() returned; otherwise start() returns the error and this is the daemon's.
-enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
-                       LaunchFailed };
-const char* to_string(EndReason r);
+// Names: coordinator/names.hpp (Rejected is the daemon's, never the launcher's).
+using EndReason = corral::EndReason;
 
 struct JobEnd {
   std::uint64_t id = 0;

@@ -46,27 +46,6 @@ Time backfill_duration(const Job& job, const PlannerConfig& cfg) {
   return std::max<Time>(1, static_cast<Time>(std::ceil(static_cast<double>(d) * p)));
 }
 
-bool parse_backfill(const std::string& n, Backfill& out) {
-  if (n == "fcfs") out = Backfill::Fcfs;
-  else if (n == "easy") out = Backfill::Easy;
-  else if (n == "conservative") out = Backfill::Conservative;
-  else if (n == "reserve") out = Backfill::Reserve;
-  else if (n == "checkpoint") out = Backfill::Checkpoint;
-  else return false;
-  return true;
-}
-
-const char* backfill_name(Backfill b) {
-  switch (b) {
-    case Backfill::Fcfs: return "fcfs";
-    case Backfill::Easy: return "easy";
-    case Backfill::Conservative: return "conservative";
-    case Backfill::Reserve: return "reserve";
-    case Backfill::Checkpoint: return "checkpoint";
-  }
-  return "?";
-}
-
 namespace {
 
 // One use of an aggregate diagram: `per_slot` units of profile `prof` per slot.

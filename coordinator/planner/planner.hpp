@@ -65,10 +65,9 @@
 #include <memory>
 
 #include "coordinator/model.hpp"
+#include "coordinator/names.hpp"  // Backfill
 
 namespace corral {
-
-enum class Backfill { Fcfs, Easy, Conservative, Reserve, Checkpoint };
 
 struct PlannerConfig {
   Backfill backfill = Backfill::Easy;
@@ -133,9 +132,6 @@ inline Time duration_floor(const Job& j) {
 Time planned_duration(const Job& job, const PlannerConfig& cfg);
 // The checkpoint policy's shortened duration for a non-head job.
 Time backfill_duration(const Job& job, const PlannerConfig& cfg);
-// Parses "fcfs", "easy", "conservative", "reserve", "checkpoint"; false if unknown.
-bool parse_backfill(const std::string& name, Backfill& out);
-const char* backfill_name(Backfill b);
 
 // Plans one pass over st.order: appends Start / Reserve / Checkpoint / Reject
 // decisions (and MONITOR lines when enabled) to `plan`. Pure except for one
