@@ -1,6 +1,7 @@
 #include "coordinator/sim/sim.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <bit>
 #include <chrono>
 #include <map>
@@ -1411,12 +1412,6 @@ class Simulator {
   }
 };
 
-std::string num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
-
 }  // namespace
 
 std::vector<Queue> project_queues(const pba::ProjectPlan& plan, const SchedConfig& cfg) {
@@ -1461,79 +1456,74 @@ SimResult simulate(const SwfTrace& trace, const SimOptions& opt) {
   return s.run();
 }
 
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
-  }
-  return o + "\"";
+namespace {
+
+// Figures at 6 significant digits (as %.6g), printed in the shortest form
+// that reads back the same.
+double six(double v) {
+  if (!std::isfinite(v)) return v;  // null in JSON
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return std::strtod(b, nullptr);
 }
 
-std::string to_json(const SimResult& r, const JsonFields& labels) {
-  std::string o = "{";
-  auto kv = [&](const std::string& k, const std::string& v) {
-    if (o.size() > 1) o += ", ";
-    o += json_string(k);
-    o += ": ";
-    o += v;
-  };
-  for (const auto& [k, v] : labels) kv(k, v);
-  kv("jobs", std::to_string(r.jobs));
-  kv("finished", std::to_string(r.finished));
-  kv("rejected", std::to_string(r.rejected));
-  kv("unstarted", std::to_string(r.unstarted));
-  kv("utilization", num(r.utilization));
-  kv("mean_wait", num(r.mean_wait));
-  kv("max_wait", std::to_string(r.max_wait));
-  kv("mean_bsld", num(r.mean_bsld));
-  kv("max_bsld", num(r.max_bsld));
-  kv("makespan", std::to_string(r.makespan));
-  kv("preemptions", std::to_string(r.preemptions));
-  kv("checkpoints", std::to_string(r.checkpoints));
-  kv("checkpoint_cost_total", std::to_string(r.checkpoint_cost_total));
-  kv("idle_while_waiting", num(r.idle_while_waiting));
-  kv("restart_cost_total", std::to_string(r.restart_cost_total));
-  kv("deferred_starts", std::to_string(r.deferred_starts));
-  kv("passes", std::to_string(r.passes));
-  kv("skipped_passes", std::to_string(r.skipped_passes));
-  kv("machine_procs", std::to_string(r.machine_procs));
-  kv("sim_seconds", num(r.sim_seconds));
+nlohmann::ordered_json project_json(const ProjectResult& x) {
+  return {{"allocated_slots", six(x.allocated_slots)},
+          {"allocated_peak", x.allocated_peak},
+          {"mean_slots_used", six(x.mean_slots_used)},
+          {"jobs", x.jobs},
+          {"allocated_jobs", x.allocated_jobs},
+          {"mean_wait", six(x.mean_wait)},
+          {"max_wait", x.max_wait},
+          {"max_wait_past_threshold", std::max<Time>(0, x.max_wait_past_threshold)},
+          {"su_charged", six(x.su_charged)},
+          {"grant_left", x.has_grant ? nlohmann::ordered_json(six(x.grant_left)) : nlohmann::ordered_json()},
+          {"preemptions_suffered", x.preemptions_suffered},
+          {"preemptions_caused", x.preemptions_caused}};
+}
+
+}  // namespace
+
+std::string to_json(const SimResult& r, const nlohmann::ordered_json& labels) {
+  nlohmann::ordered_json o = labels.is_object() ? labels : nlohmann::ordered_json::object();
+  o["jobs"] = r.jobs;
+  o["finished"] = r.finished;
+  o["rejected"] = r.rejected;
+  o["unstarted"] = r.unstarted;
+  o["utilization"] = six(r.utilization);
+  o["mean_wait"] = six(r.mean_wait);
+  o["max_wait"] = r.max_wait;
+  o["mean_bsld"] = six(r.mean_bsld);
+  o["max_bsld"] = six(r.max_bsld);
+  o["makespan"] = r.makespan;
+  o["preemptions"] = r.preemptions;
+  o["checkpoints"] = r.checkpoints;
+  o["checkpoint_cost_total"] = r.checkpoint_cost_total;
+  o["idle_while_waiting"] = six(r.idle_while_waiting);
+  o["restart_cost_total"] = r.restart_cost_total;
+  o["deferred_starts"] = r.deferred_starts;
+  o["passes"] = r.passes;
+  o["skipped_passes"] = r.skipped_passes;
+  o["machine_procs"] = r.machine_procs;
+  o["sim_seconds"] = six(r.sim_seconds);
   if (r.has_projects) {
-    std::string p = "{";
-    for (const ProjectResult& x : r.projects) {
-      if (p.size() > 1) p += ", ";
-      p += json_string(x.name) + ": {";
-      p += "\"allocated_slots\": " + num(x.allocated_slots);
-      p += ", \"allocated_peak\": " + std::to_string(x.allocated_peak);
-      p += ", \"mean_slots_used\": " + num(x.mean_slots_used);
-      p += ", \"jobs\": " + std::to_string(x.jobs);
-      p += ", \"allocated_jobs\": " + std::to_string(x.allocated_jobs);
-      p += ", \"mean_wait\": " + num(x.mean_wait);
-      p += ", \"max_wait\": " + std::to_string(x.max_wait);
-      p += ", \"max_wait_past_threshold\": " + std::to_string(std::max<Time>(0, x.max_wait_past_threshold));
-      p += ", \"su_charged\": " + num(x.su_charged);
-      p += ", \"grant_left\": " + (x.has_grant ? num(x.grant_left) : std::string("null"));
-      p += ", \"preemptions_suffered\": " + std::to_string(x.preemptions_suffered);
-      p += ", \"preemptions_caused\": " + std::to_string(x.preemptions_caused);
-      p += "}";
-    }
-    kv("pending_threshold", std::to_string(r.pending_threshold));
+    o["pending_threshold"] = r.pending_threshold;
     if (r.start_window > 0) {
-      kv("start_window", std::to_string(r.start_window));
-      kv("window_bound", std::to_string(r.window_bound));
-      kv("jobs_past_window", std::to_string(r.jobs_past_window));
-      kv("max_wait_past_window", std::to_string(r.max_wait_past_window));
-      kv("window_narrow_procs", std::to_string(r.window_narrow_procs));
-      kv("narrow_jobs_past_window", std::to_string(r.narrow_jobs_past_window));
-      kv("max_wait_past_window_narrow", std::to_string(r.max_wait_past_window_narrow));
-      kv("window_quantum", std::to_string(r.window_bound - r.start_window));
-      kv("max_suspension", std::to_string(r.max_suspension));
+      o["start_window"] = r.start_window;
+      o["window_bound"] = r.window_bound;
+      o["jobs_past_window"] = r.jobs_past_window;
+      o["max_wait_past_window"] = r.max_wait_past_window;
+      o["window_narrow_procs"] = r.window_narrow_procs;
+      o["narrow_jobs_past_window"] = r.narrow_jobs_past_window;
+      o["max_wait_past_window_narrow"] = r.max_wait_past_window_narrow;
+      o["window_quantum"] = r.window_bound - r.start_window;
+      o["max_suspension"] = r.max_suspension;
     }
-    kv("projects", p + "}");
+    nlohmann::ordered_json p = nlohmann::ordered_json::object();
+    for (const ProjectResult& x : r.projects) p[x.name] = project_json(x);
+    o["projects"] = std::move(p);
   }
-  o += "}";
-  return o;
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string starts_csv(const SimResult& r) {

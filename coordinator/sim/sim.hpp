@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "coordinator/nci/report.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/swf.hpp"
@@ -157,11 +159,9 @@ struct SimResult {
 // Throws std::invalid_argument for impossible options (no machine size, ...).
 SimResult simulate(const SwfTrace& trace, const SimOptions& opt);
 
-// The result as one JSON object (no trailing newline). `labels` come first,
-// as key -> already-encoded JSON value (use json_string for text).
-using JsonFields = std::vector<std::pair<std::string, std::string>>;
-std::string to_json(const SimResult& r, const JsonFields& labels = {});
-std::string json_string(const std::string& s);
+// The result as one JSON object (no trailing newline), the caller's
+// `labels` (an object) first.
+std::string to_json(const SimResult& r, const nlohmann::ordered_json& labels = {});
 
 // MONITOR lines of a replay name jobs by the simulator's ids (trace index +
 // 1): rewrites them to the trace's ids (the on_monitor lines).

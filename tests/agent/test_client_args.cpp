@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tools/corral/client.hpp"
 
@@ -140,6 +141,28 @@ TEST_CASE("-pe slot ranges: Grid Engine forms, clear errors", "[agent]") {
   CHECK_THROWS_WITH(parse_submit(6, const_cast<char**>(badname)), Catch::Contains("invalid parallel environment name"));
   const char* zero[] = {"submit", "-pe", "smp", "0", "--wrap", "true"};
   CHECK_THROWS_WITH(parse_submit(6, const_cast<char**>(zero)), Catch::Contains("invalid -pe slot range '0'"));
+}
+
+TEST_CASE("JSON output: every control character escaped, bad UTF-8 replaced, read back", "[agent][json]") {
+  corral::proto::JobInfo j;
+  j.id = 6;
+  j.state = "ended";
+  j.end_reason = "mem";
+  for (int c = 1; c < 0x20; ++c) j.comment += static_cast<char>(c);
+  j.comment += "\x7f\"\\";
+  j.name = "bad\xff utf-8";
+  j.runs.push_back({1.5, 2.25, "mem", 137, j.comment});
+  const std::string js = to_json(j);
+  for (char c : js) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  const auto back = nlohmann::json::parse(js);
+  CHECK(back["comment"] == j.comment);
+  CHECK(back["runs"][0]["comment"] == j.comment);
+  CHECK(back["runs"][0]["end_reason"] == "mem");
+  CHECK(back["name"] == "bad\xef\xbf\xbd utf-8");  // U+FFFD: the output never stops on a user's bytes
+  corral::proto::NodeStatus n;
+  n.node = "n\x01";
+  n.recent.push_back(j);
+  CHECK(nlohmann::json::parse(to_json(n))["recent"][0]["comment"] == j.comment);
 }
 
 TEST_CASE("stat JSON shows the slot range and the granted slots", "[agent]") {

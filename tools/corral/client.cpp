@@ -1,5 +1,4 @@
 #include "tools/corral/client.hpp"
-#include "coordinator/json.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,6 +16,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace corral::cli {
 namespace {
 
@@ -30,22 +31,53 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string esc(const std::string& s) { return corral::json_quote(s); }
+using Json = nlohmann::ordered_json;
 
-std::string num(double d) {
-  if (!std::isfinite(d)) return "0";
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6f", d);
-  std::string s = b;
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
+// Seconds and usage to the microsecond; a non-finite value as 0.
+double micro(double d) { return std::isfinite(d) ? std::round(d * 1e6) / 1e6 : 0.0; }
 
-std::string ints(const std::vector<int>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
+// The text, or null when empty.
+Json text_or_null(const std::string& s) { return s.empty() ? Json() : Json(s); }
+
+Json job_json(const proto::JobInfo& j) {
+  Json o;
+  o["id"] = j.id;
+  o["name"] = j.name;
+  o["user"] = j.user;
+  o["uid"] = j.uid;
+  o["queue"] = j.queue;
+  o["project"] = j.project;
+  o["state"] = j.state;
+  o["exit_code"] = j.state == "ended" && j.exit_code >= 0 ? Json(j.exit_code) : Json();
+  o["end_reason"] = text_or_null(j.end_reason);
+  o["submit_time"] = micro(j.submit_time);
+  o["start_time"] = j.start_time > 0 ? Json(micro(j.start_time)) : Json();
+  o["end_time"] = j.end_time > 0 ? Json(micro(j.end_time)) : Json();
+  o["walltime"] = j.walltime;
+  o["ncpus"] = j.ncpus;
+  o["mem_mb"] = j.mem_mb;
+  o["jobfs_mb"] = j.jobfs_mb;
+  o["cores"] = j.cores;
+  o["cpu_seconds"] = micro(j.cpu_seconds);
+  o["rss_mb"] = j.rss_mb;
+  o["requeues"] = j.requeues;
+  o["stdout"] = j.stdout_path;
+  o["stderr"] = j.stderr_path;
+  o["comment"] = j.comment;
+  o["pe"] = text_or_null(j.pe);
+  o["slots_min"] = j.slots_min > 0 ? j.slots_min : j.ncpus;
+  o["slots_max"] = j.slots_max == proto::kSlotsUnbounded ? Json() : Json(j.slots_max > 0 ? j.slots_max : j.ncpus);
+  o["slots"] = j.slots > 0 ? Json(j.slots) : Json();
+  o["suspended_seconds"] = micro(j.suspended_seconds);
+  // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
+  o["runs"] = Json::array();
+  for (const proto::RunInfo& r : j.runs)
+    o["runs"].push_back(Json{{"start", micro(r.start)},
+                             {"end", r.end > 0 ? Json(micro(r.end)) : Json()},
+                             {"end_reason", text_or_null(r.end_reason)},
+                             {"exit_code", r.end > 0 && r.exit_code >= 0 ? Json(r.exit_code) : Json()},
+                             {"comment", r.comment}});
+  return o;
 }
 
 }  // namespace
@@ -343,72 +375,28 @@ proto::Message request(const std::string& path, const proto::Message& req) {
   return proto::decode(frame);
 }
 
-std::string to_json(const proto::JobInfo& j) {
-  std::string o = "{";
-  o += "\"id\":" + std::to_string(j.id);
-  o += ",\"name\":" + esc(j.name);
-  o += ",\"user\":" + esc(j.user);
-  o += ",\"uid\":" + std::to_string(j.uid);
-  o += ",\"queue\":" + esc(j.queue);
-  o += ",\"project\":" + esc(j.project);
-  o += ",\"state\":" + esc(j.state);
-  o += ",\"exit_code\":" + (j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : std::string("null"));
-  o += ",\"end_reason\":" + (j.end_reason.empty() ? std::string("null") : esc(j.end_reason));
-  o += ",\"submit_time\":" + num(j.submit_time);
-  o += ",\"start_time\":" + (j.start_time > 0 ? num(j.start_time) : std::string("null"));
-  o += ",\"end_time\":" + (j.end_time > 0 ? num(j.end_time) : std::string("null"));
-  o += ",\"walltime\":" + std::to_string(j.walltime);
-  o += ",\"ncpus\":" + std::to_string(j.ncpus);
-  o += ",\"mem_mb\":" + std::to_string(j.mem_mb);
-  o += ",\"jobfs_mb\":" + std::to_string(j.jobfs_mb);
-  o += ",\"cores\":" + ints(j.cores);
-  o += ",\"cpu_seconds\":" + num(j.cpu_seconds);
-  o += ",\"rss_mb\":" + std::to_string(j.rss_mb);
-  o += ",\"requeues\":" + std::to_string(j.requeues);
-  o += ",\"stdout\":" + esc(j.stdout_path);
-  o += ",\"stderr\":" + esc(j.stderr_path);
-  o += ",\"comment\":" + esc(j.comment);
-  o += ",\"pe\":" + (j.pe.empty() ? std::string("null") : esc(j.pe));
-  o += ",\"slots_min\":" + std::to_string(j.slots_min > 0 ? j.slots_min : j.ncpus);
-  o += ",\"slots_max\":" + (j.slots_max == proto::kSlotsUnbounded ? std::string("null")
-                                : std::to_string(j.slots_max > 0 ? j.slots_max : j.ncpus));
-  o += ",\"slots\":" + (j.slots > 0 ? std::to_string(j.slots) : std::string("null"));
-  o += ",\"suspended_seconds\":" + num(j.suspended_seconds);
-  // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
-  o += ",\"runs\":[";
-  for (std::size_t i = 0; i < j.runs.size(); ++i) {
-    const proto::RunInfo& r = j.runs[i];
-    o += std::string(i ? "," : "") + "{\"start\":" + num(r.start);
-    o += ",\"end\":" + (r.end > 0 ? num(r.end) : std::string("null"));
-    o += ",\"end_reason\":" + (r.end_reason.empty() ? std::string("null") : esc(r.end_reason));
-    o += ",\"exit_code\":" + (r.end > 0 && r.exit_code >= 0 ? std::to_string(r.exit_code) : std::string("null"));
-    o += ",\"comment\":" + esc(r.comment) + "}";
-  }
-  o += "]";
-  return o + "}";
-}
+std::string to_json(const proto::JobInfo& j) { return job_json(j).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 std::string to_json(const proto::NodeStatus& n) {
-  std::string o = "{";
-  o += "\"node\":" + esc(n.node);
-  o += ",\"mode\":" + esc(n.mode);
-  o += ",\"topology\":" + esc(n.topology);
-  o += ",\"cores\":" + std::to_string(n.cores);
-  o += ",\"numa_nodes\":" + std::to_string(n.numa_nodes);
-  o += ",\"mem_mb\":" + std::to_string(n.mem_mb);
-  o += ",\"slots_total\":" + std::to_string(n.slots_total);
-  o += ",\"slots_used\":" + std::to_string(n.slots_used);
-  o += ",\"pending\":" + std::to_string(n.pending);
-  o += ",\"running\":[";
-  for (std::size_t i = 0; i < n.running.size(); ++i) o += (i ? "," : "") + to_json(n.running[i]);
-  o += "],\"recent\":[";
-  for (std::size_t i = 0; i < n.recent.size(); ++i) o += (i ? "," : "") + to_json(n.recent[i]);
-  o += "],\"agent_pid\":" + std::to_string(n.agent_pid);
-  o += ",\"agent_uptime\":" + num(n.agent_uptime);
-  o += ",\"version\":" + esc(n.version);
-  o += ",\"criu\":{\"available\":" + std::string(n.criu_available ? "true" : "false") +
-       ",\"why\":" + esc(n.criu_why) + "}";
-  return o + "}";
+  Json o;
+  o["node"] = n.node;
+  o["mode"] = n.mode;
+  o["topology"] = n.topology;
+  o["cores"] = n.cores;
+  o["numa_nodes"] = n.numa_nodes;
+  o["mem_mb"] = n.mem_mb;
+  o["slots_total"] = n.slots_total;
+  o["slots_used"] = n.slots_used;
+  o["pending"] = n.pending;
+  o["running"] = Json::array();
+  for (const proto::JobInfo& j : n.running) o["running"].push_back(job_json(j));
+  o["recent"] = Json::array();
+  for (const proto::JobInfo& j : n.recent) o["recent"].push_back(job_json(j));
+  o["agent_pid"] = n.agent_pid;
+  o["agent_uptime"] = micro(n.agent_uptime);
+  o["version"] = n.version;
+  o["criu"] = Json{{"available", n.criu_available}, {"why", n.criu_why}};
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace corral::cli
