@@ -4,10 +4,13 @@
 #pragma once
 
 #include <csignal>
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "coordinator/names.hpp"
 
 namespace corral::agent {
 
@@ -29,8 +32,8 @@ struct Config {
   std::string ckpt_root = "/var/tmp/corral/ckpt";
   std::string topology_xml;                   // stand-in topology (tests); empty: hwloc
   int declare_cores = 0;                      // >0: declared 1-package node of N cores
-  std::string backfill = "easy";              // fcfs | easy | conservative | reserve | checkpoint
-  std::string order = "fifo";
+  Policy policy = Policy::Easy;               // names: coordinator/names.hpp
+  std::optional<Order> order;                 // unset: the policy's (fifo but for corral)
   // Grid Engine's reservation settings (sge6-reservation-backfill.txt section 3,
   // sched_conf(5)): at most max_reservation reservations a pass (the reserve
   // policy: -R y jobs only); default_duration plans a job without walltime
@@ -77,7 +80,9 @@ struct Config {
   int checkpoint_signal = SIGUSR1;
   int checkpoint_grace = 30;                  // s
 
-  // Not config keys: what the command line asked for.
+  // Not config keys: what the command line asked for, and warnings to print
+  // (a deprecated key), "FILE:LINE: " before them when read from a file.
+  std::vector<std::string> warnings;
   std::string config_file;                    // the file read ("" = built-in defaults)
   std::string export_topology;                // --export-topology FILE|-: write the XML and exit
 };
@@ -92,15 +97,9 @@ int parse_signal(const std::string& text);
 // "USR1", "RTMIN+2", or the number.
 std::string signal_name(int sig);
 
-// Every option corrald accepts, as its parser knows them: `key` is the config key the flag sets
-// (nullptr: handled by the parser itself); `arg` names its value (nullptr: takes none).
-struct FlagDef {
-  const char* flag;
-  const char* key;
-  const char* arg;
-};
-extern const FlagDef kFlags[];
-extern const std::size_t kFlagCount;
+// Every option corrald's parser accepts, as "--flag ARG" ("-h, --help" for
+// one with two names): kUsage lists each one (tests).
+std::vector<std::string> usage_flags();
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
 // unknown key or a bad value.
