@@ -1,56 +1,33 @@
 #include "agent/daemon.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
-#include <malloc.h>
+#include <fstream>
 #include <grp.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pwd.h>
+#include <set>
+#include <sstream>
+#include <stdexcept>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <unistd.h>
-#include <zmq.h>
-
-#include <algorithm>
 #include <tuple>
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
+#include <unistd.h>
 
+#include "agent/local_socket.hpp"
 #include "agent/node/launcher.hpp"
+#include "agent/job_accounting.hpp"
 #include "agent/node/topology.hpp"
 
 namespace corral::agent {
 
-// ------------------------------------------------------------------ log --
-
 namespace {
-std::FILE* g_log = stderr;
-std::string g_log_path;
-
-double wall_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-double mono_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-// CORRAL_TRACE=1 in corrald's environment logs the time of each loop stage.
-bool trace_on() {
-  static const bool on = std::getenv("CORRAL_TRACE") != nullptr;
-  return on;
-}
-
 int g_sig_write = -1;
 extern "C" void on_signal(int sig) {
   int saved = errno;
@@ -58,143 +35,14 @@ extern "C" void on_signal(int sig) {
   if (g_sig_write >= 0) (void)!::write(g_sig_write, &b, 1);
   errno = saved;
 }
-
-std::string errno_text() { return std::strerror(errno); }
-
-std::string user_name(uid_t uid) {
-  passwd pw{}, *res = nullptr;
-  char buf[4096];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return pw.pw_name;
-  return "";
-}
-std::string group_name(gid_t gid) {
-  group gr{}, *res = nullptr;
-  char buf[4096];
-  if (getgrgid_r(gid, &gr, buf, sizeof buf, &res) == 0 && res) return gr.gr_name;
-  return std::to_string(gid);
-}
-
-std::string join_ints(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
-const char* reason_name(node::EndReason r) {
-  switch (r) {
-    case node::EndReason::Completed: return "completed";
-    case node::EndReason::Failed: return "failed";
-    case node::EndReason::Walltime: return "walltime";
-    case node::EndReason::Memory: return "mem";
-    case node::EndReason::Jobfs: return "jobfs";
-    case node::EndReason::Cancelled: return "cancelled";
-    case node::EndReason::Preempted: return "requeued";
-    case node::EndReason::Checkpointed: return "checkpointed";
-    case node::EndReason::LaunchFailed: return "launch_failed";
-  }
-  return "unknown";
-}
-
-Backfill backfill_of(const std::string& s) {
-  if (s == "fcfs") return Backfill::Fcfs;
-  if (s == "conservative") return Backfill::Conservative;
-  if (s == "reserve") return Backfill::Reserve;
-  if (s == "checkpoint") return Backfill::Checkpoint;
-  return Backfill::Easy;
-}
-
-// Slots a started job holds: the cores it was granted (a -pe range grants a
-// count within it), else its request.
-int granted(const JobRecord& r) {
-  return r.cores.empty() ? r.spec.ncpus : static_cast<int>(r.cores.size());
-}
-// Seconds suspended in the current run, including an ongoing suspension.
-double suspended_total(const JobRecord& r, double now) {
-  return r.suspended_seconds + (r.suspended_since > 0 ? std::max(0.0, now - r.suspended_since) : 0.0);
-}
-// Ends an ongoing suspension at `now` (its time is added to suspended_seconds).
-void close_suspension(JobRecord& r, double now) {
-  r.suspended_seconds = suspended_total(r, now);
-  r.suspended_since = 0;
-}
-// The slot range a spec asks for: a -pe range (min-max), else exactly ncpus.
-std::pair<int, int> slot_range(const proto::JobSpec& s) {
-  if (!s.pe.empty() && s.slots_min >= 1 && s.slots_max >= s.slots_min) return {s.slots_min, s.slots_max};
-  return {s.ncpus, s.ncpus};
-}
-
-constexpr std::size_t kMaxClients = 4096;
-constexpr std::size_t kMaxRequestElems = 1u << 16;  // env entries etc. in one request
 }  // namespace
-
-void log_to(const std::string& path) {
-  if (path.empty()) return;
-  std::FILE* f = std::fopen(path.c_str(), "a");
-  if (!f) throw std::runtime_error("cannot open log file " + path + ": " + errno_text());
-  std::setvbuf(f, nullptr, _IOLBF, 0);
-  if (g_log != stderr) std::fclose(g_log);
-  g_log = f;
-  g_log_path = path;
-}
-
-void log_line(const std::string& msg) {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  tm t{};
-  gmtime_r(&ts.tv_sec, &t);
-  char stamp[80];
-  std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900,
-                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
-  std::fprintf(g_log, "%s corrald: %s\n", stamp, msg.c_str());
-  std::fflush(g_log);
-}
-
-node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
-  if (cfg.declare_cores > 0) {
-    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
-    return node::declared(1, cfg.declare_cores, mb);
-  }
-  if (!cfg.topology_xml.empty()) return node::load_xml(cfg.topology_xml);
-  return node::discover(jobfs_dir);
-}
-
-// -------------------------------------------------------------- clients --
-
-struct Daemon::Client {
-  int fd = -1;
-  Peer peer;
-  proto::FrameReader reader;
-  std::string out;
-  std::uint64_t waiting = 0;     // job id a `wait` blocks on
-  bool close_after_write = false;
-  bool dead = false;
-};
 
 // ---------------------------------------------------------------- setup --
 
 Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   boot_ = wall_now();
   boot_mono_ = mono_now();
-  sched_.order.policy = cfg_.order;
-  sched_.planner.backfill = backfill_of(cfg_.backfill);
-  sched_.planner.max_reservation = cfg_.max_reservation;
-  if (cfg_.default_duration > 0) sched_.planner.default_duration = cfg_.default_duration;
-  if (!cfg_.monitor_file.empty()) {
-    open_monitor();  // a path it cannot write is a clear error at start
-    sched_.planner.monitor = true;
-  }
-  sched_.nci.enabled = cfg_.nci;
-  if (cfg_.nci) {
-    auto req = [&](const char* k) {
-      return std::find(cfg_.nci_require.begin(), cfg_.nci_require.end(), k) != cfg_.nci_require.end();
-    };
-    sched_.nci.require_walltime = req("walltime");
-    sched_.nci.require_vmem = req("mem");
-    sched_.nci.require_jobfs = req("jobfs");
-    sched_.nci.window_wait = static_cast<Time>(cfg_.nci_start_window);
-  }
-
-  preempt_mode_ = cfg_.preempt_mode == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
+  setup_scheduling();
 
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
   if (cfg_.pba) setup_pba();  // after the store: its plan's origin is kept in state_dir
@@ -210,41 +58,18 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
            std::to_string(cfg_.checkpoint_grace) + " s");
 
-  // Issue 3: "CRIU only where `criu check` passes; never depend on it". Probed once, before the
-  // Launcher has children of its own to reap, and only reported: checkpoints stay cooperative.
-  criu_ = node::probe_criu();
-  log_line("criu: " + criu_.why + (criu_.found ? " (" + criu_.path + ")" : "") +
-           "; checkpoints are cooperative (checkpoint_signal), CRIU is not used");
-  node::Topology topo = agent_topology(cfg_, cfg_.jobfs_root);
-  hostname_ = topo.hostname;
-  if (hostname_.empty()) {
-    char h[256] = {};
-    ::gethostname(h, sizeof h - 1);
-    hostname_ = h;
-  }
-  log_line("node " + node::describe(topo));
-  node::LauncherConfig lc;
-  lc.cgroup_parent = cfg_.cgroup_parent;
-  lc.jobfs_root = cfg_.jobfs_root;
-  lc.ckpt_root = cfg_.ckpt_root;
-  lc.state_dir = cfg_.node_state_dir;
-  lc.hostname = hostname_;
-  // The loop never waits for a launch: a failure as the user (chdir, open stdout, execve) comes
-  // back from poll() as a launch_failed end, with the same message start() would have returned.
-  lc.async_start = true;
-  // An ended job's slot is removed after the pass that starts the next job on its cores (tidy()
-  // below in run()): off the path from one job's end to the next one's start.
-  lc.defer_cleanup = true;
-  launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
-
-  for (const auto& [id, rec] : store_->jobs()) {
-    if (rec.state == proto::state::kPending) pending_.insert(id);
-    else if (!rec.ended()) active_.insert(id);
-    else if (sched_.pba.enabled && rec.end_reason == "completed" && !rec.spec.project.empty())
-      ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (ended jobs kept)
-  }
+  setup_launcher();
+  pub_.set_origin(hostname_, boot_);
+  load_jobs();
   recover();
 
+  setup_signals();
+  pub_.open(cfg_.pub);
+  setup_socket();
+  store_->flush();
+}
+
+void Daemon::setup_signals() {
   if (::pipe2(sig_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::runtime_error("pipe: " + errno_text());
   g_sig_write = sig_pipe_[1];
@@ -254,88 +79,11 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   sa.sa_flags = SA_RESTART;
   for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-
-  setup_pub();
-  setup_socket();
-  store_->flush();
-}
-
-// pba = yes: the plan file (coordinator/pba/PLANFILE.md) as `corral sim --projects` reads it
-// (tools/corral/cmd_sim.cpp, sim::use_projects), with relative dates counted from pba_origin().
-// The origin of the plan's relative dates (+N weeks, +DURATION deadlines):
-// the first start with PBA, kept in state_dir/pba_origin, so that a restart
-// moves no allocation and no deadline.
-Time Daemon::pba_origin() {
-  const std::string path = cfg_.state_dir + "/pba_origin";
-  {
-    std::ifstream in(path);
-    long long t = 0;
-    if (in >> t && t > 0) return static_cast<Time>(t);
-  }
-  const Time t = static_cast<Time>(now());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << t << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp + ": " + errno_text());
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path + ": " + errno_text());
-  return t;
-}
-
-void Daemon::setup_pba() {
-  const std::string& path = cfg_.pba_plan;
-  if (path.empty())
-    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: coordinator/pba/PLANFILE.md)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
-  std::ostringstream text;
-  text << f.rdbuf();
-  pba::PlanParseOptions po;
-  po.origin = pba_origin();
-  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
-  if (!pr.ok()) {
-    std::string all;
-    for (const auto& e : pr.errors) all += (all.empty() ? "" : "; ") + e;
-    throw std::runtime_error("pba_plan " + path + ": " + all);
-  }
-  if (pr.plan.projects.empty()) throw std::runtime_error("pba_plan " + path + ": no project declared");
-  if (!pr.plan.queues.empty() || !pr.plan.grants.empty())
-    log_line("pba_plan " + path + ": its queue and grant lines are not used here (queues come from `queues`)");
-  PbaConfig& p = sched_.pba;
-  p.enabled = true;
-  p.plan = std::move(pr.plan);
-  p.preempt = cfg_.pba_preempt;
-  p.preempt_after = static_cast<Time>(cfg_.pba_preempt_after);
-  p.max_requeues = static_cast<int>(cfg_.pba_max_requeues);
-  p.require_project_tag = cfg_.pba_require_project;
-  if (cfg_.nci) {  // as sim::use_projects: NCI resumes, and holds suspended jobs' cores
-    p.resume_suspended = false;
-    p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
-    // With a time window NCI lets PBA's allocated class use the cores
-    // suspended jobs hold (nci.cpp), so PBA counts them free (as corral sim).
-    if (cfg_.nci_start_window > 0) p.suspended_hold_cores = false;
-  }
-  sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
-  int allocated = 0;
-  for (const auto& pd : p.plan.projects) allocated += p.plan.allocated_slots(pd.name, po.origin);
-  log_line("PBA: plan " + path + ": " + std::to_string(p.plan.projects.size()) + " project(s), " +
-           std::to_string(allocated) + " slot(s) allocated this week; preemption " +
-           (p.preempt ? "after " + std::to_string(p.preempt_after) + " s pending, by " + cfg_.preempt_mode
-                      : std::string("off")));
 }
 
 Daemon::~Daemon() {
-  for (auto& [fd, c] : clients_) ::close(fd);
-  if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
-    ::unlink(cfg_.socket.c_str());
-  }
-  if (zpub_) {
-    send_events();
-    zmq_close(zpub_);
-  }
-  if (zctx_) zmq_ctx_term(zctx_);
+  close_socket();
+  pub_.close();
   try {
     store_->flush();
   } catch (const std::exception& e) {
@@ -348,102 +96,29 @@ Daemon::~Daemon() {
     if (fd >= 0) ::close(fd);
 }
 
-void Daemon::setup_socket() {
-  const std::string& path = cfg_.socket;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof addr.sun_path)
-    throw std::runtime_error("socket path '" + path + "' is empty or too long (max " +
-                             std::to_string(sizeof addr.sun_path - 1) + " bytes)");
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
-  std::string dir = path.substr(0, path.rfind('/'));
-  if (!dir.empty() && ::mkdir(dir.c_str(), 0755) == 0) ::chmod(dir.c_str(), 0755);
+// ----------------------------------------------------------------- loop --
 
-  // A live corrald on the same socket is an error; a stale file is replaced.
-  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (probe >= 0) {
-    bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(probe);
-    if (live) throw std::runtime_error("another corrald is already serving " + path);
-  }
-  ::unlink(path.c_str());
-  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listen_fd_ < 0) throw std::runtime_error("socket: " + errno_text());
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    throw std::runtime_error("cannot bind " + path + ": " + errno_text());
-  // Every user may connect; identity comes from SO_PEERCRED, not the client.
-  ::chmod(path.c_str(), 0666);
-  if (::listen(listen_fd_, 512) != 0) throw std::runtime_error("listen: " + errno_text());
-  log_line("serving " + path);
-}
-
-void Daemon::setup_pub() {
-  if (cfg_.pub.empty() || cfg_.pub == "none") return;
-  zctx_ = zmq_ctx_new();
-  zpub_ = zmq_socket(zctx_, ZMQ_PUB);
-  int linger = 0, hwm = 100000;
-  zmq_setsockopt(zpub_, ZMQ_LINGER, &linger, sizeof linger);
-  zmq_setsockopt(zpub_, ZMQ_SNDHWM, &hwm, sizeof hwm);
-  if (cfg_.pub.rfind("ipc://", 0) == 0) {
-    std::string p = cfg_.pub.substr(6);
-    std::string dir = p.substr(0, p.rfind('/'));
-    if (!dir.empty()) ::mkdir(dir.c_str(), 0755);
-  }
-  if (zmq_bind(zpub_, cfg_.pub.c_str()) != 0)
-    throw std::runtime_error("cannot publish on " + cfg_.pub + ": " + zmq_strerror(zmq_errno()));
-  log_line("publishing events on " + cfg_.pub);
-}
-
-// After a crash or restart: jobs the journal says run are adopted when their
-// processes still run (the node part's Launcher finds them by cgroup); jobs
-// that ended while nobody watched report their real end at the first poll;
-// any other "running" job is requeued (reason node_restart), so no job is lost.
-void Daemon::recover() {
-  auto found = launcher_->recover(cfg_.on_restart == "cleanup" ? node::RecoverMode::Cleanup
-                                                               : node::RecoverMode::Adopt);
-  std::set<std::uint64_t> adopted;
-  for (const auto& r : found) {
-    JobRecord* rec = store_->find(r.id);
-    if (r.adopted && rec && active_.count(r.id)) {
-      adopted.insert(r.id);
-      log_line("job " + std::to_string(r.id) + " adopted after restart" +
-               (r.message.empty() ? "" : ": " + r.message));
-    } else if (r.adopted) {
-      // Running but not known as running (crash between launch and journal):
-      // stop it; the job is still pending and will start again.
-      log_line("job " + std::to_string(r.id) + ": stray processes stopped after restart");
-      discard_end_.insert(r.id);
-      launcher_->cancel(r.id);
-    } else {
-      log_line("job " + std::to_string(r.id) + ": leftovers cleaned up" +
-               (r.message.empty() ? "" : ": " + r.message));
-    }
-  }
-  if (active_.empty()) return;
-  // Ends that happened while we were down.
-  for (const auto& e : launcher_->poll()) on_end(e);
-  std::vector<std::uint64_t> lost;
-  for (auto id : active_)
-    if (!adopted.count(id) && !launcher_->has(id)) lost.push_back(id);
-  for (auto id : lost) {
-    JobRecord& rec = *store_->find(id);
-    requeue(rec, "node_restart: corrald restarted and the job was no longer running", false);
-  }
-  for (auto id : active_) {
-    if (auto u = launcher_->usage(id)) {
-      JobRecord& rec = *store_->find(id);
-      std::string want(u->suspended ? proto::state::kSuspended : proto::state::kRunning);
-      if (rec.state != want) {
-        rec.state = want;
-        if (u->suspended && rec.suspended_since <= 0) rec.suspended_since = now();
-        if (!u->suspended && rec.suspended_since > 0) close_suspension(rec, now());
-        store_->put(rec);
+// SIGHUP reopens the log and the monitor file (rotation); SIGTERM and SIGINT stop the loop.
+void Daemon::on_signals() {
+  unsigned char sigs[16];
+  ssize_t k;
+  while ((k = ::read(sig_pipe_[0], sigs, sizeof sigs)) > 0) {
+    for (ssize_t i = 0; i < k; ++i) {
+      if (sigs[i] == SIGHUP) {
+        try {
+          log_reopen();
+          if (monitor_) open_monitor();
+          log_line(monitor_ ? "SIGHUP: log and monitor_file reopened" : "SIGHUP: log reopened");
+        } catch (const std::exception& e) {
+          log_line(e.what());
+        }
+      } else {
+        log_line(std::string("signal ") + strsignal(sigs[i]) + ": shutting down (running jobs keep running)");
+        stop_ = true;
       }
     }
   }
 }
-
-// ----------------------------------------------------------------- loop --
 
 int Daemon::run() {
   log_line(std::string("corrald ") + "standalone on " + hostname_ + " (pid " +
@@ -478,31 +153,11 @@ int Daemon::run() {
       log_line("poll: " + errno_text());
       return 1;
     }
-    if (fds[0].revents & POLLIN) {
-      unsigned char sigs[16];
-      ssize_t k;
-      while ((k = ::read(sig_pipe_[0], sigs, sizeof sigs)) > 0) {
-        for (ssize_t i = 0; i < k; ++i) {
-          if (sigs[i] == SIGHUP) {
-            try {
-              log_to(g_log_path);
-              if (monitor_) open_monitor();
-              log_line(monitor_ ? "SIGHUP: log and monitor_file reopened" : "SIGHUP: log reopened");
-            } catch (const std::exception& e) {
-              log_line(e.what());
-            }
-          } else {
-            log_line(std::string("signal ") + strsignal(sigs[i]) + ": shutting down (running jobs keep running)");
-            stop_ = true;
-          }
-        }
-      }
-    }
+    if (fds[0].revents & POLLIN) on_signals();
     // Ends first, and the pass they call for: a freed slot's next job starts before this
-    // iteration's requests are read and their journal entries fsync'd (with a burst of submits
-    // that was up to 32 decodes and an fdatasync between an end and the next start). Only jobs
-    // whose submit is already on disk can start here: every iteration's commit_and_reply()
-    // syncs the submits it acknowledges.
+    // iteration's requests are read and their journal entries synced. Only jobs whose submit is
+    // already on disk can start here: every iteration's commit_and_reply() syncs the submits it
+    // acknowledges.
     mono = mono_now();
     if ((fds[2].revents & POLLIN) || (!active_.empty() && mono >= next_poll_)) {
       poll_launcher();
@@ -542,8 +197,8 @@ int Daemon::run() {
 // is owed an acknowledgement: submit, cancel) before any reply leaves.
 bool Daemon::commit_and_reply() {
   try {
-    // Every stored job not pending or active has ended: trim (a walk of the whole store) only when
-    // that count is over the limit, not twice per loop iteration (it was a launch cost).
+    // Every stored job not pending or active has ended: trim (a walk of the whole store) only
+    // when that count is over the limit.
     if (store_->jobs().size() - pending_.size() - active_.size() > static_cast<std::size_t>(cfg_.keep_ended))
       store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
     bool owed = false;
@@ -554,7 +209,7 @@ bool Daemon::commit_and_reply() {
     log_line(std::string("fatal: cannot persist state: ") + e.what());
     return false;
   }
-  send_events();
+  pub_.flush();
   for (auto it = clients_.begin(); it != clients_.end();) {
     Client& c = *it->second;
     if (!c.dead && !c.out.empty()) write_client(c);
@@ -566,6 +221,56 @@ bool Daemon::commit_and_reply() {
     }
   }
   return true;
+}
+
+double Daemon::now() const { return wall_now(); }
+
+// ------------------------------------------------------------
+// corrald's local socket: every user may connect; who they are comes from
+// SO_PEERCRED, never from the client. Requests and replies are length-framed
+// MessagePack (proto/); the commands themselves are in commands.cpp.
+
+namespace {
+constexpr std::size_t kMaxRequestElems = 1u << 16;  // env entries etc. in one request
+}  // namespace
+
+void Daemon::setup_socket() {
+  const std::string& path = cfg_.socket;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    throw std::runtime_error("socket path '" + path + "' is empty or too long (max " +
+                             std::to_string(sizeof addr.sun_path - 1) + " bytes)");
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (!dir.empty() && ::mkdir(dir.c_str(), 0755) == 0) ::chmod(dir.c_str(), 0755);
+
+  // A live corrald on the same socket is an error; a stale file is replaced.
+  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe >= 0) {
+    bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(probe);
+    if (live) throw std::runtime_error("another corrald is already serving " + path);
+  }
+  ::unlink(path.c_str());
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) throw std::runtime_error("socket: " + errno_text());
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    throw std::runtime_error("cannot bind " + path + ": " + errno_text());
+  // Every user may connect; identity comes from SO_PEERCRED, not the client.
+  ::chmod(path.c_str(), 0666);
+  if (::listen(listen_fd_, 512) != 0) throw std::runtime_error("listen: " + errno_text());
+  log_line("serving " + path);
+}
+
+void Daemon::close_socket() {
+  for (auto& [fd, c] : clients_) ::close(fd);
+  clients_.clear();
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    ::unlink(cfg_.socket.c_str());
+    listen_fd_ = -1;
+  }
 }
 
 void Daemon::accept_clients() {
@@ -678,7 +383,40 @@ void Daemon::handle(Client& c, const std::string& frame) {
   }
 }
 
-// ------------------------------------------------------------- requests --
+void Daemon::notify_waiters(const JobRecord& rec) {
+  for (auto& [fd, c] : clients_) {
+    if (c->waiting != rec.id) continue;
+    send(*c, proto::WaitRep{info(rec)});
+    c->waiting = 0;
+    std::string frame;  // requests queued behind the wait
+    try {
+      while (!c->waiting && c->reader.next(frame)) handle(*c, frame);
+    } catch (const proto::ProtoError& e) {
+      send(*c, proto::ErrorRep{"proto", e.what()});
+      c->close_after_write = true;
+    }
+  }
+}
+
+// ------------------------------------------------------------
+// The commands users send over the local socket: submit, stat, cancel,
+// suspend/resume/requeue/checkpoint, node. Each checks who asks (the peer's
+// uid) and what is asked, and answers with a reply or a clear error.
+
+namespace {
+std::string user_name(uid_t uid) {
+  passwd pw{}, *res = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return pw.pw_name;
+  return "";
+}
+std::string group_name(gid_t gid) {
+  group gr{}, *res = nullptr;
+  char buf[4096];
+  if (getgrgid_r(gid, &gr, buf, sizeof buf, &res) == 0 && res) return gr.gr_name;
+  return std::to_string(gid);
+}
+}  // namespace
 
 proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   proto::JobSpec& s = r.spec;
@@ -688,7 +426,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   const int node_cores = static_cast<int>(topo.cores.size());
   if (!s.pe.empty() || s.slots_min != 0 || s.slots_max != 0) {
     // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
-    // at this node's cores; the count itself is the planner's choice (issue 2).
+    // at this node's cores; the count itself is the planner's choice.
     if (s.pe.empty()) return bad("a slot range needs a parallel environment name (-pe NAME RANGE)");
     if (s.slots_min < 1) return bad("-pe " + s.pe + ": the slot range must start at 1 or more");
     if (s.slots_max < s.slots_min)
@@ -778,7 +516,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   e.job = rec.id;
   e.user = rec.user;
   e.submit_time = rec.submit_time;
-  publish(e);
+  pub_.publish(e);
   return proto::SubmitRep{rec.id};
 }
 
@@ -922,249 +660,288 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   return rep;
 }
 
-// ---------------------------------------------------------- scheduling --
+// ------------------------------------------------------------
+// The job store bridge: how a job's state changes are recorded in the Store
+// (the journal) — loaded at start, ended, put back to pending — and the job
+// script each run executes.
 
-std::vector<Queue> Daemon::snapshot_queues() const {
-  std::vector<Queue> out;
-  for (const auto& q : cfg_.queues) {
-    Queue qq;
-    qq.name = q.name;
-    qq.priority = q.priority;
-    out.push_back(std::move(qq));
+// The pending and active sets from the stored jobs; PBA's throughput progress from the ended ones.
+void Daemon::load_jobs() {
+  for (const auto& [id, rec] : store_->jobs()) {
+    if (rec.state == proto::state::kPending) pending_.insert(id);
+    else if (!rec.ended()) active_.insert(id);
+    else if (sched_.pba.enabled && rec.end_reason == "completed" && !rec.spec.project.empty())
+      ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (ended jobs kept)
   }
-  // PBA's pre-qualification demotes to this queue: below every other one, unless configured
-  // (as for corral sim, coordinator/sim/sim.cpp project_queues()).
-  if (sched_.pba.enabled) add_lowest_queue(out, sched_.pba.lowest_queue);
-  return out;
 }
 
-namespace {
-// The core's view of a job record. What can change while a job waits (policy state from
-// Plan::updates, a Demote's queue) is set by refresh() too; the names, project, pe and sizes are
-// fixed at submit.
-void refresh(Job& j, const JobRecord& r) {
-  if (j.queue != r.spec.queue) j.queue = r.spec.queue;
-  j.priority = r.priority;
-  j.cycles_pending = r.cycles_pending;
-  j.requeues = r.requeues;
-  j.pba_preemptions = r.pba_preemptions;
-  j.last_start_priority = r.last_start_priority;
-  j.work_done = r.work_done;
-  j.first_start = static_cast<Time>(r.first_start);
+void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
+  double t = now();
+  rec.runs.push_back(proto::RunInfo{rec.start_time, t, "preempted", exit_code, why});
+  if (keep_work && rec.start_time > 0)
+    rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
+  if (keep_work) rec.checkpoints += 1;
+  close_suspension(rec, t);
+  rec.held = false;
+  rec.state = std::string(proto::state::kPending);
+  rec.requeues += 1;
+  rec.cycles_pending = 0;  // pba.hpp: a requeue starts its pending cycles again (pba::on_requeue)
+  snap_stale_.push_back(rec.id);  // the kept snapshot may still hold its entry from before its start
+  rec.cores.clear();
+  rec.requeue_requested = false;
+  rec.comment = why;
+  store_->put(rec);
+  active_.erase(rec.id);
+  pending_.insert(rec.id);
+  dirty_ = true;
+  log_line("job " + std::to_string(rec.id) + " back to pending: " + why);
+  proto::Event ev;
+  ev.kind = "requeued";
+  ev.job = rec.id;
+  ev.user = rec.user;
+  ev.reason = why;
+  ev.end_reason = rec.runs.back().end_reason;
+  ev.exit_code = exit_code;
+  ev.run = static_cast<std::int32_t>(rec.runs.size());
+  ev.start_time = rec.runs.back().start;
+  pub_.publish(ev);
 }
-Job to_job(const JobRecord& r, PreemptMode mode) {
-  Job j;
-  j.preempt = mode;  // preempt_mode: how a policy stops it (PBA's requeue or suspend)
+
+void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
+  double t = now();
+  const bool ran = active_.count(rec.id) > 0;  // else it ends before any run (cancel, reject, launch)
+  if (ran) rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
+  close_suspension(rec, t);
+  rec.held = false;
+  rec.state = std::string(proto::state::kEnded);
+  rec.end_reason = reason;
+  rec.exit_code = exit_code;
+  rec.end_time = t;
+  rec.comment = msg;
+  // The script and environment are not needed any more: keep memory small.
+  rec.spec.script.clear();
+  rec.spec.script.shrink_to_fit();
+  rec.env_blob.clear();
+  rec.env_blob.shrink_to_fit();
+  if (auto u = launcher_->has(rec.id) ? launcher_->usage(rec.id) : std::nullopt) {
+    rec.cpu_seconds = u->cpu_s;
+    rec.rss_mb = u->max_rss_mb;
+  }
+  store_->put(rec);
+  pending_.erase(rec.id);
+  active_.erase(rec.id);
+  remove_script(rec.id);
+  if (sched_.pba.enabled && reason == "completed" && !rec.spec.project.empty())
+    ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (pba.hpp contract)
+  dirty_ = true;
+  // Queue drained: hand the memory of a burst (scripts, environments, the kept pass snapshot)
+  // back. (finish() runs after the pass's schedule() has returned: snap_ is not in use.)
+  if (pending_.empty() && active_.empty()) {
+    drop_pass_snapshot();
+    ::malloc_trim(0);
+  }
+  log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
+           std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
+  proto::Event e;
+  e.kind = "ended";
+  e.job = rec.id;
+  e.user = rec.user;
+  e.reason = reason;
+  e.end_reason = reason;
+  e.exit_code = exit_code;
+  if (ran) {
+    e.run = static_cast<std::int32_t>(rec.runs.size());
+    e.start_time = rec.start_time;
+  }
+  e.cores = rec.cores;
+  e.cpu_seconds = rec.cpu_seconds;
+  e.rss_mb = rec.rss_mb;
+  pub_.publish(e);
+  notify_waiters(rec);
+}
+
+std::string Daemon::write_script(const JobRecord& rec) {
+  // Root-owned 0711 dir: users cannot list it; each script is its owner's, 0500.
+  // Per start: one open (no mkdir, unlink or geteuid first: the dir is made, and a leftover of
+  // the same id removed, only when the open says so) and no fchown when the agent's user owns it
+  // already (new files take the dir's group unless it is setgid: checked when the dir is made).
+  std::string dir = cfg_.state_dir + "/scripts";
+  std::string path = dir + "/" + std::to_string(rec.id);
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+  int fd = ::open(path.c_str(), flags, 0500);
+  for (int attempt = 0; fd < 0 && attempt < 2 && (errno == ENOENT || errno == EEXIST); ++attempt) {
+    if (errno == ENOENT) {
+      if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return "";
+      scripts_owner_.forget();
+    } else {
+      ::unlink(path.c_str());
+    }
+    fd = ::open(path.c_str(), flags, 0500);
+  }
+  if (fd < 0) return "";
+  std::string_view data = rec.spec.script;
+  bool ok = true;
+  while (ok && !data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
+    ok = ::fchown(fd, rec.uid, rec.gid) == 0;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    return "";
+  }
+  return path;
+}
+
+void Daemon::remove_script(std::uint64_t id) {
+  ::unlink((cfg_.state_dir + "/scripts/" + std::to_string(id)).c_str());
+}
+
+proto::JobInfo Daemon::info(const JobRecord& r) const {
+  proto::JobInfo j;
   j.id = r.id;
   j.name = r.spec.name;
   j.user = r.user;
-  j.group = r.group;
+  j.uid = r.uid;
+  j.queue = r.spec.queue;
   j.project = r.spec.project;
-  j.submit = static_cast<Time>(r.submit_time);
+  j.state = r.state;
+  j.exit_code = r.exit_code;
+  j.end_reason = r.end_reason;
+  j.submit_time = r.submit_time;
+  j.start_time = r.start_time;
+  j.end_time = r.end_time;
   j.walltime = r.spec.walltime;
+  j.ncpus = r.spec.ncpus;
   j.pe = r.spec.pe;
   std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
+  j.slots = r.cores.empty() ? 0 : static_cast<int>(r.cores.size());
+  j.suspended_seconds = suspended_total(r, now());
   j.mem_mb = r.spec.mem_mb;
   j.jobfs_mb = r.spec.jobfs_mb;
-  j.reserve = r.spec.reserve;
-  refresh(j, r);
+  j.cores = r.cores;
+  j.cpu_seconds = r.cpu_seconds;
+  j.rss_mb = r.rss_mb;
+  j.requeues = r.requeues;
+  j.stdout_path = r.spec.stdout_path;
+  j.stderr_path = r.spec.stderr_path;
+  j.comment = r.comment;
+  j.runs = r.runs;
+  if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
+    j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run
   return j;
+}
+
+// ------------------------------------------------------------
+// The node and launcher bridge: what the agent asks of its node part
+// (agent/node: topology, cgroups, the Launcher) and what it learns from it:
+// starting a job on its cores, suspending and resuming, each end and why,
+// usage samples, and adopting running jobs after a restart.
+
+namespace {
+const char* reason_name(node::EndReason r) {
+  switch (r) {
+    case node::EndReason::Completed: return "completed";
+    case node::EndReason::Failed: return "failed";
+    case node::EndReason::Walltime: return "walltime";
+    case node::EndReason::Memory: return "mem";
+    case node::EndReason::Jobfs: return "jobfs";
+    case node::EndReason::Cancelled: return "cancelled";
+    case node::EndReason::Preempted: return "requeued";
+    case node::EndReason::Checkpointed: return "checkpointed";
+    case node::EndReason::LaunchFailed: return "launch_failed";
+  }
+  return "unknown";
 }
 }  // namespace
 
-void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
-  s.now = t;
-  const node::Topology& topo = launcher_->topology();
-  Node n;
-  n.name = hostname_;
-  n.cores = static_cast<int>(topo.cores.size());
-  n.mem_mb = topo.mem_mb;
-  n.jobfs_mb = topo.jobfs_mb;
-  for (const auto& c : topo.cores) n.core_numa.push_back(c.numa);
-  s.nodes.clear();
-  s.nodes.push_back(std::move(n));
-  s.queues = snapshot_queues();
-  s.running.clear();
-  for (auto id : active_) {
-    const JobRecord& r = store_->jobs().at(id);
-    RunningJob rj;
-    rj.job = to_job(r, preempt_mode_);
-    rj.start = static_cast<Time>(r.start_time);
-    // No walltime: planned for default_duration as it was before its start
-    // (Grid Engine), else as if it ran for a year (it holds its cores).
-    // Suspended time does not count against the walltime (nci-pbs-policy.txt).
-    rj.suspended_for = static_cast<Time>(suspended_total(r, t));
-    const Time no_walltime = cfg_.default_duration > 0 ? static_cast<Time>(cfg_.default_duration) : 365 * 86400;
-    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : no_walltime);
-    rj.slots = granted(r);
-    rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
-    rj.suspended = r.state == proto::state::kSuspended;
-    // The NCI resume window counts from the start of this suspension; a job an
-    // admin holds (`corral suspend`) has none: only `corral resume` thaws it.
-    if (rj.suspended && !r.held && r.suspended_since > 0) rj.suspended_since = static_cast<Time>(r.suspended_since);
-    s.running.push_back(std::move(rj));
+node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
+  if (cfg.declare_cores > 0) {
+    long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
+    return node::declared(1, cfg.declare_cores, mb);
   }
+  if (!cfg.topology_xml.empty()) return node::load_xml(cfg.topology_xml);
+  return node::discover(jobfs_dir);
 }
 
-Snapshot Daemon::snapshot(Time t) const {
-  Snapshot s;
-  snapshot_fixed(s, t);
-  s.pending.reserve(pending_.size());
-  for (auto id : pending_) {
-    auto it = store_->jobs().find(id);
-    if (it == store_->jobs().end()) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
-    s.pending.push_back(to_job(it->second, preempt_mode_));
+void Daemon::setup_launcher() {
+  // CRIU only where `criu check` passes, never depended on. Probed once, before the Launcher has
+  // children of its own to reap, and only reported: checkpoints stay cooperative.
+  criu_ = node::probe_criu();
+  log_line("criu: " + criu_.why + (criu_.found ? " (" + criu_.path + ")" : "") +
+           "; checkpoints are cooperative (checkpoint_signal), CRIU is not used");
+  node::Topology topo = agent_topology(cfg_, cfg_.jobfs_root);
+  hostname_ = topo.hostname;
+  if (hostname_.empty()) {
+    char h[256] = {};
+    ::gethostname(h, sizeof h - 1);
+    hostname_ = h;
   }
-  return s;
+  log_line("node " + node::describe(topo));
+  node::LauncherConfig lc;
+  lc.cgroup_parent = cfg_.cgroup_parent;
+  lc.jobfs_root = cfg_.jobfs_root;
+  lc.ckpt_root = cfg_.ckpt_root;
+  lc.state_dir = cfg_.node_state_dir;
+  lc.hostname = hostname_;
+  // The loop never waits for a launch: a failure as the user (chdir, open stdout, execve) comes
+  // back from poll() as a launch_failed end, with the same message start() would have returned.
+  lc.async_start = true;
+  // An ended job's slot is removed after the pass that starts the next job on its cores (tidy()
+  // in run()): off the path from one job's end to the next one's start.
+  lc.defer_cleanup = true;
+  launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
 }
 
-// snapshot(t), kept in snap_ and brought up to date: both pending_ and snap_.pending are in id
-// order, so one merge walk drops the jobs that left, converts the ones that came (appended, or
-// a requeued job put back in its place) and refreshes the rest in place.
-const Snapshot& Daemon::pass_snapshot(Time t) {
-  snapshot_fixed(snap_, t);
-  auto& v = snap_.pending;
-  // Only the kept entries whose record changed since the last pass are refreshed (a walk of every
-  // pending record was ~8 % of the agent's CPU per launch with 2,000 queued: a cache miss each).
-  auto& stale = snap_stale_;
-  std::sort(stale.begin(), stale.end());
-  std::size_t st = 0;
-  std::size_t w = 0, r = 0;  // write and read positions: [w, r) are dropped entries
-  for (auto id : pending_) {
-    while (r < v.size() && v[r].id < id) ++r;
-    if (r < v.size() && v[r].id == id) {
-      if (w != r) {
-        v[w] = std::move(v[r]);
-        snap_recs_[w] = snap_recs_[r];
-      }
-      while (st < stale.size() && stale[st] < id) ++st;
-      if (st < stale.size() && stale[st] == id) refresh(v[w], *snap_recs_[w]);
-      ++w, ++r;
-      continue;
-    }
-    const JobRecord* rec = store_->find(id);
-    if (!rec) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
-    if (w < r) {  // reuse a dropped entry's place
-      v[w] = to_job(*rec, preempt_mode_);
-      snap_recs_[w] = rec;
+// After a crash or restart: jobs the journal says run are adopted when their
+// processes still run (the node part's Launcher finds them by cgroup); jobs
+// that ended while nobody watched report their real end at the first poll;
+// any other "running" job is requeued (reason node_restart), so no job is lost.
+void Daemon::recover() {
+  auto found = launcher_->recover(cfg_.on_restart == "cleanup" ? node::RecoverMode::Cleanup
+                                                               : node::RecoverMode::Adopt);
+  std::set<std::uint64_t> adopted;
+  for (const auto& r : found) {
+    JobRecord* rec = store_->find(r.id);
+    if (r.adopted && rec && active_.count(r.id)) {
+      adopted.insert(r.id);
+      log_line("job " + std::to_string(r.id) + " adopted after restart" +
+               (r.message.empty() ? "" : ": " + r.message));
+    } else if (r.adopted) {
+      // Running but not known as running (crash between launch and journal):
+      // stop it; the job is still pending and will start again.
+      log_line("job " + std::to_string(r.id) + ": stray processes stopped after restart");
+      discard_end_.insert(r.id);
+      launcher_->cancel(r.id);
     } else {
-      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec, preempt_mode_));
-      snap_recs_.insert(snap_recs_.begin() + static_cast<std::ptrdiff_t>(w), rec);
-      ++r;
-    }
-    ++w;
-  }
-  v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end());
-  snap_recs_.resize(w);
-  stale.clear();
-  if (trace_on() && std::getenv("CORRAL_CHECK_SNAPSHOT")) {
-    // Self-check (tests): the kept snapshot says what a fresh one says.
-    const bool same = snapshot(t).pending == v;  // every member of every job
-    log_line(same ? "trace: snapshot check ok (" + std::to_string(v.size()) + " pending)"
-                  : "trace: snapshot check FAILED");
-  }
-  return snap_;
-}
-
-void Daemon::cycle() {
-  dirty_ = false;
-  if (pending_.empty() && active_.empty()) return;
-  double t0 = mono_now();
-  // A kept Planner and Plan (their buffers live across passes); the node never changes while
-  // corrald runs, so the planner may keep what it derived from it (nodes_version).
-  const Snapshot& snap = pass_snapshot(static_cast<Time>(now()));
-  snap_.nodes_version = 1;
-  schedule(snap, sched_, ++passes_, planner_, plan_);
-  if (monitor_) write_monitor(plan_.monitor);
-  if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
-  apply(plan_);
-}
-
-// MONITOR (sge6-reservation-backfill.txt 2d): the schedule file, appended to
-// and never truncated, as Grid Engine's; SIGHUP reopens it (rotation).
-void Daemon::open_monitor() {
-  std::FILE* f = std::fopen(cfg_.monitor_file.c_str(), "a");
-  if (!f) throw std::runtime_error("monitor_file: cannot open " + cfg_.monitor_file + ": " + errno_text());
-  monitor_.reset(f);
-}
-
-void Daemon::write_monitor(const std::vector<std::string>& lines) {
-  for (const std::string& l : lines) {
-    std::fwrite(l.data(), 1, l.size(), monitor_.get());
-    std::fputc('\n', monitor_.get());
-  }
-  if (std::fflush(monitor_.get()) != 0) log_line("monitor_file " + cfg_.monitor_file + ": write failed: " + errno_text());
-}
-
-void Daemon::apply(const Plan& plan) {
-  for (const auto& u : plan.updates) {
-    if (JobRecord* r = store_->find(u.job); r && !r->ended()) {
-      r->priority = u.priority;  // kept in memory; persisted with its next change
-      r->cycles_pending = u.cycles_pending;
-      snap_stale_.push_back(u.job);
+      log_line("job " + std::to_string(r.id) + ": leftovers cleaned up" +
+               (r.message.empty() ? "" : ": " + r.message));
     }
   }
-  for (const Decision& d : plan.decisions) {
-    JobRecord* rec = store_->find(d.job);
-    std::string id = std::to_string(d.job);
-    if (!rec || rec->ended()) {
-      if (d.action != Action::Reserve) log_line("plan: job " + id + " is unknown or ended; decision skipped");
-      continue;
-    }
-    bool pending = rec->state == proto::state::kPending;
-    switch (d.action) {
-      case Action::Start:
-        if (!pending || rec->cancel_requested) {
-          log_line("plan: job " + id + " is not pending; start skipped");
-          break;
-        }
-        start_job(*rec, d);
-        break;
-      case Action::Reserve:
-        if (pending) rec->comment = "reserved: " + (d.reason.empty() ? "resources held" : d.reason);
-        break;
-      case Action::Suspend:
-      case Action::Resume: {
-        bool sus = d.action == Action::Suspend;
-        if (rec->state != (sus ? proto::state::kRunning : proto::state::kSuspended)) {
-          log_line("plan: job " + id + " is " + rec->state + "; " + (sus ? "suspend" : "resume") + " skipped");
-          break;
-        }
-        if (!sus && rec->held) break;  // suspended by an admin: only `corral resume` thaws it
-        if (suspend_resume(*rec, sus, d.reason).empty() && sus && d.pba_preemption) {
-          rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
-          store_->put(*rec);
-        }
-        break;
+  if (active_.empty()) return;
+  // Ends that happened while we were down.
+  for (const auto& e : launcher_->poll()) on_end(e);
+  std::vector<std::uint64_t> lost;
+  for (auto id : active_)
+    if (!adopted.count(id) && !launcher_->has(id)) lost.push_back(id);
+  for (auto id : lost) {
+    JobRecord& rec = *store_->find(id);
+    requeue(rec, "node_restart: corrald restarted and the job was no longer running", false);
+  }
+  for (auto id : active_) {
+    if (auto u = launcher_->usage(id)) {
+      JobRecord& rec = *store_->find(id);
+      std::string want(u->suspended ? proto::state::kSuspended : proto::state::kRunning);
+      if (rec.state != want) {
+        rec.state = want;
+        if (u->suspended && rec.suspended_since <= 0) rec.suspended_since = now();
+        if (!u->suspended && rec.suspended_since > 0) close_suspension(rec, now());
+        store_->put(rec);
       }
-      case Action::Requeue:
-      case Action::Checkpoint: {
-        if (pending) break;
-        bool ck = d.action == Action::Checkpoint;
-        std::string err = ck ? launcher_->checkpoint(d.job) : launcher_->requeue(d.job);
-        if (!err.empty()) {
-          log_line("job " + id + ": " + (ck ? "checkpoint" : "requeue") + " failed: " + err);
-          break;
-        }
-        rec->requeue_requested = true;
-        if (d.pba_preemption) rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
-        rec->comment = d.reason;
-        store_->put(*rec);
-        log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (d.reason.empty() ? "" : ": " + d.reason));
-        break;
-      }
-      case Action::Reject:
-        if (pending) finish(*rec, "rejected", -1, d.reason.empty() ? "can never run as asked" : d.reason);
-        break;
-      case Action::Demote:
-        if (pending && !d.queue.empty()) {
-          rec->spec.queue = d.queue;
-          snap_stale_.push_back(d.job);
-          rec->comment = "moved to queue " + d.queue + (d.reason.empty() ? "" : ": " + d.reason);
-          store_->put(*rec);
-          log_line("job " + id + " " + rec->comment);
-        }
-        break;
     }
   }
 }
@@ -1178,7 +955,10 @@ int Daemon::slots_used() const {
   return used;
 }
 
-void Daemon::start_job(JobRecord& rec, const Decision& d) {
+// The slot count the planner chose (within a -pe range the largest it could give at the earliest
+// start; else the request) in `want`, and the cores: the plan's when valid and free, else picked
+// here. Fewer than `want` cores: the job does not fit.
+std::vector<int> Daemon::start_cores(const JobRecord& rec, const Decision& d, int& want) const {
   const node::Topology& topo = launcher_->topology();
   std::vector<int> busy;
   for (auto id : active_) {
@@ -1187,9 +967,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   }
   std::vector<int> cores;
   if (!d.placement.empty()) cores = d.placement.front().cores;
-  // The slot count the planner chose: within a -pe range the largest it could
-  // give at the earliest start (issue 2); else the request.
-  int want = rec.spec.ncpus;
+  want = rec.spec.ncpus;
   if (!rec.spec.pe.empty()) {
     int chosen = d.slots > 0 ? d.slots : static_cast<int>(cores.size());
     if (chosen >= rec.spec.slots_min && chosen <= rec.spec.slots_max) want = chosen;
@@ -1199,6 +977,12 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
     ok = ok && c >= 0 && c < static_cast<int>(topo.cores.size()) &&
          std::find(busy.begin(), busy.end(), c) == busy.end();
   if (!ok) cores = node::pick_cores(topo, busy, want);  // the plan gave no (valid) cores
+  return cores;
+}
+
+void Daemon::start_job(JobRecord& rec, const Decision& d) {
+  int want = 0;
+  std::vector<int> cores = start_cores(rec, d, want);
   if (static_cast<int>(cores.size()) != want) {
     log_line("plan: job " + std::to_string(rec.id) + " does not fit the free cores; start skipped");
     return;
@@ -1278,7 +1062,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   e.cores = cores;
   e.submit_time = rec.submit_time;
   e.reason = d.reason;
-  publish(e);
+  pub_.publish(e);
 }
 
 // Freezes or thaws a running/suspended job (a Suspend/Resume decision or an
@@ -1307,7 +1091,7 @@ std::string Daemon::suspend_resume(JobRecord& rec, bool sus, const std::string& 
   e.user = rec.user;
   e.reason = reason;
   e.cores = rec.cores;
-  publish(e);
+  pub_.publish(e);
   dirty_ = true;
   return "";
 }
@@ -1351,175 +1135,6 @@ void Daemon::on_end(const node::JobEnd& e) {
   }
 }
 
-void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
-  double t = now();
-  rec.runs.push_back(proto::RunInfo{rec.start_time, t, "preempted", exit_code, why});
-  if (keep_work && rec.start_time > 0)
-    rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
-  if (keep_work) rec.checkpoints += 1;
-  close_suspension(rec, t);
-  rec.held = false;
-  rec.state = std::string(proto::state::kPending);
-  rec.requeues += 1;
-  rec.cycles_pending = 0;  // pba.hpp: a requeue starts its pending cycles again (pba::on_requeue)
-  snap_stale_.push_back(rec.id);  // the kept snapshot may still hold its entry from before its start
-  rec.cores.clear();
-  rec.requeue_requested = false;
-  rec.comment = why;
-  store_->put(rec);
-  active_.erase(rec.id);
-  pending_.insert(rec.id);
-  dirty_ = true;
-  log_line("job " + std::to_string(rec.id) + " back to pending: " + why);
-  proto::Event ev;
-  ev.kind = "requeued";
-  ev.job = rec.id;
-  ev.user = rec.user;
-  ev.reason = why;
-  ev.end_reason = rec.runs.back().end_reason;
-  ev.exit_code = exit_code;
-  ev.run = static_cast<std::int32_t>(rec.runs.size());
-  ev.start_time = rec.runs.back().start;
-  publish(ev);
-}
-
-void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
-  double t = now();
-  const bool ran = active_.count(rec.id) > 0;  // else it ends before any run (cancel, reject, launch)
-  if (ran) rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
-  close_suspension(rec, t);
-  rec.held = false;
-  rec.state = std::string(proto::state::kEnded);
-  rec.end_reason = reason;
-  rec.exit_code = exit_code;
-  rec.end_time = t;
-  rec.comment = msg;
-  // The script and environment are not needed any more: keep memory small.
-  rec.spec.script.clear();
-  rec.spec.script.shrink_to_fit();
-  rec.env_blob.clear();
-  rec.env_blob.shrink_to_fit();
-  if (auto u = launcher_->has(rec.id) ? launcher_->usage(rec.id) : std::nullopt) {
-    rec.cpu_seconds = u->cpu_s;
-    rec.rss_mb = u->max_rss_mb;
-  }
-  store_->put(rec);
-  pending_.erase(rec.id);
-  active_.erase(rec.id);
-  remove_script(rec.id);
-  if (sched_.pba.enabled && reason == "completed" && !rec.spec.project.empty())
-    ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (pba.hpp contract)
-  dirty_ = true;
-  // Queue drained: hand the memory of a burst (scripts, environments, the kept pass snapshot)
-  // back. (finish() runs after the pass's schedule() has returned: snap_ is not in use.)
-  if (pending_.empty() && active_.empty()) {
-    snap_ = Snapshot{};
-    snap_recs_ = {};
-    snap_stale_ = {};
-    ::malloc_trim(0);
-  }
-  log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
-           std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
-  proto::Event e;
-  e.kind = "ended";
-  e.job = rec.id;
-  e.user = rec.user;
-  e.reason = reason;
-  e.end_reason = reason;
-  e.exit_code = exit_code;
-  if (ran) {
-    e.run = static_cast<std::int32_t>(rec.runs.size());
-    e.start_time = rec.start_time;
-  }
-  e.cores = rec.cores;
-  e.cpu_seconds = rec.cpu_seconds;
-  e.rss_mb = rec.rss_mb;
-  publish(e);
-  notify_waiters(rec);
-}
-
-void Daemon::notify_waiters(const JobRecord& rec) {
-  for (auto& [fd, c] : clients_) {
-    if (c->waiting != rec.id) continue;
-    send(*c, proto::WaitRep{info(rec)});
-    c->waiting = 0;
-    std::string frame;  // requests queued behind the wait
-    try {
-      while (!c->waiting && c->reader.next(frame)) handle(*c, frame);
-    } catch (const proto::ProtoError& e) {
-      send(*c, proto::ErrorRep{"proto", e.what()});
-      c->close_after_write = true;
-    }
-  }
-}
-
-// ------------------------------------------------------------- scripts --
-
-std::string Daemon::write_script(const JobRecord& rec) {
-  // Root-owned 0711 dir: users cannot list it; each script is its owner's, 0500.
-  // Per start: one open (no mkdir, unlink or geteuid first: the dir is made, and a leftover of
-  // the same id removed, only when the open says so) and no fchown when the agent's user owns it
-  // already (new files take the dir's group unless it is setgid: checked when the dir is made).
-  std::string dir = cfg_.state_dir + "/scripts";
-  std::string path = dir + "/" + std::to_string(rec.id);
-  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
-  int fd = ::open(path.c_str(), flags, 0500);
-  for (int attempt = 0; fd < 0 && attempt < 2 && (errno == ENOENT || errno == EEXIST); ++attempt) {
-    if (errno == ENOENT) {
-      if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return "";
-      scripts_owner_.forget();
-    } else {
-      ::unlink(path.c_str());
-    }
-    fd = ::open(path.c_str(), flags, 0500);
-  }
-  if (fd < 0) return "";
-  std::string_view data = rec.spec.script;
-  bool ok = true;
-  while (ok && !data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
-    ok = ::fchown(fd, rec.uid, rec.gid) == 0;
-  ::close(fd);
-  if (!ok) {
-    ::unlink(path.c_str());
-    return "";
-  }
-  return path;
-}
-
-void Daemon::remove_script(std::uint64_t id) {
-  ::unlink((cfg_.state_dir + "/scripts/" + std::to_string(id)).c_str());
-}
-
-// -------------------------------------------------------------- events --
-
-void Daemon::publish(proto::Event& e) {
-  e.seq = ++seq_;
-  e.time = now();
-  e.node = hostname_;
-  e.boot = boot_;
-  if (!zpub_) return;
-  // Sent by send_events() before any reply leaves, in this order: a zmq_send wakes ZeroMQ's I/O
-  // thread (and the subscribers'), which then competed for the CPUs between a job's end and the
-  // next start on its slot.
-  events_out_.emplace_back("corral." + e.kind, proto::encode(e));
-}
-
-void Daemon::send_events() {
-  // Never block the agent on a slow subscriber: drop at the high-water mark
-  // (the subscriber sees the gap in seq).
-  for (const auto& [topic, payload] : events_out_) {
-    zmq_send(zpub_, topic.data(), topic.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(zpub_, payload.data(), payload.size(), ZMQ_DONTWAIT);
-  }
-  events_out_.clear();
-}
-
 void Daemon::heartbeat() {
   need_sync_ = true;  // starts and ends reach the disk at least every heartbeat
   proto::Event e;
@@ -1531,7 +1146,7 @@ void Daemon::heartbeat() {
   }
   e.slots_used = slots_used();
   e.slots_total = static_cast<int>(launcher_->topology().cores.size());
-  publish(e);
+  pub_.publish(e);
 }
 
 void Daemon::sample_usage(bool pub) {
@@ -1549,47 +1164,373 @@ void Daemon::sample_usage(bool pub) {
     e.cpu_seconds = u->cpu_s;
     e.rss_mb = u->rss_mb;
     e.cores = rec.cores;
-    publish(e);
+    pub_.publish(e);
   }
 }
 
-// --------------------------------------------------------------- misc --
+// ------------------------------------------------------------
+// The scheduling cycle, and the boundary a mesh plugs into:
+//   snapshot()  state out: this node and its pending and running jobs as the
+//               scheduling core sees them (coordinator/model.hpp);
+//   apply()     decisions in: a Plan from schedule(), today the local core's,
+//               in a mesh the elected coordinator's.
+// cycle() is standalone mode: schedule(snapshot()) then apply(). The policy
+// configuration (backfill, NCI, PBA's project plan, the monitor file) is set
+// up here too.
 
-double Daemon::now() const { return wall_now(); }
+namespace {
+Backfill backfill_of(const std::string& s) {
+  if (s == "fcfs") return Backfill::Fcfs;
+  if (s == "conservative") return Backfill::Conservative;
+  if (s == "reserve") return Backfill::Reserve;
+  if (s == "checkpoint") return Backfill::Checkpoint;
+  return Backfill::Easy;
+}
 
-proto::JobInfo Daemon::info(const JobRecord& r) const {
-  proto::JobInfo j;
+// The core's view of a job record. What can change while a job waits (policy state from
+// Plan::updates, a Demote's queue) is set by refresh() too; the names, project, pe and sizes are
+// fixed at submit.
+void refresh(Job& j, const JobRecord& r) {
+  if (j.queue != r.spec.queue) j.queue = r.spec.queue;
+  j.priority = r.priority;
+  j.cycles_pending = r.cycles_pending;
+  j.requeues = r.requeues;
+  j.pba_preemptions = r.pba_preemptions;
+  j.last_start_priority = r.last_start_priority;
+  j.work_done = r.work_done;
+  j.first_start = static_cast<Time>(r.first_start);
+}
+Job to_job(const JobRecord& r, PreemptMode mode) {
+  Job j;
+  j.preempt = mode;  // preempt_mode: how a policy stops it (PBA's requeue or suspend)
   j.id = r.id;
   j.name = r.spec.name;
   j.user = r.user;
-  j.uid = r.uid;
-  j.queue = r.spec.queue;
+  j.group = r.group;
   j.project = r.spec.project;
-  j.state = r.state;
-  j.exit_code = r.exit_code;
-  j.end_reason = r.end_reason;
-  j.submit_time = r.submit_time;
-  j.start_time = r.start_time;
-  j.end_time = r.end_time;
+  j.submit = static_cast<Time>(r.submit_time);
   j.walltime = r.spec.walltime;
-  j.ncpus = r.spec.ncpus;
   j.pe = r.spec.pe;
   std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
-  j.slots = r.cores.empty() ? 0 : static_cast<int>(r.cores.size());
-  j.suspended_seconds = suspended_total(r, now());
   j.mem_mb = r.spec.mem_mb;
   j.jobfs_mb = r.spec.jobfs_mb;
-  j.cores = r.cores;
-  j.cpu_seconds = r.cpu_seconds;
-  j.rss_mb = r.rss_mb;
-  j.requeues = r.requeues;
-  j.stdout_path = r.spec.stdout_path;
-  j.stderr_path = r.spec.stderr_path;
-  j.comment = r.comment;
-  j.runs = r.runs;
-  if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
-    j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run
+  j.reserve = r.spec.reserve;
+  refresh(j, r);
   return j;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- setup --
+
+void Daemon::setup_scheduling() {
+  sched_.order.policy = cfg_.order;
+  sched_.planner.backfill = backfill_of(cfg_.backfill);
+  sched_.planner.max_reservation = cfg_.max_reservation;
+  if (cfg_.default_duration > 0) sched_.planner.default_duration = cfg_.default_duration;
+  if (!cfg_.monitor_file.empty()) {
+    open_monitor();  // a path it cannot write is a clear error at start
+    sched_.planner.monitor = true;
+  }
+  sched_.nci.enabled = cfg_.nci;
+  if (cfg_.nci) {
+    auto req = [&](const char* k) {
+      return std::find(cfg_.nci_require.begin(), cfg_.nci_require.end(), k) != cfg_.nci_require.end();
+    };
+    sched_.nci.require_walltime = req("walltime");
+    sched_.nci.require_vmem = req("mem");
+    sched_.nci.require_jobfs = req("jobfs");
+    sched_.nci.window_wait = static_cast<Time>(cfg_.nci_start_window);
+  }
+  preempt_mode_ = cfg_.preempt_mode == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
+}
+
+// The origin of a PBA plan's relative dates (+N weeks, +DURATION deadlines):
+// the first start with PBA, kept in state_dir/pba_origin, so that a restart
+// moves no allocation and no deadline.
+Time Daemon::pba_origin() {
+  const std::string path = cfg_.state_dir + "/pba_origin";
+  {
+    std::ifstream in(path);
+    long long t = 0;
+    if (in >> t && t > 0) return static_cast<Time>(t);
+  }
+  const Time t = static_cast<Time>(now());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << t << "\n";
+    if (!out) throw std::runtime_error("cannot write " + tmp + ": " + errno_text());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path + ": " + errno_text());
+  return t;
+}
+
+// pba = yes: the plan file (coordinator/pba/PLANFILE.md) read as `corral sim --projects` reads
+// it (sim::use_projects), with relative dates counted from pba_origin().
+void Daemon::setup_pba() {
+  const std::string& path = cfg_.pba_plan;
+  if (path.empty())
+    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: coordinator/pba/PLANFILE.md)");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
+  std::ostringstream text;
+  text << f.rdbuf();
+  pba::PlanParseOptions po;
+  po.origin = pba_origin();
+  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
+  if (!pr.ok()) {
+    std::string all;
+    for (const auto& e : pr.errors) all += (all.empty() ? "" : "; ") + e;
+    throw std::runtime_error("pba_plan " + path + ": " + all);
+  }
+  if (pr.plan.projects.empty()) throw std::runtime_error("pba_plan " + path + ": no project declared");
+  if (!pr.plan.queues.empty() || !pr.plan.grants.empty())
+    log_line("pba_plan " + path + ": its queue and grant lines are not used here (queues come from `queues`)");
+  PbaConfig& p = sched_.pba;
+  p.enabled = true;
+  p.plan = std::move(pr.plan);
+  p.preempt = cfg_.pba_preempt;
+  p.preempt_after = static_cast<Time>(cfg_.pba_preempt_after);
+  p.max_requeues = static_cast<int>(cfg_.pba_max_requeues);
+  p.require_project_tag = cfg_.pba_require_project;
+  if (cfg_.nci) {  // as sim::use_projects: NCI resumes, and holds suspended jobs' cores
+    p.resume_suspended = false;
+    p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
+    // With a time window NCI lets PBA's allocated class use the cores
+    // suspended jobs hold (nci.cpp), so PBA counts them free (as corral sim).
+    if (cfg_.nci_start_window > 0) p.suspended_hold_cores = false;
+  }
+  sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
+  int allocated = 0;
+  for (const auto& pd : p.plan.projects) allocated += p.plan.allocated_slots(pd.name, po.origin);
+  log_line("PBA: plan " + path + ": " + std::to_string(p.plan.projects.size()) + " project(s), " +
+           std::to_string(allocated) + " slot(s) allocated this week; preemption " +
+           (p.preempt ? "after " + std::to_string(p.preempt_after) + " s pending, by " + cfg_.preempt_mode
+                      : std::string("off")));
+}
+
+// MONITOR (sge6-reservation-backfill.txt 2d): the schedule file, appended to
+// and never truncated, as Grid Engine's; SIGHUP reopens it (rotation).
+void Daemon::open_monitor() {
+  std::FILE* f = std::fopen(cfg_.monitor_file.c_str(), "a");
+  if (!f) throw std::runtime_error("monitor_file: cannot open " + cfg_.monitor_file + ": " + errno_text());
+  monitor_.reset(f);
+}
+
+void Daemon::write_monitor(const std::vector<std::string>& lines) {
+  for (const std::string& l : lines) {
+    std::fwrite(l.data(), 1, l.size(), monitor_.get());
+    std::fputc('\n', monitor_.get());
+  }
+  if (std::fflush(monitor_.get()) != 0) log_line("monitor_file " + cfg_.monitor_file + ": write failed: " + errno_text());
+}
+
+// ----------------------------------------------------- state out: snapshot --
+
+std::vector<Queue> Daemon::snapshot_queues() const {
+  std::vector<Queue> out;
+  for (const auto& q : cfg_.queues) {
+    Queue qq;
+    qq.name = q.name;
+    qq.priority = q.priority;
+    out.push_back(std::move(qq));
+  }
+  // PBA's pre-qualification demotes to this queue: below every other one, unless configured
+  // (as for corral sim, coordinator/sim/sim.cpp project_queues()).
+  if (sched_.pba.enabled) add_lowest_queue(out, sched_.pba.lowest_queue);
+  return out;
+}
+
+void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
+  s.now = t;
+  const node::Topology& topo = launcher_->topology();
+  Node n;
+  n.name = hostname_;
+  n.cores = static_cast<int>(topo.cores.size());
+  n.mem_mb = topo.mem_mb;
+  n.jobfs_mb = topo.jobfs_mb;
+  for (const auto& c : topo.cores) n.core_numa.push_back(c.numa);
+  s.nodes.clear();
+  s.nodes.push_back(std::move(n));
+  s.queues = snapshot_queues();
+  s.running.clear();
+  for (auto id : active_) {
+    const JobRecord& r = store_->jobs().at(id);
+    RunningJob rj;
+    rj.job = to_job(r, preempt_mode_);
+    rj.start = static_cast<Time>(r.start_time);
+    // No walltime: planned for default_duration as it was before its start
+    // (Grid Engine), else as if it ran for a year (it holds its cores).
+    // Suspended time does not count against the walltime (nci-pbs-policy.txt).
+    rj.suspended_for = static_cast<Time>(suspended_total(r, t));
+    const Time no_walltime = cfg_.default_duration > 0 ? static_cast<Time>(cfg_.default_duration) : 365 * 86400;
+    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : no_walltime);
+    rj.slots = granted(r);
+    rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
+    rj.suspended = r.state == proto::state::kSuspended;
+    // The NCI resume window counts from the start of this suspension; a job an
+    // admin holds (`corral suspend`) has none: only `corral resume` thaws it.
+    if (rj.suspended && !r.held && r.suspended_since > 0) rj.suspended_since = static_cast<Time>(r.suspended_since);
+    s.running.push_back(std::move(rj));
+  }
+}
+
+Snapshot Daemon::snapshot(Time t) const {
+  Snapshot s;
+  snapshot_fixed(s, t);
+  s.pending.reserve(pending_.size());
+  for (auto id : pending_) {
+    auto it = store_->jobs().find(id);
+    if (it == store_->jobs().end()) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
+    s.pending.push_back(to_job(it->second, preempt_mode_));
+  }
+  return s;
+}
+
+// snapshot(t), kept in snap_ and brought up to date: both pending_ and snap_.pending are in id
+// order, so one merge walk drops the jobs that left, converts the ones that came (appended, or
+// a requeued job put back in its place) and refreshes the rest in place.
+const Snapshot& Daemon::pass_snapshot(Time t) {
+  snapshot_fixed(snap_, t);
+  auto& v = snap_.pending;
+  // Only the kept entries whose record changed since the last pass are refreshed: a walk of every
+  // pending record costs a cache miss each.
+  auto& stale = snap_stale_;
+  std::sort(stale.begin(), stale.end());
+  std::size_t st = 0;
+  std::size_t w = 0, r = 0;  // write and read positions: [w, r) are dropped entries
+  for (auto id : pending_) {
+    while (r < v.size() && v[r].id < id) ++r;
+    if (r < v.size() && v[r].id == id) {
+      if (w != r) {
+        v[w] = std::move(v[r]);
+        snap_recs_[w] = snap_recs_[r];
+      }
+      while (st < stale.size() && stale[st] < id) ++st;
+      if (st < stale.size() && stale[st] == id) refresh(v[w], *snap_recs_[w]);
+      ++w, ++r;
+      continue;
+    }
+    const JobRecord* rec = store_->find(id);
+    if (!rec) throw std::out_of_range("snapshot: pending job " + std::to_string(id) + " is not in the store");
+    if (w < r) {  // reuse a dropped entry's place
+      v[w] = to_job(*rec, preempt_mode_);
+      snap_recs_[w] = rec;
+    } else {
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(w), to_job(*rec, preempt_mode_));
+      snap_recs_.insert(snap_recs_.begin() + static_cast<std::ptrdiff_t>(w), rec);
+      ++r;
+    }
+    ++w;
+  }
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(w), v.end());
+  snap_recs_.resize(w);
+  stale.clear();
+  if (trace_on() && std::getenv("CORRAL_CHECK_SNAPSHOT")) {
+    // Self-check (tests): the kept snapshot says what a fresh one says.
+    const bool same = snapshot(t).pending == v;  // every member of every job
+    log_line(same ? "trace: snapshot check ok (" + std::to_string(v.size()) + " pending)"
+                  : "trace: snapshot check FAILED");
+  }
+  return snap_;
+}
+
+// The kept pass snapshot's memory back (the queue drained); the next pass builds it anew.
+void Daemon::drop_pass_snapshot() {
+  snap_ = Snapshot{};
+  snap_recs_ = {};
+  snap_stale_ = {};
+}
+
+// ----------------------------------------------------------- the cycle --
+
+void Daemon::cycle() {
+  dirty_ = false;
+  if (pending_.empty() && active_.empty()) return;
+  double t0 = mono_now();
+  // A kept Planner and Plan (their buffers live across passes); the node never changes while
+  // corrald runs, so the planner may keep what it derived from it (nodes_version).
+  const Snapshot& snap = pass_snapshot(static_cast<Time>(now()));
+  snap_.nodes_version = 1;
+  schedule(snap, sched_, ++passes_, planner_, plan_);
+  if (monitor_) write_monitor(plan_.monitor);
+  if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
+  apply(plan_);
+}
+
+// ------------------------------------------------------ decisions in: apply --
+
+void Daemon::apply(const Plan& plan) {
+  for (const auto& u : plan.updates) {
+    if (JobRecord* r = store_->find(u.job); r && !r->ended()) {
+      r->priority = u.priority;  // kept in memory; persisted with its next change
+      r->cycles_pending = u.cycles_pending;
+      snap_stale_.push_back(u.job);
+    }
+  }
+  for (const Decision& d : plan.decisions) {
+    JobRecord* rec = store_->find(d.job);
+    std::string id = std::to_string(d.job);
+    if (!rec || rec->ended()) {
+      if (d.action != Action::Reserve) log_line("plan: job " + id + " is unknown or ended; decision skipped");
+      continue;
+    }
+    bool pending = rec->state == proto::state::kPending;
+    switch (d.action) {
+      case Action::Start:
+        if (!pending || rec->cancel_requested) {
+          log_line("plan: job " + id + " is not pending; start skipped");
+          break;
+        }
+        start_job(*rec, d);
+        break;
+      case Action::Reserve:
+        if (pending) rec->comment = "reserved: " + (d.reason.empty() ? "resources held" : d.reason);
+        break;
+      case Action::Suspend:
+      case Action::Resume: {
+        bool sus = d.action == Action::Suspend;
+        if (rec->state != (sus ? proto::state::kRunning : proto::state::kSuspended)) {
+          log_line("plan: job " + id + " is " + rec->state + "; " + (sus ? "suspend" : "resume") + " skipped");
+          break;
+        }
+        if (!sus && rec->held) break;  // suspended by an admin: only `corral resume` thaws it
+        if (suspend_resume(*rec, sus, d.reason).empty() && sus && d.pba_preemption) {
+          rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
+          store_->put(*rec);
+        }
+        break;
+      }
+      case Action::Requeue:
+      case Action::Checkpoint: {
+        if (pending) break;
+        bool ck = d.action == Action::Checkpoint;
+        std::string err = ck ? launcher_->checkpoint(d.job) : launcher_->requeue(d.job);
+        if (!err.empty()) {
+          log_line("job " + id + ": " + (ck ? "checkpoint" : "requeue") + " failed: " + err);
+          break;
+        }
+        rec->requeue_requested = true;
+        if (d.pba_preemption) rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
+        rec->comment = d.reason;
+        store_->put(*rec);
+        log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (d.reason.empty() ? "" : ": " + d.reason));
+        break;
+      }
+      case Action::Reject:
+        if (pending) finish(*rec, "rejected", -1, d.reason.empty() ? "can never run as asked" : d.reason);
+        break;
+      case Action::Demote:
+        if (pending && !d.queue.empty()) {
+          rec->spec.queue = d.queue;
+          snap_stale_.push_back(d.job);
+          rec->comment = "moved to queue " + d.queue + (d.reason.empty() ? "" : ": " + d.reason);
+          store_->put(*rec);
+          log_line("job " + id + " " + rec->comment);
+        }
+        break;
+    }
+  }
 }
 
 }  // namespace corral::agent
