@@ -384,7 +384,7 @@ TEST_CASE("corral sim --default-duration plans jobs without a requested time wit
   CHECK(slurp(tmp / "s.csv") == "1,0\n3,100\n4,20\n5,150\n");
 }
 
-TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration are refused, exit 2", "[cli][reserve]") {
+TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration, names, options are refused, exit 2", "[cli][reserve]") {
   struct Case {
     const char* args;
     const char* says;
@@ -403,22 +403,7 @@ TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration ar
       {" --default-duration 0", "--default-duration: must be at least 1 s"},
       {" --default-duration soon", "--default-duration: expected a duration (3600, 90s, 30m, 12h, 7d or 2w), got 'soon'"},
       {" --default-duration -5m", "--default-duration: expected a duration"},
-  };
-  for (const Case& c : cases) {
-    const Run r = corral_sim(kSample + c.args);
-    INFO(c.args << " -> " << r.err);
-    CHECK(r.code == 2);
-    CHECK(r.err.find(c.says) != std::string::npos);
-    CHECK(r.out.empty());
-  }
-}
-
-TEST_CASE("corral sim: bad names and durations are refused naming what is valid, exit 2", "[cli]") {
-  struct Case {
-    const char* args;
-    const char* says;
-  };
-  const Case cases[] = {
+      // Names and durations: what is valid is named.
       {" --policy magic", "--policy: unknown policy 'magic' (fcfs, easy, conservative, reserve, checkpoint, corral)"},
       {" --order random", "--order: unknown order 'random' (fifo, sjf, saf, wfp3, lxf, sjbf, lxbf)"},
       {" --aging 2y", "--aging: expected a duration (3600, 90s, 30m, 12h, 7d or 2w), got '2y'"},
