@@ -17,8 +17,11 @@ inline std::string usage_error(const CLI::ParseError& e) {
     return (arg.size() > 1 && arg[0] == '-' ? "unknown option '" : "unexpected argument '") + arg + "'";
   }
   if (e.get_name() == "ArgumentMismatch") {
-    if (const std::size_t p = m.find(" was given a disallowed flag override"); p != std::string::npos)
-      return m.substr(0, p) + " takes no value";
+    if (const std::size_t p = m.find(" was given a disallowed flag override"); p != std::string::npos) {
+      std::string flag = m.substr(0, p);  // CLI11 names it without its dashes
+      if (!flag.empty() && flag[0] != '-') flag = (flag.size() == 1 ? "-" : "--") + flag;
+      return flag + " takes no value";
+    }
     if (const std::size_t p = m.find(": "); p != std::string::npos && m.find(" required ") != std::string::npos)
       return m.substr(0, p) + " needs a value";
   }
