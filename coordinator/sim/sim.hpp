@@ -170,7 +170,4 @@ void monitor_trace_ids(std::vector<std::string>& lines, const SwfTrace& trace);
 // Writes `id,start` lines, one per job in trace order (start -1 if never).
 std::string starts_csv(const SimResult& r);
 
-// An SVG Gantt chart of the segments overlapping [from, to).
-std::string gantt_svg(const SimResult& r, Time from, Time to);
-
 }  // namespace corral::sim

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/sim/pictures/gantt.hpp"
 #include "coordinator/sim/sim.hpp"
 #include "tools/corral/commands.hpp"
 

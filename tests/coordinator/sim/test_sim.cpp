@@ -16,6 +16,7 @@
 
 #include "coordinator/planner/order.hpp"
 #include "coordinator/sim/events.hpp"
+#include "coordinator/sim/pictures/gantt.hpp"
 #include "coordinator/sim/sim.hpp"
 
 using namespace corral;
