@@ -360,6 +360,9 @@ class Simulator {
   }
   Time now_ = 0;
   std::size_t suspended_ = 0;
+  // record_segments: every pass's time; each job's latest reservation (its
+  // start) and the pass that made it.
+  std::vector<Time> pass_times_, resv_at_, resv_made_;
   // Pending jobs by slots_min (clamped to 1 .. total_ + 1) and the smallest
   // slots_min pending (slots_n_.size() when none): a pass that can only
   // start jobs acts when it is within the free cores. (A Fenwick tree of
@@ -873,9 +876,33 @@ class Simulator {
     }
   }
 
-  void segment(std::size_t idx, const RunningJob& rj, Time end, bool ckpt) {
+  // How a segment ends: completion, checkpoint, requeue or suspension.
+  enum class SegEnd { Done, Checkpoint, Requeue, Suspend };
+  void segment(std::size_t idx, const RunningJob& rj, Time end, SegEnd how) {
     if (!opt_.record_segments) return;
-    res_.segments.push_back({tr_.jobs[idx].id, recs_[idx].seg_start, end, rj.slots, rj.placement, ckpt});
+    const Time start = recs_[idx].seg_start;
+    // The reservation counts if the pass before the one that started it made it.
+    auto prev = std::lower_bound(pass_times_.begin(), pass_times_.end(), start);
+    const bool held = prev != pass_times_.begin() && !resv_made_.empty() && resv_made_[idx] == *(prev - 1);
+    res_.segments.push_back({tr_.jobs[idx].id, start, end, rj.slots, rj.placement, how == SegEnd::Checkpoint,
+                             how == SegEnd::Requeue, how == SegEnd::Suspend, held ? resv_at_[idx] : -1});
+  }
+
+  // record_segments: this pass's time and each job's reservation in it.
+  [[gnu::noinline, gnu::cold]] void note_reservations() {
+    if (resv_at_.empty()) {
+      resv_at_.assign(n_, -1);
+      resv_made_.assign(n_, -1);
+    }
+    pass_times_.push_back(now_);
+    auto note = [&](JobId id, Time at) {
+      if (id < 1 || id > n_) return;
+      resv_at_[id - 1] = at;
+      resv_made_[id - 1] = now_;
+    };
+    for (const Decision& d : plan_.decisions)
+      if (d.action == Action::Reserve) note(d.job, d.at);
+    for (const ReserveRecord& rr : plan_.reserves) note(rr.job, rr.at);
   }
 
   void finish(std::size_t idx) {
@@ -885,7 +912,7 @@ class Simulator {
       // As take_running(), but read in place: the entry is not moved out.
       const RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
       stop_running(idx, rj);
-      segment(idx, rj, now_, false);
+      segment(idx, rj, now_, SegEnd::Done);
       // Throughput SLA progress (pba.hpp contract).
       if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
       erase_running(idx);
@@ -944,7 +971,7 @@ class Simulator {
 
   void end_checkpoint(std::size_t idx) {
     RunningJob rj = take_running(idx);
-    segment(idx, rj, now_, true);
+    segment(idx, rj, now_, SegEnd::Checkpoint);
     requeue(idx, std::move(rj.job));
   }
 
@@ -982,7 +1009,7 @@ class Simulator {
     if (h.st != St::Running && h.st != St::Suspended) return false;
     if (h.st == St::Suspended) --suspended_;
     RunningJob rj = take_running(idx);
-    if (h.st == St::Running) segment(idx, rj, now_, false);
+    if (h.st == St::Running) segment(idx, rj, now_, SegEnd::Requeue);
     ++r.requeues;
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     if (by_pba) pba::on_pba_preemption(rj.job);  // the count PBA's requeue bound reads
@@ -998,7 +1025,7 @@ class Simulator {
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     touch_running(run_pos_[idx]);
     if (by_pba) pba::on_pba_preemption(rj.job);
-    segment(idx, rj, now_, false);
+    segment(idx, rj, now_, SegEnd::Suspend);
     charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
     r.suspended_at = now_;
@@ -1067,6 +1094,7 @@ class Simulator {
     if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
     else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
     if (opt_.on_monitor) [[unlikely]] report_monitor();
+    if (opt_.record_segments) [[unlikely]] note_reservations();
     // Changes from here on are relative to what this pass saw.
     snap_.running_since = snap_.running_version;
     snap_.running_touched.clear();
@@ -1305,7 +1333,7 @@ class Simulator {
       const Hot& h = hot_[i];
       JobResult& o = s.per_job[i];
       o = {j.id, j.submit, j.run, j.estimate, j.procs, r.first_start, r.end, r.checkpoints, r.requeues,
-           h.st == St::Rejected};
+           h.st == St::Rejected, j.user};
       if (h.st == St::Pending) ++s.unstarted;
       if (r.first_start >= 0) {
         Time w = r.first_start - j.submit;
