@@ -14,9 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "coordinator/sim/pictures/gantt.hpp"
 #include "coordinator/sim/sim.hpp"
 #include "tools/corral/commands.hpp"
+#include "tools/corral/sim_pictures.hpp"
+#include "tools/corral/sim_policy.hpp"
 
 namespace corral::cli {
 
@@ -44,6 +45,7 @@ constexpr bool kDefaultPreemptWithCheckpoint = true;
 
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
+    "       corral sim compare TRACE --policies A,B,... (see corral sim compare --help)\n"
     "\n"
     "Replays a Standard Workload Format trace (plain or .gz) through Corral's\n"
     "scheduling core in simulated time; prints one JSON object on stdout.\n"
@@ -89,8 +91,11 @@ const char* kHelp =
     "  --max-jobs N         replay only the first N usable jobs\n"
     "  --seed N             seed handed to every scheduling pass (default 1)\n"
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
-    "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
-    "  --from T, --to T     time range of the chart (default: the first day)\n"
+    "  --gantt FILE.svg     draw a Gantt chart (who ran where) of --from .. --to\n"
+    "  --from T, --to T     the chart's range, counted from the trace's first submit\n"
+    "                       (e.g. --from 1d --to 36h; default: the first day)\n"
+    "  --timeline FILE.svg  draw utilization and queue length (jobs and requested\n"
+    "                       processor-hours) over the whole trace\n"
     "  --monitor FILE       write Grid Engine's MONITOR schedule file: every pass's\n"
     "                       jobid:task:STATE:start:duration:level:name:resource:amount\n"
     "                       lines, each interval begun by '::::::::', one closing the\n"
@@ -162,13 +167,17 @@ Backfill parse_policy(const std::string& p) {
   throw UsageError("--policy: unknown policy '" + p + "' (fcfs, easy, conservative, reserve, checkpoint)");
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  f << text;
-  f.close();
-  if (!f) throw std::runtime_error("cannot write '" + path + "'");
+// The defaults of every option a policy does not set.
+void set_defaults(sim::SimOptions& opt) {
+  opt.sched.order.aging = kDefaultAging;
+  opt.sched.order.aging_wide = kDefaultAgingWide;
+  opt.sched.order.wide_fraction = kDefaultWideFraction;
+  opt.sched.planner.checkpoint_split = kDefaultSplit;
+  opt.predict = kDefaultPredict;
+  opt.repredict = kDefaultRepredict;
 }
+
+bool default_preempt(const std::string& policy) { return policy == "checkpoint" && kDefaultPreemptWithCheckpoint; }
 
 std::string json_num(double v) {
   char b[64];
@@ -186,18 +195,23 @@ void progress_bar(double frac) {
 
 }  // namespace
 
+std::string sim_default_policy() { return kDefaultPolicy; }
+
+void sim_policy_options(const std::string& name, sim::SimOptions& opt) {
+  set_defaults(opt);
+  opt.sched.order.policy = kDefaultOrder;
+  opt.sched.planner.backfill = parse_policy(name);
+  opt.sched.preempt.enabled = default_preempt(name);
+}
+
 int cmd_sim(int argc, char** argv) {
-  std::string trace_path, policy = kDefaultPolicy, order = kDefaultOrder, starts_path, gantt_path;
+  if (argc >= 2 && std::string_view(argv[1]) == "compare") return cmd_compare(argc - 1, argv + 1);
+  std::string trace_path, policy = kDefaultPolicy, order = kDefaultOrder, starts_path;
+  SimPictures pictures;
   std::string report_path, report_json_path;
   sim::SimOptions opt;
-  opt.sched.order.aging = kDefaultAging;
-  opt.sched.order.aging_wide = kDefaultAgingWide;
-  opt.sched.order.wide_fraction = kDefaultWideFraction;
-  opt.sched.planner.checkpoint_split = kDefaultSplit;
-  opt.predict = kDefaultPredict;
-  opt.repredict = kDefaultRepredict;
+  set_defaults(opt);
   int preempt = -1;  // -1: the default for the policy
-  Time from = -1, to = -1;
   std::string projects_path;
   bool nci = false;
   Time pending_threshold = -1;
@@ -306,11 +320,13 @@ int cmd_sim(int argc, char** argv) {
       } else if (a == "--report-json") {
         report_json_path = value();
       } else if (a == "--gantt") {
-        gantt_path = value();
+        pictures.gantt = value();
+      } else if (a == "--timeline") {
+        pictures.timeline = value();
       } else if (a == "--from") {
-        from = parse_time(a, value());
+        pictures.from = parse_time(a, value());
       } else if (a == "--to") {
-        to = parse_time(a, value());
+        pictures.to = parse_time(a, value());
       } else if (a == "--monitor") {
         monitor_path = value();
         if (monitor_path.empty()) throw UsageError("--monitor: empty file name");
@@ -348,8 +364,7 @@ int cmd_sim(int argc, char** argv) {
       }
     }
     if (trace_path.empty()) throw UsageError("missing TRACE (see corral sim --help)");
-    if ((from >= 0 || to >= 0) && gantt_path.empty()) throw UsageError("--from/--to need --gantt FILE.svg");
-    if (from >= 0 && to >= 0 && to <= from) throw UsageError("--to must be after --from");
+    if (std::string e = picture_usage_error(pictures); !e.empty()) throw UsageError(e);
     if ((!report_path.empty() || !report_json_path.empty()) && projects_path.empty())
       throw UsageError("--report/--report-json need --projects FILE");
     if ((nci || pending_threshold >= 0) && projects_path.empty())
@@ -370,9 +385,9 @@ int cmd_sim(int argc, char** argv) {
   }
 
   opt.sched.order.policy = order;
-  opt.sched.preempt.enabled = preempt >= 0 ? preempt == 1 : policy == "checkpoint" && kDefaultPreemptWithCheckpoint;
+  opt.sched.preempt.enabled = preempt >= 0 ? preempt == 1 : default_preempt(policy);
   opt.sched.planner.backfill = parse_policy(policy);
-  opt.record_segments = !gantt_path.empty();
+  opt.record_segments = pictures.wanted();
   if (max_reservation >= 0) opt.sched.planner.max_reservation = max_reservation;
   if (default_duration > 0) opt.sched.planner.default_duration = default_duration;
   if (reserve_min_procs > 0 || default_duration > 0) {
@@ -495,23 +510,19 @@ int cmd_sim(int argc, char** argv) {
       labels.emplace_back("nci", nci ? "true" : "false");
     }
     std::printf("%s\n", sim::to_json(r, labels).c_str());
-    if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
+    if (!starts_path.empty()) write_text_file(starts_path, sim::starts_csv(r));
     if (!report_path.empty()) {
       std::string text;
       for (const NciReport& w : r.weekly) text += render_report_table(w) + "\n";
-      write_file(report_path, text);
+      write_text_file(report_path, text);
     }
     if (!report_json_path.empty()) {
       std::string text = "[";
       for (std::size_t i = 0; i < r.weekly.size(); ++i)
         text += (i ? ",\n" : "\n") + render_report_json(r.weekly[i]);
-      write_file(report_json_path, text + "\n]\n");
+      write_text_file(report_json_path, text + "\n]\n");
     }
-    if (!gantt_path.empty()) {
-      Time f = from >= 0 ? from : trace.jobs.front().submit;
-      Time t = to >= 0 ? to : f + 86400;
-      write_file(gantt_path, sim::gantt_svg(r, f, t));
-    }
+    if (pictures.wanted()) write_pictures(pictures, r, trace, base_name(trace_path), policy, opt.cores);
     if (r.unstarted > 0)
       std::fprintf(stderr, "corral sim: %zu job(s) never started (the planner left them pending)\n", r.unstarted);
   } catch (const std::invalid_argument& e) {
