@@ -11,7 +11,6 @@
 #include <cstring>
 #include <optional>
 #include <queue>
-#include <set>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
@@ -362,6 +361,9 @@ class Simulator {
   }
   Time now_ = 0;
   std::size_t suspended_ = 0;
+  // record_segments: every pass's time; each job's latest reservation (its
+  // start) and the pass that made it.
+  std::vector<Time> pass_times_, resv_at_, resv_made_;
   // Pending jobs by slots_min (clamped to 1 .. total_ + 1) and the smallest
   // slots_min pending (slots_n_.size() when none): a pass that can only
   // start jobs acts when it is within the free cores. (A Fenwick tree of
@@ -875,9 +877,33 @@ class Simulator {
     }
   }
 
-  void segment(std::size_t idx, const RunningJob& rj, Time end, bool ckpt) {
+  // How a segment ends: completion, checkpoint, requeue or suspension.
+  enum class SegEnd { Done, Checkpoint, Requeue, Suspend };
+  void segment(std::size_t idx, const RunningJob& rj, Time end, SegEnd how) {
     if (!opt_.record_segments) return;
-    res_.segments.push_back({tr_.jobs[idx].id, recs_[idx].seg_start, end, rj.slots, rj.placement, ckpt});
+    const Time start = recs_[idx].seg_start;
+    // The reservation counts if the pass before the one that started it made it.
+    auto prev = std::lower_bound(pass_times_.begin(), pass_times_.end(), start);
+    const bool held = prev != pass_times_.begin() && !resv_made_.empty() && resv_made_[idx] == *(prev - 1);
+    res_.segments.push_back({tr_.jobs[idx].id, start, end, rj.slots, rj.placement, how == SegEnd::Checkpoint,
+                             how == SegEnd::Requeue, how == SegEnd::Suspend, held ? resv_at_[idx] : -1});
+  }
+
+  // record_segments: this pass's time and each job's reservation in it.
+  [[gnu::noinline, gnu::cold]] void note_reservations() {
+    if (resv_at_.empty()) {
+      resv_at_.assign(n_, -1);
+      resv_made_.assign(n_, -1);
+    }
+    pass_times_.push_back(now_);
+    auto note = [&](JobId id, Time at) {
+      if (id < 1 || id > n_) return;
+      resv_at_[id - 1] = at;
+      resv_made_[id - 1] = now_;
+    };
+    for (const Decision& d : plan_.decisions)
+      if (d.action == Action::Reserve) note(d.job, d.at);
+    for (const ReserveRecord& rr : plan_.reserves) note(rr.job, rr.at);
   }
 
   void finish(std::size_t idx) {
@@ -887,7 +913,7 @@ class Simulator {
       // As take_running(), but read in place: the entry is not moved out.
       const RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
       stop_running(idx, rj);
-      segment(idx, rj, now_, false);
+      segment(idx, rj, now_, SegEnd::Done);
       // Throughput SLA progress (pba.hpp contract).
       if (cfg_.pba.enabled && !rj.job.project.empty()) ++cfg_.pba.jobs_done[rj.job.project];
       erase_running(idx);
@@ -946,7 +972,7 @@ class Simulator {
 
   void end_checkpoint(std::size_t idx) {
     RunningJob rj = take_running(idx);
-    segment(idx, rj, now_, true);
+    segment(idx, rj, now_, SegEnd::Checkpoint);
     requeue(idx, std::move(rj.job));
   }
 
@@ -984,7 +1010,7 @@ class Simulator {
     if (h.st != St::Running && h.st != St::Suspended) return false;
     if (h.st == St::Suspended) --suspended_;
     RunningJob rj = take_running(idx);
-    if (h.st == St::Running) segment(idx, rj, now_, false);
+    if (h.st == St::Running) segment(idx, rj, now_, SegEnd::Requeue);
     ++r.requeues;
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     if (by_pba) pba::on_pba_preemption(rj.job);  // the count PBA's requeue bound reads
@@ -1000,7 +1026,7 @@ class Simulator {
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     touch_running(run_pos_[idx]);
     if (by_pba) pba::on_pba_preemption(rj.job);
-    segment(idx, rj, now_, false);
+    segment(idx, rj, now_, SegEnd::Suspend);
     charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
     r.suspended_at = now_;
@@ -1069,6 +1095,7 @@ class Simulator {
     if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
     else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
     if (opt_.on_monitor) [[unlikely]] report_monitor();
+    if (opt_.record_segments) [[unlikely]] note_reservations();
     // Changes from here on are relative to what this pass saw.
     snap_.running_since = snap_.running_version;
     snap_.running_touched.clear();
@@ -1307,7 +1334,7 @@ class Simulator {
       const Hot& h = hot_[i];
       JobResult& o = s.per_job[i];
       o = {j.id, j.submit, j.run, j.estimate, j.procs, r.first_start, r.end, r.checkpoints, r.requeues,
-           h.st == St::Rejected};
+           h.st == St::Rejected, j.user};
       if (h.st == St::Pending) ++s.unstarted;
       if (r.first_start >= 0) {
         Time w = r.first_start - j.submit;
@@ -1535,69 +1562,6 @@ std::string starts_csv(const SimResult& r) {
     o += std::to_string(j.first_start);
     o += '\n';
   }
-  return o;
-}
-
-std::string gantt_svg(const SimResult& r, Time from, Time to) {
-  if (to <= from) to = from + 1;
-  const int rows = std::max(1, r.machine_procs);
-  const double W = 1200, H = std::min(2400.0, std::max(200.0, rows * 2.0)), left = 60, top = 30;
-  const double rowh = H / rows, sx = W / static_cast<double>(to - from);
-  std::string o;
-  char b[512];
-  std::snprintf(b, sizeof b,
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-                "font-size=\"11\">\n<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#f4f4f4\" stroke=\"#888\"/>\n"
-                "<text x=\"%.0f\" y=\"18\">t = %lld .. %lld s, %d processors</text>\n",
-                W + left + 20, H + top + 40, left, top, W, H, left, static_cast<long long>(from),
-                static_cast<long long>(to), rows);
-  o += b;
-  // Rows are assigned by first fit in start order (the same packing the
-  // simulator's capacity check guarantees), so concurrent jobs never overlap.
-  std::vector<std::size_t> order(r.segments.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b2) { return r.segments[a].start < r.segments[b2].start; });
-  std::set<int> free_rows;
-  for (int i = 0; i < rows; ++i) free_rows.insert(i);
-  using End = std::pair<Time, std::size_t>;
-  std::priority_queue<End, std::vector<End>, std::greater<End>> ends;
-  std::vector<std::vector<int>> held(r.segments.size());
-  for (std::size_t k : order) {
-    const Segment& sg = r.segments[k];
-    if (sg.start >= to) break;
-    while (!ends.empty() && ends.top().first <= sg.start) {
-      for (int row : held[ends.top().second]) free_rows.insert(row);
-      held[ends.top().second].clear();
-      ends.pop();
-    }
-    for (int i = 0; i < sg.slots && !free_rows.empty(); ++i) {
-      held[k].push_back(*free_rows.begin());
-      free_rows.erase(free_rows.begin());
-    }
-    ends.push({sg.end, k});
-    if (sg.end <= from) continue;
-    double x0 = left + static_cast<double>(std::max(sg.start, from) - from) * sx;
-    double x1 = left + static_cast<double>(std::min(sg.end, to) - from) * sx;
-    unsigned hue = static_cast<unsigned>((sg.id * 2654435761u) % 360u);
-    // One rectangle per run of consecutive rows.
-    const std::vector<int>& hr = held[k];
-    for (std::size_t a = 0; a < hr.size();) {
-      std::size_t z = a;
-      while (z + 1 < hr.size() && hr[z + 1] == hr[z] + 1) ++z;
-      std::snprintf(b, sizeof b,
-                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%u,60%%,60%%)\" "
-                    "stroke=\"%s\" stroke-width=\"0.3\"><title>job %llu: %lld..%lld, %d procs%s</title></rect>\n",
-                    x0, top + hr[a] * rowh, std::max(0.5, x1 - x0), (static_cast<double>(z - a + 1)) * rowh, hue,
-                    sg.checkpointed ? "#c00" : "#333", static_cast<unsigned long long>(sg.id),
-                    static_cast<long long>(sg.start), static_cast<long long>(sg.end), sg.slots,
-                    sg.checkpointed ? " (checkpointed)" : "");
-      o += b;
-      a = z + 1;
-    }
-  }
-  std::snprintf(b, sizeof b, "<text x=\"%.0f\" y=\"%.0f\">time (s)</text>\n</svg>\n", left + W / 2, H + top + 25);
-  o += b;
   return o;
 }
 

@@ -34,7 +34,7 @@ struct SimOptions {
   Time restart_cost = 60;      // s more a restarted job needs
   std::uint64_t seed = 1;
   std::size_t max_jobs = 0;    // 0: all; else only the first N usable jobs
-  bool record_segments = false;  // keep every run segment (for a Gantt chart)
+  bool record_segments = false;  // keep every run segment and its reservation (for pictures)
   // Called every ~1% of events with the fraction done (progress bar).
   std::function<void(double)> progress;
   // Set: MONITOR on (PlannerConfig::monitor, sge6-reservation-backfill.txt
@@ -97,6 +97,11 @@ struct Segment {
   int slots = 0;
   std::vector<Placement> placement;  // as granted (may be empty; node ranges: Placement::count)
   bool checkpointed = false;         // ended by a checkpoint (not completion)
+  bool requeued = false;             // ended by a requeue (queued again, work lost)
+  bool suspended = false;            // ended by a suspension (resumed later)
+  // The start the job's reservation promised at the last pass before this
+  // segment began (-1: it held none then, e.g. backfilled or resumed).
+  Time reserved_at = -1;
 };
 
 struct JobResult {
@@ -108,6 +113,7 @@ struct JobResult {
   int checkpoints = 0;
   int requeues = 0;
   bool rejected = false;
+  long user = -1;        // the trace's user id (-1: unknown)
 };
 
 struct SimResult {
@@ -169,8 +175,5 @@ void monitor_trace_ids(std::vector<std::string>& lines, const SwfTrace& trace);
 
 // Writes `id,start` lines, one per job in trace order (start -1 if never).
 std::string starts_csv(const SimResult& r);
-
-// An SVG Gantt chart of the segments overlapping [from, to).
-std::string gantt_svg(const SimResult& r, Time from, Time to);
 
 }  // namespace corral::sim

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,8 @@
 #include "coordinator/sim/sim.hpp"
 #include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
+#include "tools/corral/sim_pictures.hpp"
+#include "tools/corral/sim_policy.hpp"
 
 namespace corral::cli {
 
@@ -28,6 +31,7 @@ namespace {
 
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
+    "       corral sim compare TRACE --policies A,B,... (see corral sim compare --help)\n"
     "\n"
     "Replays a Standard Workload Format trace (plain or .gz) through Corral's\n"
     "scheduling core in simulated time; prints one JSON object on stdout.\n"
@@ -80,8 +84,11 @@ const char* kHelp =
     "  --max-jobs N         replay only the first N usable jobs\n"
     "  --seed N             seed handed to every scheduling pass (default 1)\n"
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
-    "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
-    "  --from T, --to T     time range of the chart (default: the first day)\n"
+    "  --gantt FILE.svg     draw a Gantt chart (who ran where) of --from .. --to\n"
+    "  --from T, --to T     the chart's range, counted from the trace's first submit\n"
+    "                       (e.g. --from 1d --to 36h; default: the first day)\n"
+    "  --timeline FILE.svg  draw utilization and queue length (jobs and requested\n"
+    "                       processor-hours) over the whole trace\n"
     "  --monitor FILE       write Grid Engine's MONITOR schedule file: every pass's\n"
     "                       jobid:task:STATE:start:duration:level:name:resource:amount\n"
     "                       lines, each interval begun by '::::::::', one closing the\n"
@@ -120,10 +127,11 @@ const char* kHelp =
 // What the command line asked for; unset options take the policy's value
 // (names.hpp, policy_preset).
 struct SimArgs {
-  std::string trace, starts, gantt, monitor, projects, report, report_json;
+  std::string trace, starts, monitor, projects, report, report_json;
+  SimPictures pictures;
   Policy policy = Policy::Corral;
   std::optional<Order> order;
-  std::optional<Time> aging, aging_wide, from, to, default_duration;
+  std::optional<Time> aging, aging_wide, default_duration;
   std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
   std::optional<double> wide_fraction, split;
   std::optional<bool> predict, repredict, preempt;
@@ -207,9 +215,10 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--max-jobs", "N", [&o](const std::string& v) { o.max_jobs = static_cast<std::size_t>(whole("--max-jobs", v, 1, 1LL << 40)); });
   value("--seed", "N", [&o](const std::string& v) { o.seed = static_cast<std::uint64_t>(whole("--seed", v, 0, 1LL << 62)); });
   value("--starts", "FILE", [&a](const std::string& v) { a.starts = v; });
-  value("--gantt", "FILE.svg", [&a](const std::string& v) { a.gantt = v; });
-  value("--from", "T", [&a](const std::string& v) { a.from = duration("--from", v); });
-  value("--to", "T", [&a](const std::string& v) { a.to = duration("--to", v); });
+  value("--gantt", "FILE.svg", [&a](const std::string& v) { a.pictures.gantt = v; });
+  value("--timeline", "FILE.svg", [&a](const std::string& v) { a.pictures.timeline = v; });
+  value("--from", "T", [&a](const std::string& v) { a.pictures.from = duration("--from", v); });
+  value("--to", "T", [&a](const std::string& v) { a.pictures.to = duration("--to", v); });
   value("--monitor", "FILE", [&a](const std::string& v) {
     if (v.empty()) refuse("--monitor: empty file name");
     a.monitor = v;
@@ -235,8 +244,7 @@ void add_options(CLI::App& app, SimArgs& a) {
 // Options that need others (refused with what they need).
 void check_combinations(SimArgs& a) {
   if (a.trace.empty()) refuse("missing TRACE (see corral sim --help)");
-  if ((a.from || a.to) && a.gantt.empty()) refuse("--from/--to need --gantt FILE.svg");
-  if (a.from && a.to && *a.to <= *a.from) refuse("--to must be after --from");
+  if (std::string e = picture_usage_error(a.pictures); !e.empty()) refuse(e);
   if ((!a.report.empty() || !a.report_json.empty()) && a.projects.empty()) refuse("--report/--report-json need --projects FILE");
   if ((a.nci || a.pending_threshold) && a.projects.empty())
     refuse(std::string(a.nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
@@ -265,7 +273,7 @@ void apply_args(SimArgs& a) {
   if (a.wide_fraction) opt.sched.order.wide_fraction = *a.wide_fraction;
   if (a.split) opt.sched.planner.checkpoint_split = *a.split;
   if (a.preempt) opt.sched.preempt.enabled = *a.preempt;
-  opt.record_segments = !a.gantt.empty();
+  opt.record_segments = a.pictures.wanted();
   if (a.max_reservation) opt.sched.planner.max_reservation = *a.max_reservation;
   if (a.default_duration) opt.sched.planner.default_duration = *a.default_duration;
   if (a.reserve_min_procs > 0 || a.default_duration) {
@@ -281,14 +289,6 @@ void apply_args(SimArgs& a) {
       }
     };
   }
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  f << text;
-  f.close();
-  if (!f) throw std::runtime_error("cannot write '" + path + "'");
 }
 
 void progress_bar(double frac) {
@@ -371,21 +371,19 @@ int run(SimArgs& a, const sim::SwfTrace& trace, std::FILE*& monitor) {
     if (std::fclose(f) != 0 || bad) throw std::runtime_error("--monitor: cannot write '" + a.monitor + "'");
   }
   std::printf("%s\n", sim::to_json(r, labels_of(a, trace)).c_str());
-  if (!a.starts.empty()) write_file(a.starts, sim::starts_csv(r));
+  if (!a.starts.empty()) write_text_file(a.starts, sim::starts_csv(r));
   if (!a.report.empty()) {
     std::string text;
     for (const NciReport& w : r.weekly) text += render_report_table(w) + "\n";
-    write_file(a.report, text);
+    write_text_file(a.report, text);
   }
   if (!a.report_json.empty()) {
     std::string text = "[";
     for (std::size_t i = 0; i < r.weekly.size(); ++i) text += (i ? ",\n" : "\n") + render_report_json(r.weekly[i]);
-    write_file(a.report_json, text + "\n]\n");
+    write_text_file(a.report_json, text + "\n]\n");
   }
-  if (!a.gantt.empty()) {
-    const Time f = a.from.value_or(trace.jobs.front().submit);
-    write_file(a.gantt, sim::gantt_svg(r, f, a.to.value_or(f + 86400)));
-  }
+  if (a.pictures.wanted())
+    write_pictures(a.pictures, r, trace, base_name(a.trace), std::string(name(a.policy)), a.opt.cores);
   if (r.unstarted > 0)
     std::fprintf(stderr, "corral sim: %zu job(s) never started (the planner left them pending)\n", r.unstarted);
   return 0;
@@ -393,7 +391,21 @@ int run(SimArgs& a, const sim::SwfTrace& trace, std::FILE*& monitor) {
 
 }  // namespace
 
+std::string sim_default_policy() { return std::string(name(Policy::Corral)); }
+
+void sim_policy_options(const std::string& policy, sim::SimOptions& opt) {
+  SimArgs a;
+  try {
+    a.policy = parse_name<Policy>(policy);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--policies: ") + e.what());
+  }
+  apply_args(a);
+  opt = a.opt;
+}
+
 int cmd_sim(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "compare") return cmd_compare(argc - 1, argv + 1);
   SimArgs a;
   try {
     CLI::App app("corral sim");

@@ -16,6 +16,7 @@
 
 #include "coordinator/planner/order.hpp"
 #include "coordinator/sim/events.hpp"
+#include "coordinator/sim/pictures/gantt.hpp"
 #include "coordinator/sim/sim.hpp"
 
 using namespace corral;
@@ -975,9 +976,12 @@ TEST_CASE("sim: checkpoint costs are charged and the job resumes its work", "[si
   REQUIRE(r.segments.size() == 3);
   CHECK(r.segments[0].checkpointed);
   CHECK(r.segments[0].end == 160);
-  std::string svg = gantt_svg(r, 0, 2000);
+  GanttOptions g;
+  g.to = 2000;
+  const std::string svg = gantt_svg(r, g);
   CHECK(svg.find("<svg") == 0);
-  CHECK(svg.find("job 1: 0..160, 4 procs (checkpointed)") != std::string::npos);
+  CHECK(svg.find("<g class=\"mark checkpoint\" data-job=\"1\">") != std::string::npos);
+  CHECK(svg.find("ended by a checkpoint") != std::string::npos);
 }
 
 TEST_CASE("sim: requeue loses work, suspend/resume keeps it", "[sim]") {
