@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "coordinator/sim/pictures/compare.hpp"
 #include "coordinator/sim/pictures/svg.hpp"
 #include "coordinator/sim/swf.hpp"
@@ -133,23 +135,25 @@ std::string table(const std::vector<sim::PolicyRun>& runs) {
 }
 
 std::string json(const Args& a, const std::vector<sim::PolicyRun>& runs) {
-  std::string o = "{\"trace\": " + sim::json_string(a.trace);
-  if (!runs.empty())
-    o += ", \"jobs\": " + std::to_string(runs.front().result.jobs) +
-         ", \"machine_procs\": " + std::to_string(runs.front().result.machine_procs);
-  o += ", \"policies\": [";
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const sim::SimResult& r = runs[i].result;
-    char b[512];
-    std::snprintf(b, sizeof b,
-                  "%s{\"policy\": %s, \"mean_wait\": %.6g, \"max_wait\": %lld, \"mean_bsld\": %.6g, "
-                  "\"utilization\": %.6g, \"checkpoints\": %zu, \"preemptions\": %zu, \"unstarted\": %zu}",
-                  i ? ", " : "", sim::json_string(runs[i].policy).c_str(), r.mean_wait,
-                  static_cast<long long>(r.max_wait), r.mean_bsld, r.utilization, r.checkpoints, r.preemptions,
-                  r.unstarted);
-    o += b;
+  nlohmann::ordered_json o = {{"trace", a.trace}};
+  if (!runs.empty()) {
+    o["jobs"] = runs.front().result.jobs;
+    o["machine_procs"] = runs.front().result.machine_procs;
   }
-  return o + "]}";
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const sim::PolicyRun& p : runs) {
+    const sim::SimResult& r = p.result;
+    list.push_back({{"policy", p.policy},
+                    {"mean_wait", r.mean_wait},
+                    {"max_wait", r.max_wait},
+                    {"mean_bsld", r.mean_bsld},
+                    {"utilization", r.utilization},
+                    {"checkpoints", r.checkpoints},
+                    {"preemptions", r.preemptions},
+                    {"unstarted", r.unstarted}});
+  }
+  o["policies"] = std::move(list);
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

@@ -21,6 +21,8 @@
 #include "coordinator/sim/pictures/series.hpp"
 #include "coordinator/sim/sim.hpp"
 #include "tests/coordinator/sim/png_read.hpp"
+#include <nlohmann/json.hpp>
+
 #include "tests/coordinator/sim/run_corral.hpp"
 #include "tests/coordinator/sim/svg_read.hpp"
 #include "tests/skip.hpp"
@@ -136,7 +138,7 @@ Drawn check_gantt(const std::string& svg, Time from, Time to, int procs) {
 SimOptions easy_options() {
   SimOptions opt;
   opt.sched.planner.backfill = Backfill::Easy;
-  opt.sched.order.policy = "fifo";
+  opt.sched.order.policy = Order::Fifo;
   opt.record_segments = true;
   return opt;
 }
@@ -369,10 +371,14 @@ TEST_CASE("corral sim compare: the table, --json with corral sim's figures, --sv
   INFO(js.err);
   REQUIRE(js.code == 0);
   // The conservative entry carries the figures of `corral sim --policy conservative`.
-  const std::string cons = js.out.substr(js.out.find("\"policy\": \"conservative\""));
+  const nlohmann::json all = nlohmann::json::parse(js.out);
+  const nlohmann::json alone = nlohmann::json::parse(one.out);
+  REQUIRE(all["policies"].size() == 2);
+  const nlohmann::json& cons = all["policies"][1];
+  CHECK(cons["policy"] == "conservative");
   for (const char* k : {"mean_wait", "max_wait", "mean_bsld", "utilization", "checkpoints"}) {
     INFO(k);
-    CHECK(value_of(cons, k) == value_of(one.out, k));
+    CHECK(cons[k] == alone[k]);
   }
   CHECK(std::count(js.out.begin(), js.out.end(), '\n') == 1);
   const Run table = corral_sim("compare " + kSample + " --policies easy,conservative --svg " + (tmp / "c.svg"));
