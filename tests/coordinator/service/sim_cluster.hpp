@@ -1,0 +1,80 @@
+// A cluster of RaftNodes on the deterministic SimNet, each with its own disk
+// and mesh state machine; members crash (instance and state machine gone,
+// disk kept) and restart (state rebuilt from the disk's snapshot and log).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/service/mesh_machine.hpp"
+#include "coordinator/service/raft_node.hpp"
+#include "coordinator/service/sim_env.hpp"
+
+namespace corral_test {
+
+using namespace corral::service;
+
+class SimCluster {
+ public:
+  struct Slot {
+    std::uint64_t id = 0;
+    RaftDisk disk;
+    std::unique_ptr<MeshMachine> fsm;
+    std::unique_ptr<RaftNode> node;
+    bool up() const { return node != nullptr; }
+  };
+
+  // `on_make` runs for every new instance of a member (first start and each
+  // restart), before it starts: tests attach observers there.
+  using MakeFn = std::function<void(unsigned, Slot&)>;
+
+  SimCluster(std::uint64_t seed, unsigned voters, RaftOptions opt = {}, MakeFn on_make = {})
+      : net(seed), on_make_(std::move(on_make)), opt_(opt) {
+    std::vector<Member> conf;
+    for (unsigned i = 0; i < voters; ++i) conf.push_back(Member{i + 1, "n" + std::to_string(i + 1), Role::voter});
+    slots.resize(voters);
+    for (unsigned i = 0; i < voters; ++i) {
+      slots[i].id = i + 1;
+      make(i);
+      slots[i].node->bootstrap(conf);
+      slots[i].node->start();
+    }
+  }
+
+  void crash(unsigned i) {
+    slots[i].node.reset();
+    slots[i].fsm.reset();
+  }
+  int restart(unsigned i) {
+    make(i);
+    return slots[i].node->start();
+  }
+
+  // Index of the member that is up and leads with the highest term, or -1.
+  int leader() const {
+    int best = -1;
+    for (unsigned i = 0; i < slots.size(); ++i) {
+      if (!slots[i].up() || !slots[i].node->is_leader()) continue;
+      if (best < 0 || slots[i].node->term() > slots[best].node->term()) best = static_cast<int>(i);
+    }
+    return best;
+  }
+
+  SimNet net;
+  std::vector<Slot> slots;
+
+ private:
+  void make(unsigned i) {
+    Slot& s = slots[i];
+    s.fsm = std::make_unique<MeshMachine>();
+    s.node = std::make_unique<RaftNode>(s.id, "n" + std::to_string(s.id), net.env(s.id), s.disk,
+                                        *s.fsm, opt_);
+    if (on_make_) on_make_(i, s);
+  }
+  MakeFn on_make_;
+  RaftOptions opt_;
+};
+
+}  // namespace corral_test
