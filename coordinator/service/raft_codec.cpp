@@ -122,8 +122,14 @@ void unpack_entries(const msgpack::object& o, raft_append_entries& a) {
   a.n_entries = n;
   a.entries = nullptr;
   if (n == 0) return;
+  // Every field checked before anything is allocated: a bad entry frees nothing.
   std::size_t total = 0;
-  for (unsigned i = 0; i < n; ++i) total += bin_of(fields(o.via.array.ptr[i], 3)[2]).size();
+  for (unsigned i = 0; i < n; ++i) {
+    const msgpack::object* f = fields(o.via.array.ptr[i], 3);
+    (void)f[0].as<raft_term>();
+    (void)f[1].as<unsigned short>();
+    total += bin_of(f[2]).size();
+  }
   // One batch holds every entry's data, as raft expects of received entries.
   auto* batch = static_cast<char*>(raft_malloc(total == 0 ? 1 : total));
   auto* entries = static_cast<raft_entry*>(raft_calloc(n, sizeof(raft_entry)));

@@ -153,7 +153,14 @@ int EnvIo::m_load(raft_io* io, raft_term* term, raft_id* vote, raft_snapshot** s
   if (batch == nullptr || out == nullptr) {
     raft_free(batch);
     raft_free(out);
-    return RAFT_NOMEM;  // the snapshot copy is released by raft_start's caller path
+    if (*snapshot != nullptr) {
+      raft_configuration_close(&(*snapshot)->configuration);
+      raft_free((*snapshot)->bufs[0].base);
+      raft_free((*snapshot)->bufs);
+      raft_free(*snapshot);
+      *snapshot = nullptr;
+    }
+    return RAFT_NOMEM;
   }
   std::size_t off = 0;
   for (std::size_t i = 0; i < d.entries.size(); ++i) {

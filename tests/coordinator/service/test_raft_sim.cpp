@@ -2,7 +2,7 @@
 // failover, and the mesh invariants under random crashes, restarts, message
 // loss, reordering and partitions over many seeds.
 //
-// CORRAL_SIM_SEEDS=N runs N seeds in the randomized case (default 600);
+// CORRAL_SIM_SEEDS=N runs N seeds in the randomized case (default 1000);
 // CORRAL_SIM_FIRST_SEED=S starts there (to replay one failing seed).
 #include <catch2/catch.hpp>
 
@@ -345,7 +345,7 @@ class RandomRun {
 TEST_CASE("sim: mesh invariants hold under random crashes, loss, reordering and partitions",
           "[raft_sim_random]") {
   std::uint64_t first = env_number("CORRAL_SIM_FIRST_SEED", 1);
-  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", 600);
+  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", 1000);
   std::size_t jobs = 0, starts = 0, refused = 0;
   for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
     RandomRun run(seed);
