@@ -3,6 +3,7 @@
 // disk kept) and restart (state rebuilt from the disk's snapshot and log).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,8 +63,19 @@ class SimCluster {
     return best;
   }
 
+  // A member that is in no configuration yet (an agent joining the mesh):
+  // started on an empty disk, it waits for a leader to add it. Returns its index.
+  unsigned join() {
+    slots.emplace_back();
+    unsigned i = static_cast<unsigned>(slots.size() - 1);
+    slots[i].id = i + 1;
+    make(i);
+    slots[i].node->start();
+    return i;
+  }
+
   SimNet net;
-  std::vector<Slot> slots;
+  std::deque<Slot> slots;  // a deque: members keep their address as others join
 
  private:
   void make(unsigned i) {

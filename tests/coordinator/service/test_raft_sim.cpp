@@ -116,6 +116,41 @@ TEST_CASE("sim: a follower far behind is brought up by a snapshot", "[raft_sim]"
   CHECK(c.slots[lagging].fsm->snapshot() == c.slots[l].fsm->snapshot());
 }
 
+TEST_CASE("sim: a member joins as a non-voter, replicates, then becomes a voter", "[raft_sim]") {
+  SimCluster c(4, 3);
+  REQUIRE(c.net.run_until([&] { return c.leader() >= 0; }, 5000));
+  unsigned l = static_cast<unsigned>(c.leader());
+  int done = 0;
+  for (int i = 0; i < 10; ++i)
+    c.slots[l].node->propose(accept_entry("j" + std::to_string(i)), [&](const Proposed& p) {
+      done += p.status == Status::ok;
+    });
+  REQUIRE(c.net.run_until([&] { return done == 10; }, 5000));
+
+  unsigned j = c.join();
+  Status added = Status::error, standby = Status::error, voter = Status::error;
+  c.slots[l].node->add(Member{c.slots[j].id, "n4", Role::spare}, [&](Status s) {
+    added = s;
+    c.slots[l].node->assign(c.slots[j].id, Role::standby, [&](Status s2) { standby = s2; });
+  });
+  REQUIRE(c.net.run_until([&] { return standby == Status::ok; }, 5000));
+  CHECK(added == Status::ok);
+  // A standby replicates the log without voting.
+  REQUIRE(c.net.run_until([&] { return c.slots[j].fsm->state().data().jobs.size() == 10; }, 5000));
+  std::vector<Member> ms = c.slots[l].node->members();
+  REQUIRE(ms.size() == 4);
+  CHECK(ms[3].role == Role::standby);
+
+  c.slots[l].node->assign(c.slots[j].id, Role::voter, [&](Status s) { voter = s; });
+  REQUIRE(c.net.run_until([&] { return voter == Status::ok; }, 5000));
+  CHECK(c.slots[l].node->members()[3].role == Role::voter);
+  // Membership changes are the leader's alone.
+  Status refused = Status::ok;
+  c.slots[j].node->remove(1, [&](Status s) { refused = s; });
+  REQUIRE(c.net.run_until([&] { return refused != Status::ok; }, 100));
+  CHECK(refused == Status::not_leader);
+}
+
 namespace {
 
 // One seed's history: a client submitting (and retrying) jobs, leaders that
