@@ -53,8 +53,5 @@ TEST_CASE("loopback: elect, replicate, kill the leader, the new one has every co
   std::ostringstream out;
   out << "loopback: first election " << elected_ms << " ms, new leader " << failover_ms
       << " ms after the kill";
-  WARN(out.str());
-  // Election 300 ms randomized to [300, 600) plus pre-vote: far below libraft's ~3 s defaults
-  // even on a loaded machine.
-  CHECK(failover_ms < 3000);
+  WARN(out.str());  // figures only: bench/raft_failover measures them; raft_sim pins the timeouts
 }
