@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/service/mesh_machine.hpp"
-#include "coordinator/service/raft_node.hpp"
+#include "coordinator/service/replica.hpp"
 #include "coordinator/service/sim_env.hpp"
 
 namespace corral_test {
@@ -19,13 +18,7 @@ using namespace corral::service;
 
 class SimCluster {
  public:
-  struct Slot {
-    std::uint64_t id = 0;
-    RaftDisk disk;
-    std::unique_ptr<MeshMachine> fsm;
-    std::unique_ptr<RaftNode> node;
-    bool up() const { return node != nullptr; }
-  };
+  using Slot = Replica;
 
   // `on_make` runs for every new instance of a member (first start and each
   // restart), before it starts: tests attach observers there.
@@ -54,14 +47,7 @@ class SimCluster {
   }
 
   // Index of the member that is up and leads with the highest term, or -1.
-  int leader() const {
-    int best = -1;
-    for (unsigned i = 0; i < slots.size(); ++i) {
-      if (!slots[i].up() || !slots[i].node->is_leader()) continue;
-      if (best < 0 || slots[i].node->term() > slots[best].node->term()) best = static_cast<int>(i);
-    }
-    return best;
-  }
+  int leader() const { return leader_of(slots); }
 
   // A member that is in no configuration yet (an agent joining the mesh):
   // started on an empty disk, it waits for a leader to add it. Returns its index.

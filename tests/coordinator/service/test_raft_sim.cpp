@@ -73,7 +73,8 @@ TEST_CASE("sim: a leader is elected, replicates, and a new one keeps every commi
   CHECK_FALSE(c.slots[l].node->is_leader());
 }
 
-TEST_CASE("sim: proposals to a follower are refused with not_leader", "[raft_sim]") {
+TEST_CASE("sim: proposals to a follower are refused; refused entries do not stop the log",
+          "[raft_sim]") {
   SimCluster c(2, 3);
   REQUIRE(c.net.run_until([&] { return c.leader() >= 0; }, 5000));
   unsigned f = (static_cast<unsigned>(c.leader()) + 1) % 3;
@@ -86,6 +87,22 @@ TEST_CASE("sim: proposals to a follower are refused with not_leader", "[raft_sim
   CHECK_FALSE(fired);  // never from inside the call
   REQUIRE(c.net.run_until([&] { return fired; }, 100));
   CHECK(got == Status::not_leader);
+
+  // A refused entry commits as a refusal with its reason; the log goes on.
+  std::vector<Proposed> results;
+  unsigned l = static_cast<unsigned>(c.leader());
+  c.slots[l].node->propose("junk", [&](const Proposed& p) { results.push_back(p); });
+  c.slots[l].node->propose(mesh::encode_entry(mesh::JobEnded{42, 1, "completed", 0, 0}),
+                           [&](const Proposed& p) { results.push_back(p); });
+  c.slots[l].node->propose(accept_entry("after"), [&](const Proposed& p) { results.push_back(p); });
+  REQUIRE(c.net.run_until([&] { return results.size() == 3; }, 5000));
+  CHECK(results[0].status == Status::ok);
+  CHECK_FALSE(results[0].applied.ok);
+  CHECK(results[0].applied.reason.find("not a mesh entry") != std::string::npos);
+  CHECK(results[1].applied.reason == "no job 42");
+  CHECK(results[2].applied.ok);
+  CHECK(results[2].applied.value == 1);
+  CHECK(results[2].index > results[0].index);
   // The follower learns who leads from the leader's first heartbeat.
   CHECK(c.net.run_until([&] { return c.slots[f].node->leader_id() == c.slots[c.leader()].id; }, 1000));
 }
