@@ -60,7 +60,7 @@ RaftNode::RaftNode(std::uint64_t id, std::string address, Env& env, RaftDisk& di
   fsm_.restore = fsm_restore;
   fsm_.snapshot_finalize = nullptr;  // raft frees the snapshot buffers
   std::memset(raft_.get(), 0, sizeof(raft));
-  raft_init(raft_.get(), io_.io(), &fsm_, id_, address_.c_str());
+  init_rv_ = raft_init(raft_.get(), io_.io(), &fsm_, id_, address_.c_str());
   raft_->data = this;
   raft_set_election_timeout(raft_.get(), opt.election_ms);
   raft_set_heartbeat_timeout(raft_.get(), opt.heartbeat_ms);
@@ -71,14 +71,17 @@ RaftNode::RaftNode(std::uint64_t id, std::string address, Env& env, RaftDisk& di
 }
 
 RaftNode::~RaftNode() {
-  // The io closes at once: raft's waiting requests fail (their callbacks run
-  // here) and nothing posted earlier runs after this.
+  // The io closes at once: raft's waiting requests fail, their callbacks are
+  // posted to the Env (they run if it still runs), and nothing this node
+  // posted earlier runs after this.
+  if (init_rv_ != 0) return;  // raft_init failed: nothing to close
   bool closed = false;
   raft_->data = &closed;
   raft_close(raft_.get(), [](raft* r) { *static_cast<bool*>(r->data) = true; });
 }
 
 int RaftNode::bootstrap(const std::vector<Member>& members) {
+  if (init_rv_ != 0) return init_rv_;
   raft_configuration conf;
   int rv = configuration_of(members, conf);
   if (rv != 0) return rv;
@@ -88,7 +91,7 @@ int RaftNode::bootstrap(const std::vector<Member>& members) {
 }
 
 int RaftNode::start() {
-  int rv = raft_start(raft_.get());
+  int rv = init_rv_ != 0 ? init_rv_ : raft_start(raft_.get());
   started_ = rv == 0;
   if (started_) check_leadership();
   return rv;

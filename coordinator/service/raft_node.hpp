@@ -82,6 +82,7 @@ class RaftNode final : public Consensus {
   EnvIo io_;
   raft_fsm fsm_{};
   std::unique_ptr<raft> raft_;
+  int init_rv_ = 0;                  // raft_init's result, reported by start()
   bool started_ = false;
   bool was_leader_ = false;
   std::uint64_t leader_term_ = 0;
