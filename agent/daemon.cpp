@@ -264,7 +264,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   store_->flush();
 }
 
-// pba = yes: the plan file (coordinator/pba/PLANFILE.md) as `corral sim --projects` reads it
+// pba = yes: the plan file (docs/plan-file.md) as `corral sim --projects` reads it
 // (tools/corral/cmd_sim.cpp, sim::use_projects), with relative dates counted from pba_origin().
 // The origin of the plan's relative dates (+N weeks, +DURATION deadlines):
 // the first start with PBA, kept in state_dir/pba_origin, so that a restart
@@ -290,7 +290,7 @@ Time Daemon::pba_origin() {
 void Daemon::setup_pba() {
   const std::string& path = cfg_.pba_plan;
   if (path.empty())
-    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: coordinator/pba/PLANFILE.md)");
+    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: docs/plan-file.md)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
   std::ostringstream text;
@@ -1246,7 +1246,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;
-  ls.ckpt_signal = cfg_.checkpoint_signal;  // checkpoint_signal / checkpoint_grace (CONFIG.md)
+  ls.ckpt_signal = cfg_.checkpoint_signal;  // checkpoint_signal / checkpoint_grace (docs/configuration.md)
   ls.ckpt_grace_s = cfg_.checkpoint_grace;
   // A restart when a checkpoint was taken, not when whole seconds of work were counted (a job
   // checkpointed within 1 s of its start would lose its checkpoint dir). work_done > 0 covers
