@@ -245,6 +245,8 @@ const char* const kUsage =
     "  --backfill POLICY       fcfs, easy (default), conservative, reserve or checkpoint\n"
     "  --export-topology FILE  write the node's topology (discovered, or the stand-in above)\n"
     "                          as hwloc XML to FILE (- for stdout) and exit\n"
+    "  --recover               start from a damaged journal: keep a copy of it, restore\n"
+    "                          every intact entry, log each job it could not restore\n"
     "  -h, --help              this text\n";
 
 // The parser's table: every flag it accepts (kUsage lists each one: tests/agent/test_store.cpp).
@@ -253,7 +255,7 @@ const FlagDef kFlags[] = {
     {"--daemon", nullptr, nullptr},             {"--config", nullptr, "FILE"},
     {"--no-config", nullptr, nullptr},          {"--set", nullptr, "KEY=VALUE"},
     {"--export-topology", nullptr, "FILE"},     {"--help", nullptr, nullptr},
-    {"-h", nullptr, nullptr},
+    {"-h", nullptr, nullptr},                   {"--recover", nullptr, nullptr},
     {"--state-dir", "state_dir", "DIR"},        {"--socket", "socket", "PATH"},
     {"--pub", "pub", "ENDPOINT"},               {"--log", "log", "FILE"},
     {"--cgroup-parent", "cgroup_parent", "NAME"}, {"--node-state-dir", "node_state_dir", "DIR"},
@@ -322,6 +324,7 @@ bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_c
     else if (a == "--standalone") cfg.standalone = true;
     else if (a == "--foreground") cfg.foreground = true;
     else if (a == "--daemon") cfg.foreground = false;
+    else if (a == "--recover") cfg.recover = true;
     else if (a == "--export-topology") {
       if (val.empty()) throw std::invalid_argument("--export-topology needs a file (or - for stdout)");
       cfg.export_topology = val;

@@ -317,6 +317,12 @@ std::vector<std::string> Launcher::Impl::tidy(std::uint64_t only) {
 
 std::vector<std::string> Launcher::tidy() { return impl_->tidy(); }
 
+std::optional<LaunchSpec> Launcher::spec(std::uint64_t id) const {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return std::nullopt;
+  return it->second.spec;
+}
+
 std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   Impl& I = *impl_;
   I.tidy();  // slots of jobs already reported ended are not leftovers
