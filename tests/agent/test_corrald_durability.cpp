@@ -135,8 +135,9 @@ TEST_CASE("a full state disk refuses submits clearly; pending jobs wait for room
   REQUIRE(a.submit({"-N", "two", "--wrap", "echo two"}).rc == 0);
   fill(state + "/filler");
 
-  std::string big = "true #" + std::string(64 * 1024, 'b');
+  std::string big = "true #" + std::string(8000, 'b');
   auto r = a.submit({"--wrap", big});
+  INFO(r.err);
   CHECK(r.rc != 0);
   CHECK(r.err.find("state disk full: job not accepted") != std::string::npos);
   CHECK(a.cli({"node"}).rc == 0);  // still serving
@@ -165,6 +166,7 @@ TEST_CASE("a full state disk refuses submits clearly; pending jobs wait for room
   CHECK(w.rc == 0);
   CHECK(json_field(stat_json(a, "2"), "end_reason") == "completed");
   auto again = a.submit({"--wrap", big});
+  INFO(again.err);
   CHECK(again.rc == 0);
   CHECK(a.cli({"wait", trim(again.out)}).rc == 0);
 }
