@@ -97,7 +97,12 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   }
 
   JobRecord rec;
-  rec.id = store_->next_id();
+  try {
+    rec.id = store_->next_id();
+  } catch (const StoreFull& e) {
+    log_line(std::string("state disk full: ") + e.what());
+    return proto::ErrorRep{"disk_full", "state disk full: job not accepted"};
+  }
   if (s.name.empty()) s.name = "job";
   for (std::string* path : {&s.stdout_path, &s.stderr_path})
     if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;

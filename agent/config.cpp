@@ -274,6 +274,8 @@ const char* const kUsage =
     "  --backfill POLICY       the same (deprecated name)\n"
     "  --export-topology FILE  write the node's topology (discovered, or the stand-in above)\n"
     "                          as hwloc XML to FILE (- for stdout) and exit\n"
+    "  --recover               start from a damaged journal: keep a copy of it, restore\n"
+    "                          every intact entry, log each job it could not restore\n"
     "  -h, --help              this text\n";
 
 namespace {
@@ -298,7 +300,7 @@ constexpr KeyFlag kKeyFlags[] = {
 struct Parsed {
   std::vector<std::pair<std::string, std::string>> keys;
   std::vector<std::string> configs;
-  bool no_config = false, standalone = false, help = false;
+  bool no_config = false, standalone = false, help = false, recover = false;
   std::optional<bool> foreground;
   std::optional<std::string> export_topology;
 };
@@ -307,6 +309,7 @@ void build_cli(CLI::App& app, Parsed& p) {
   app.set_help_flag();  // kUsage is the help text
   app.add_flag("-h,--help", p.help)->disable_flag_override();
   app.add_flag("--standalone", p.standalone)->disable_flag_override();
+  app.add_flag("--recover", p.recover)->disable_flag_override();
   app.add_flag_callback("--foreground", [&p] { p.foreground = true; })->disable_flag_override();
   app.add_flag_callback("--daemon", [&p] { p.foreground = false; })->disable_flag_override();
   app.add_flag("--no-config", p.no_config)->disable_flag_override();
@@ -379,6 +382,7 @@ bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_c
   load_configs(p, cfg, default_config);
   for (const auto& [key, val] : p.keys) set_config_key(cfg, key, val);
   if (p.standalone) cfg.standalone = true;
+  if (p.recover) cfg.recover = true;
   if (p.foreground) cfg.foreground = *p.foreground;
   if (p.export_topology) {
     if (p.export_topology->empty()) throw std::invalid_argument("--export-topology needs a file (or - for stdout)");

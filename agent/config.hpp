@@ -22,6 +22,7 @@ struct QueueDef {
 struct Config {
   bool standalone = false;
   bool foreground = true;                     // --daemon detaches
+  bool recover = false;                       // --recover: load a damaged journal's intact entries
   std::string state_dir = "/var/lib/corral";
   std::string socket = "/run/corral/corrald.sock";
   std::string pub = "tcp://127.0.0.1:7461";  // "none": no publishing

@@ -88,6 +88,7 @@ class Daemon {
   void setup_signals();
   void on_signals();
   bool commit_and_reply();
+  void refuse_unsynced_submits();
   double now() const;
 
   // ---- the local socket (local_socket.cpp) ------------------------------
@@ -120,6 +121,7 @@ class Daemon {
   // ---- the node and launcher bridge (node_bridge.cpp) -------------------
   void setup_launcher();
   void recover();
+  void adopt_unknown(std::uint64_t id);
   void start_job(JobRecord& rec, const Decision& d);
   std::vector<int> start_cores(const JobRecord& rec, const Decision& d, int& want) const;
   std::string suspend_resume(JobRecord& rec, bool suspend, const std::string& reason);
@@ -159,6 +161,15 @@ class Daemon {
   IdSet pending_;                     // ids, submit order
   std::set<std::uint64_t> active_;    // running or suspended
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
+  // Submits answered in this iteration, not yet on disk: where each acknowledgement sits in its
+  // client's output, to be replaced by a refusal when the state disk is full.
+  struct UnsyncedSubmit {
+    int fd;
+    std::uint64_t id;
+    std::size_t at, len;
+  };
+  std::vector<UnsyncedSubmit> unsynced_submits_;
+  bool disk_full_ = false;            // the last write found the state disk full (logged once)
   node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
 
   // node and launcher

@@ -140,9 +140,12 @@ std::string Daemon::write_script(const JobRecord& rec) {
   }
   if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
     ok = ::fchown(fd, rec.uid, rec.gid) == 0;
-  ::close(fd);
+  if (ok && ::close(fd) != 0) ok = false;
+  else if (!ok) ::close(fd);
   if (!ok) {
+    int err = errno;  // the caller tells a full disk from other failures
     ::unlink(path.c_str());
+    errno = err;
     return "";
   }
   return path;

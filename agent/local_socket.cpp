@@ -139,7 +139,11 @@ void Daemon::handle(Client& c, const std::string& frame) {
   }
   try {
     if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
-      send(c, on_submit(c.peer, *r));
+      proto::Message rep = on_submit(c.peer, *r);
+      std::size_t at = c.out.size();
+      send(c, rep);
+      if (auto* ok = std::get_if<proto::SubmitRep>(&rep))  // refused if it cannot be made durable
+        unsynced_submits_.push_back({c.fd, ok->id, at, c.out.size() - at});
     } else if (auto* s = std::get_if<proto::StatReq>(&m)) {
       send(c, on_stat(c.peer, *s));
     } else if (auto* x = std::get_if<proto::CancelReq>(&m)) {

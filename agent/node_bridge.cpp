@@ -70,10 +70,13 @@ void Daemon::recover() {
       adopted.insert(r.id);
       log_line("job " + std::to_string(r.id) + " adopted after restart" +
                (r.message.empty() ? "" : ": " + r.message));
+    } else if (r.adopted && (!rec || !rec->ended())) {
+      // Running but not known as running (crash between launch and journal, a journal restored
+      // by --recover): never killed, adopted as it runs.
+      adopt_unknown(r.id);
+      adopted.insert(r.id);
     } else if (r.adopted) {
-      // Running but not known as running (crash between launch and journal):
-      // stop it; the job is still pending and will start again.
-      log_line("job " + std::to_string(r.id) + ": stray processes stopped after restart");
+      log_line("job " + std::to_string(r.id) + ": ended in the journal; stray processes stopped after restart");
       discard_end_.insert(r.id);
       launcher_->cancel(r.id);
     } else {
@@ -103,6 +106,44 @@ void Daemon::recover() {
       }
     }
   }
+}
+
+// A job whose processes run but that the journal has pending or does not have: recorded as
+// running with what its launcher record says, and reported (log, stat comment).
+void Daemon::adopt_unknown(std::uint64_t id) {
+  std::optional<node::LaunchSpec> sp = launcher_->spec(id);
+  JobRecord* rec = store_->find(id);
+  const bool known = rec != nullptr;
+  if (!known) {
+    JobRecord nr;
+    nr.id = id;
+    if (sp) {
+      nr.uid = sp->uid;
+      nr.gid = sp->gid;
+      nr.user = sp->user.empty() ? std::to_string(sp->uid) : sp->user;
+      nr.spec.cwd = sp->cwd;
+      nr.spec.stdout_path = sp->stdout_path;
+      nr.spec.stderr_path = sp->stderr_path;
+      nr.spec.ncpus = std::max<int>(1, static_cast<int>(sp->cores.size()));
+      nr.spec.mem_mb = sp->mem_mb;
+      nr.spec.jobfs_mb = sp->jobfs_mb;
+      nr.spec.walltime = sp->walltime_s;
+    }
+    nr.spec.name = "adopted";
+    nr.spec.queue = cfg_.queues.front().name;
+    nr.submit_time = now();
+    store_->put(nr);
+    rec = store_->find(id);
+  }
+  pending_.erase(id);
+  rec->state = std::string(proto::state::kRunning);
+  if (sp) rec->cores = sp->cores;
+  rec->start_time = now();  // its real start is not recorded anywhere
+  rec->comment = known ? "adopted after restart: running, though the journal had it pending"
+                       : "adopted after restart: running, though the journal did not know it";
+  store_->put(*rec);
+  active_.insert(id);
+  log_line("job " + std::to_string(id) + " " + rec->comment + " (not killed)");
 }
 
 int Daemon::slots_used() const {
@@ -152,6 +193,16 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.gid = rec.gid;
   ls.user = rec.user == std::to_string(rec.uid) ? "" : rec.user;  // named at submit; else by uid
   std::string script = write_script(rec);
+  if (script.empty() && (errno == ENOSPC || errno == EDQUOT)) {
+    // Not the job's fault: it waits, pending, and starts once the state disk has room.
+    const std::string why = "state disk full: the job script cannot be written; waiting for room";
+    if (rec.comment != why) {
+      rec.comment = why;
+      store_->put(rec);
+      log_line("job " + std::to_string(rec.id) + ": " + why);
+    }
+    return;
+  }
   if (script.empty()) {
     finish(rec, EndReason::LaunchFailed, -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
     return;

@@ -204,7 +204,7 @@ struct ControlRep {
   MSGPACK_DEFINE_MAP(id, state, message)
 };
 struct ErrorRep {
-  std::string code;              // invalid | not_found | permission | busy | internal | proto
+  std::string code;              // invalid | not_found | permission | busy | internal | proto | disk_full
   std::string message;
   MSGPACK_DEFINE_MAP(code, message)
 };

@@ -136,6 +136,8 @@ class Launcher {
   std::optional<JobUsage> usage(std::uint64_t id) const;
   std::vector<std::uint64_t> jobs() const;
   bool has(std::uint64_t id) const;
+  // What a watched job was started with (after recover(): from its record).
+  std::optional<LaunchSpec> spec(std::uint64_t id) const;
 
   // After a restart: find the slots left under the cgroup parent. Adopt: jobs with a record whose
   // processes still run are watched again (walltime continues); anything else is killed and
