@@ -1,5 +1,6 @@
 #include "tools/corral/client.hpp"
 #include "coordinator/json.hpp"
+#include "proto/spec_check.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -240,7 +241,10 @@ SubmitArgs parse_submit(int argc, char** argv) {
     }
     else if (is("-q", true)) s.queue = value("-q");
     else if (is("-P", true)) s.project = value("-P");
-    else if (is("-N", true)) s.name = value("-N");
+    else if (is("-N", true)) {
+      s.name = value("-N");
+      if (s.name.empty()) throw UsageError("-N: the job name is empty");
+    }
     else if (is("-o", true)) s.stdout_path = value("-o");
     else if (is("-e", true)) s.stderr_path = value("-e");
     else if (is("-R", true)) {
@@ -293,8 +297,19 @@ SubmitArgs parse_submit(int argc, char** argv) {
       s.name = base.empty() ? "job" : base;
     }
   }
+  if (std::string why = proto::check_job_name(s.name); !why.empty())
+    throw UsageError(why + (s.name.empty() ? "" : " (-N NAME chooses another)"));
   if (a.socket.empty()) a.socket = default_socket();
   return a;
+}
+
+void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env) {
+  spec.cwd = cwd;
+  for (char** e = env; e && *e; ++e) spec.env.emplace_back(*e);
+  mode_t mask = ::umask(0);  // reading it needs setting it
+  ::umask(mask);
+  spec.umask = static_cast<std::int32_t>(mask);
+  if (std::string why = proto::check_spec(spec); !why.empty()) throw UsageError(why);
 }
 
 std::string default_socket() {
@@ -315,6 +330,14 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     throw std::runtime_error("cannot reach corrald at " + path + ": " + std::strerror(err) +
                              " (is corrald running? --socket or CORRAL_SOCKET choose another)");
   }
+  // A submit corrald may have made durable before it died: say so, and how to find out.
+  auto lost = [&req](const std::string& what) {
+    const auto* sub = std::get_if<proto::SubmitReq>(&req);
+    if (!sub) return std::runtime_error(what);
+    return std::runtime_error(what + ": the job may have been accepted all the same; before submitting it again, "
+                              "check with `corral stat` for a job named '" + proto::printable(sub->spec.name) +
+                              "' of your user");
+  };
   std::string out = proto::frame(proto::encode(req));
   std::string_view rest = out;
   while (!rest.empty()) {
@@ -335,7 +358,7 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
-      throw std::runtime_error("corrald closed the connection without answering");
+      throw lost("corrald closed the connection without answering");
     }
     rd.feed(buf, static_cast<std::size_t>(n));
   }
