@@ -340,13 +340,13 @@ proto::Message request(const std::string& path, const proto::Message& req) {
   };
   std::string out = proto::frame(proto::encode(req));
   std::string_view rest = out;
+  std::string send_err;  // corrald may have refused the connection at once: its answer is read below
   while (!rest.empty()) {
     ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      throw std::runtime_error(std::string("lost corrald while sending: ") + std::strerror(err));
+      send_err = std::strerror(errno);
+      break;
     }
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -358,6 +358,7 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
+      if (!send_err.empty()) throw std::runtime_error("lost corrald while sending: " + send_err);
       throw lost("corrald closed the connection without answering");
     }
     rd.feed(buf, static_cast<std::size_t>(n));
