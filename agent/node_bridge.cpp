@@ -200,7 +200,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;
-  ls.ckpt_signal = cfg_.checkpoint_signal;  // checkpoint_signal / checkpoint_grace (CONFIG.md)
+  ls.ckpt_signal = cfg_.checkpoint_signal;  // checkpoint_signal / checkpoint_grace (docs/configuration.md)
   ls.ckpt_grace_s = cfg_.checkpoint_grace;
   // A restart when a checkpoint was taken, not when whole seconds of work were counted (a job
   // checkpointed within 1 s of its start would lose its checkpoint dir). work_done > 0 covers

@@ -107,12 +107,12 @@ Time Daemon::pba_origin() {
   return t;
 }
 
-// pba = yes: the plan file (coordinator/pba/PLANFILE.md) read as `corral sim --projects` reads
+// pba = yes: the plan file (docs/plan-file.md) read as `corral sim --projects` reads
 // it (sim::use_projects), with relative dates counted from pba_origin().
 void Daemon::setup_pba() {
   const std::string& path = cfg_.pba_plan;
   if (path.empty())
-    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: coordinator/pba/PLANFILE.md)");
+    throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: docs/plan-file.md)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
   std::ostringstream text;
