@@ -103,7 +103,7 @@ void apply_resources(const std::string& list, proto::JobSpec& spec) {
     if (val.empty()) throw UsageError("resource '" + key + "' has an empty value");
     if (key == "walltime") spec.walltime = parse_walltime(val);
     else if (key == "ncpus") {
-      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > 1000000)
+      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > proto::kMaxCpus)
         throw UsageError("invalid ncpus '" + val + "' (a positive integer)");
       spec.ncpus = static_cast<std::int32_t>(std::stoll(val));
     } else if (key == "mem" || key == "vmem") spec.mem_mb = parse_size_mb(val);
@@ -124,7 +124,7 @@ SlotRange parse_slot_range(const std::string& text) {
     if (!all_digits(t)) throw bad("'" + t + "' is not a positive integer");
     long long v = std::stoll(t);
     if (v == 0) throw bad("slot counts start at 1");
-    if (v > 1000000) throw bad("'" + t + "' is too large");
+    if (v > proto::kMaxCpus) throw bad("'" + t + "' is too large");
     return static_cast<std::int32_t>(v);
   };
   SlotRange r;
