@@ -173,6 +173,8 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "require_walltime") c.require_walltime = to_bool(key, v);
   else if (key == "keep_ended") c.keep_ended = to_int(key, v, 0);
   else if (key == "fsync") c.fsync = to_bool(key, v);
+  else if (key == "operators") c.operators = v;
+  else if (key == "client_timeout") c.client_timeout = to_seconds(key, v);
   else if (key == "on_restart") {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");

@@ -82,6 +82,10 @@ struct Config {
   // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
   int checkpoint_signal = SIGUSR1;
   int checkpoint_grace = 30;                  // s
+  // The local socket: members of this group (and root) are always served, even while other
+  // users hold every connection an unprivileged user may have; "": root only.
+  std::string operators;
+  double client_timeout = 60;                 // s a connection may stay silent (not in `wait`)
 
   // Not config keys: what the command line asked for, and warnings to print
   // (a deprecated key), "FILE:LINE: " before them when read from a file.

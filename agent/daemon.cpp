@@ -135,17 +135,18 @@ int Daemon::run() {
     double deadline = next_heartbeat_;
     if (!pending_.empty()) deadline = std::min(deadline, next_cycle_);
     if (!active_.empty()) deadline = std::min({deadline, next_poll_, next_usage_});
+    if (!clients_.empty()) deadline = std::min(deadline, next_idle_check_);
+    if (mono < accept_paused_until_) deadline = std::min(deadline, accept_paused_until_);
     int timeout = dirty_ ? 0 : static_cast<int>(std::max(0.0, (deadline - mono) * 1000.0) + 1);
 
     fds.clear();
     fd_clients.clear();
     fds.push_back({sig_pipe_[0], POLLIN, 0});
-    fds.push_back({listen_fd_, static_cast<short>(clients_.size() < kMaxClients ? POLLIN : 0), 0});
+    fds.push_back({listen_fd_, static_cast<short>(listening(mono) ? POLLIN : 0), 0});
     int wake = launcher_->wake_fd();
     fds.push_back({wake, static_cast<short>(wake >= 0 ? POLLIN : 0), 0});
     for (auto& [fd, c] : clients_) {
-      short ev = c->out.empty() ? POLLIN : static_cast<short>(POLLIN | POLLOUT);
-      fds.push_back({fd, ev, 0});
+      fds.push_back({fd, client_events(*c), 0});
       fd_clients.push_back(c.get());
     }
     int n = ::poll(fds.data(), fds.size(), timeout);
@@ -171,8 +172,9 @@ int Daemon::run() {
     for (std::size_t i = 0; i < fd_clients.size(); ++i) {
       Client& c = *fd_clients[i];
       short re = fds[i + 3].revents;
-      if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c);
+      if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c, (re & (POLLHUP | POLLERR)) != 0);
     }
+    close_idle(mono_now());
     if (!commit_and_reply()) return 1;
     mono = mono_now();
     if (dirty_ || (!pending_.empty() && mono >= next_cycle_)) {
@@ -186,6 +188,7 @@ int Daemon::run() {
     }
     if (mono >= next_heartbeat_) {
       heartbeat();
+      log_suppressed();
       next_heartbeat_ = mono + cfg_.heartbeat_interval;
     }
     if (!commit_and_reply()) return 1;
@@ -220,16 +223,9 @@ bool Daemon::commit_and_reply() {
     return false;
   }
   pub_.flush();
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    Client& c = *it->second;
-    if (!c.dead && !c.out.empty()) write_client(c);
-    if (c.dead || (c.close_after_write && c.out.empty())) {
-      ::close(it->first);
-      it = clients_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (auto& [fd, c] : clients_)
+    if (!c->dead && !c->out.empty()) write_client(*c);
+  reap_clients();
   return true;
 }
 

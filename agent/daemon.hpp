@@ -94,9 +94,19 @@ class Daemon {
   // ---- the local socket (local_socket.cpp) ------------------------------
   static constexpr std::size_t kMaxClients = 4096;
   void setup_socket();
+  void setup_limits();
   void close_socket();
+  bool listening(double mono) const;  // whether to poll the listener now
   void accept_clients();
-  void read_client(Client& c);
+  bool admit(const Peer& p, bool privileged, std::string& why) const;
+  bool privileged(const Peer& p);
+  short client_events(const Client& c) const;
+  std::size_t read_room(const Client& c) const;
+  void account(Client& c);
+  void close_idle(double mono);
+  void reap_clients();
+  void read_client(Client& c, bool hup);
+  void serve_buffered(Client& c);
   void handle(Client& c, const std::string& frame);
   void send(Client& c, const proto::Message& m);
   void write_client(Client& c);
@@ -155,6 +165,17 @@ class Daemon {
   // local socket
   std::map<int, std::unique_ptr<Client>> clients_;
   int listen_fd_ = -1;
+  std::size_t max_clients_ = kMaxClients;  // below the open-file limit
+  std::size_t reserve_ = 64;               // of those, only root and operators may use
+  std::size_t unprivileged_ = 0;           // connections of other users
+  std::map<uid_t, std::size_t> per_user_;  // connections of each (unprivileged) user
+  std::map<uid_t, std::size_t> buffered_;  // request bytes held for each (unprivileged) user
+  std::size_t buffered_total_ = 0;         // request bytes held for unprivileged users
+  double accept_paused_until_ = 0;         // monotonic: out of file descriptors
+  double next_idle_check_ = 0;             // monotonic
+  gid_t operators_gid_ = 0;
+  bool have_operators_ = false;
+  std::map<uid_t, std::pair<bool, double>> operator_cache_;  // uid -> member?, until (monotonic)
 
   // job store
   std::unique_ptr<Store> store_;

@@ -11,6 +11,7 @@
 #include "agent/job_accounting.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral::agent {
 
@@ -230,6 +231,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
     ls.env["NSLOTS"] = std::to_string(want);
   }
   ls.cwd = rec.spec.cwd;
+  if (rec.spec.umask != proto::kUmaskUnset) ls.umask = static_cast<mode_t>(rec.spec.umask & 0777);
   ls.stdout_path = rec.spec.stdout_path;
   ls.stderr_path = rec.spec.stderr_path;
   ls.cores = cores;

@@ -47,6 +47,7 @@ struct LaunchSpec {
   bool restart = false;           // CORRAL_RESTART=1
   std::string jobfs_root;         // default LauncherConfig::jobfs_root
   std::string hosts;              // CORRAL_HOSTS; default this host
+  mode_t umask = 022;             // the job's umask (the submitter's)
 };
 
 // LaunchFailed: only with LauncherConfig::async_start, a failure in the job's own process (as its

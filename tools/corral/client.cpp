@@ -1,4 +1,5 @@
 #include "tools/corral/client.hpp"
+#include "proto/spec_check.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -134,7 +135,7 @@ void apply_resources(const std::string& list, proto::JobSpec& spec) {
     if (val.empty()) throw UsageError("resource '" + key + "' has an empty value");
     if (key == "walltime") spec.walltime = parse_walltime(val);
     else if (key == "ncpus") {
-      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > 1000000)
+      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > proto::kMaxCpus)
         throw UsageError("invalid ncpus '" + val + "' (a positive integer)");
       spec.ncpus = static_cast<std::int32_t>(std::stoll(val));
     } else if (key == "mem" || key == "vmem") spec.mem_mb = parse_size_mb(val);
@@ -155,7 +156,7 @@ SlotRange parse_slot_range(const std::string& text) {
     if (!all_digits(t)) throw bad("'" + t + "' is not a positive integer");
     long long v = std::stoll(t);
     if (v == 0) throw bad("slot counts start at 1");
-    if (v > 1000000) throw bad("'" + t + "' is too large");
+    if (v > proto::kMaxCpus) throw bad("'" + t + "' is too large");
     return static_cast<std::int32_t>(v);
   };
   SlotRange r;
@@ -272,7 +273,10 @@ SubmitArgs parse_submit(int argc, char** argv) {
     }
     else if (is("-q", true)) s.queue = value("-q");
     else if (is("-P", true)) s.project = value("-P");
-    else if (is("-N", true)) s.name = value("-N");
+    else if (is("-N", true)) {
+      s.name = value("-N");
+      if (s.name.empty()) throw UsageError("-N: the job name is empty");
+    }
     else if (is("-o", true)) s.stdout_path = value("-o");
     else if (is("-e", true)) s.stderr_path = value("-e");
     else if (is("-R", true)) {
@@ -325,8 +329,19 @@ SubmitArgs parse_submit(int argc, char** argv) {
       s.name = base.empty() ? "job" : base;
     }
   }
+  if (std::string why = proto::check_job_name(s.name); !why.empty())
+    throw UsageError(why + (s.name.empty() ? "" : " (-N NAME chooses another)"));
   if (a.socket.empty()) a.socket = default_socket();
   return a;
+}
+
+void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env) {
+  spec.cwd = cwd;
+  for (char** e = env; e && *e; ++e) spec.env.emplace_back(*e);
+  mode_t mask = ::umask(0);  // reading it needs setting it
+  ::umask(mask);
+  spec.umask = static_cast<std::int32_t>(mask);
+  if (std::string why = proto::check_spec(spec); !why.empty()) throw UsageError(why);
 }
 
 std::string default_socket() {
@@ -347,15 +362,23 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     throw std::runtime_error("cannot reach corrald at " + path + ": " + std::strerror(err) +
                              " (is corrald running? --socket or CORRAL_SOCKET choose another)");
   }
+  // A submit corrald may have made durable before it died: say so, and how to find out.
+  auto lost = [&req](const std::string& what) {
+    const auto* sub = std::get_if<proto::SubmitReq>(&req);
+    if (!sub) return std::runtime_error(what);
+    return std::runtime_error(what + ": the job may have been accepted all the same; before submitting it again, "
+                              "check with `corral stat` for a job named '" + proto::printable(sub->spec.name) +
+                              "' of your user");
+  };
   std::string out = proto::frame(proto::encode(req));
   std::string_view rest = out;
+  std::string send_err;  // corrald may have refused the connection at once: its answer is read below
   while (!rest.empty()) {
     ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      throw std::runtime_error(std::string("lost corrald while sending: ") + std::strerror(err));
+      send_err = std::strerror(errno);
+      break;
     }
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -367,7 +390,8 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
-      throw std::runtime_error("corrald closed the connection without answering");
+      if (!send_err.empty()) throw std::runtime_error("lost corrald while sending: " + send_err);
+      throw lost("corrald closed the connection without answering");
     }
     rd.feed(buf, static_cast<std::size_t>(n));
   }

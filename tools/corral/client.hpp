@@ -44,6 +44,11 @@ struct SubmitArgs {
 // file. Throws UsageError with a clear message.
 SubmitArgs parse_submit(int argc, char** argv);
 
+// Completes a parsed submit with what the job inherits: the working directory, the environment
+// (NULL-terminated, as environ) and this process's umask; then checks every field as corrald
+// will (proto/spec_check.hpp). Throws UsageError.
+void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env);
+
 // The socket path: --socket, else $CORRAL_SOCKET, else /run/corral/corrald.sock.
 std::string default_socket();
 

@@ -13,6 +13,7 @@
 
 #include "tools/corral/client.hpp"
 #include "tools/corral/commands.hpp"
+#include "proto/spec_check.hpp"
 
 extern char** environ;
 
@@ -79,10 +80,11 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
               "QUEUE", "NCPUS", "WALLTIME", "EXIT", "REASON / COMMENT");
   for (const auto& j : jobs) {
     std::string exitc = j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
-    std::string why = why_text(j);
+    // Escaped: a name or comment cannot break the table (one job, one line).
+    std::string why = proto::printable(why_text(j)), name = proto::printable(j.name);
     std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %5s %s\n",
-                static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
-                j.state.c_str(), j.queue.c_str(), j.slots > 0 ? j.slots : j.ncpus,
+                static_cast<unsigned long long>(j.id), name.c_str(), proto::printable(j.user).c_str(),
+                j.state.c_str(), proto::printable(j.queue).c_str(), j.slots > 0 ? j.slots : j.ncpus,
                 hms(j.walltime).c_str(), exitc.c_str(),
                 why.c_str());
   }
@@ -109,8 +111,7 @@ int cmd_submit(int argc, char** argv) {
     SubmitArgs a = parse_submit(argc, argv);
     char cwd[4096];
     if (!::getcwd(cwd, sizeof cwd)) throw std::runtime_error("cannot read the working directory");
-    a.spec.cwd = cwd;
-    for (char** e = environ; e && *e; ++e) a.spec.env.emplace_back(*e);
+    finish_submit(a.spec, cwd, environ);
     proto::SubmitRep rep = expect<proto::SubmitRep>(request(a.socket, proto::SubmitReq{a.spec}));
     std::printf("%llu\n", static_cast<unsigned long long>(rep.id));
     return 0;
