@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "tools/cli_args.hpp"
 #include "tools/cli_error.hpp"
 
 namespace corral::agent {
@@ -373,7 +374,7 @@ bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_c
   CLI::App app("corrald");
   build_cli(app, p);
   try {
-    app.parse(argc, argv);
+    cli_parse(app, cli_args(argc, argv));
   } catch (const CLI::ParseError& e) {
     throw std::invalid_argument(usage_error(e) + " (see corrald --help)");
   }

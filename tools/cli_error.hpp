@@ -10,7 +10,7 @@ namespace corral {
 
 inline std::string usage_error(const CLI::ParseError& e) {
   const std::string m = e.what();
-  if (e.get_name() == "ExtrasError") {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // its get_name() is the app's name
     const std::size_t colon = m.find(": ");
     std::string arg = colon == std::string::npos ? m : m.substr(colon + 2);
     arg = arg.substr(0, arg.find(' '));

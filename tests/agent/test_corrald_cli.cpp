@@ -68,7 +68,7 @@ TEST_CASE("config: checkpoint_signal by name or number and checkpoint_grace; bad
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "12x"), Catch::Contains("not a signal number"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "RTMIN+99"), Catch::Contains("real-time"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", ""), Catch::Contains("unknown signal"));
-  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "-1"), Catch::Contains("checkpoint_grace: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "-1"), Catch::Contains("checkpoint_grace: expected a duration"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "2.5"), Catch::Contains("checkpoint_grace"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "9999999"), Catch::Contains("at most"));
 
@@ -221,7 +221,7 @@ TEST_CASE("config: pba keys and preempt_mode; bad values are clear errors", "[ag
   CHECK_FALSE(c.pba_require_project);
   CHECK(c.preempt_mode == "suspend");
   CHECK_THROWS_WITH(set_config_key(c, "pba", "maybe"), Catch::Contains("pba: expected yes or no"));
-  CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected a duration"));
   CHECK_THROWS_WITH(set_config_key(c, "pba_max_requeues", "x"), Catch::Contains("pba_max_requeues"));
   CHECK_THROWS_WITH(set_config_key(c, "preempt_mode", "checkpoint"),
                     Catch::Contains("preempt_mode: expected requeue or suspend, got 'checkpoint'"));

@@ -14,10 +14,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+
+#include "tools/cli_args.hpp"
+#include "tools/cli_error.hpp"
 
 namespace corral::cli {
 namespace {
@@ -199,26 +205,171 @@ std::uint64_t parse_job_id(const std::string& s) {
   return std::stoull(t);
 }
 
-Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage) {
-  Common c;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", usage);
-      std::exit(0);
-    } else if (a == "--socket") {
-      if (i + 1 >= argc) throw UsageError("--socket needs a path");
-      c.socket = argv[++i];
-    } else if (a.rfind("--socket=", 0) == 0) {
-      c.socket = a.substr(9);
-    } else if (json_ok && a == "--json") {
-      c.json = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError(std::string("unknown option '") + a + "' (see corral " + cmd + " --help)");
-    } else {
-      c.args.push_back(a);
-    }
+namespace {
+
+// Runs `app` over args (without the command's name): true when --help was
+// asked for. CLI11's refusals become UsageError in the project's words; an
+// unknown option points at the command's --help.
+bool parse_or_help(CLI::App& app, const std::string& cmd, const std::vector<std::string>& args) {
+  try {
+    cli_parse(app, args);
+    return false;
+  } catch (const CLI::CallForHelp&) {
+    return true;
+  } catch (const CLI::ParseError& e) {
+    std::string why = usage_error(e);
+    if (why.rfind("unknown option", 0) == 0) why += " (see corral " + cmd + " --help)";
+    throw UsageError(why);
   }
+}
+
+// A submit command line with the qsub spellings CLI11 does not read taken
+// care of: "-pe NAME RANGE" is taken out (CLI11 has no single-dash long
+// options; it would read -p with the value "e"), and a short option's
+// "-q=VALUE" becomes "-qVALUE". Another option's value is left as it is
+// ("-N -pe" names a job "-pe"), and so is everything after "--".
+struct QsubLine {
+  std::vector<std::string> args;                            // for CLI11
+  std::vector<std::pair<std::string, std::string>> pe;      // each -pe's NAME and RANGE
+};
+
+QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app) {
+  QsubLine line;
+  std::vector<std::string>& out = line.args;
+  const std::size_t n = args.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string a = args[i];
+    if (a == "--") {
+      out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (a == "-pe") {
+      if (i + 2 >= n) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
+      line.pe.emplace_back(args[i + 1], args[i + 2]);
+      i += 2;
+      continue;
+    }
+    const bool is_long = a.rfind("--", 0) == 0, is_short = !is_long && a.size() > 1 && a[0] == '-';
+    const CLI::Option* o = is_long && a.find('=') == std::string::npos ? app.get_option_no_throw(a)
+                           : is_short ? app.get_option_no_throw(a.substr(0, 2))
+                                      : nullptr;
+    const int values = o ? o->get_items_expected_min() : 0;
+    if (is_short && values > 0 && a.size() > 2) {
+      if (a[2] == '=') a.erase(2, 1);
+      out.push_back(a);  // the value is attached
+      if (a.size() == 2) out.emplace_back();  // "-q=": an empty one
+      continue;
+    }
+    out.push_back(a);
+    for (int k = 0; k < values && i + 1 < n; ++k) out.push_back(args[++i]);
+  }
+  return line;
+}
+
+// What `corral submit` has read. The options' values are applied in the
+// order given once the whole line has parsed (so --help and unknown options
+// are answered first), then -pe.
+struct SubmitParse {
+  SubmitArgs a;
+  std::vector<std::function<void()>> steps;
+  std::vector<std::string> scripts;
+  std::optional<std::string> wrap;
+  bool have_ncpus = false;  // -l ncpus= and -pe both name the cpu count
+};
+
+void pe_option(proto::JobSpec& s, const std::string& name, const std::string& range) {
+  if (name.rfind("-", 0) == 0 || range.rfind("--", 0) == 0)
+    throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8 (got '-pe " + name +
+                     " " + range + "')");
+  apply_pe(name, range, s);
+}
+
+void resources_option(SubmitParse& p, const std::string& list) {
+  apply_resources(list, p.a.spec);
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    p.have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
+}
+
+void reserve_option(proto::JobSpec& s, const std::string& value) {
+  const std::string v = lower(value);
+  if (v == "y" || v == "yes") s.reserve = true;
+  else if (v == "n" || v == "no") s.reserve = false;
+  else throw UsageError("-R takes y or n, got '" + v + "'");
+}
+
+void submit_options(CLI::App& app, SubmitParse& p) {
+  proto::JobSpec& s = p.a.spec;
+  auto value = [&app, &p](const char* name, std::function<void(const std::string&)> apply) {
+    app.add_option_function<std::string>(name, [&p, apply](const std::string& v) { p.steps.push_back([apply, v] { apply(v); }); })
+        ->trigger_on_parse();
+  };
+  app.set_help_flag("-h,--help");
+  value("-l", [&p](const std::string& v) { resources_option(p, v); });
+  value("-q", [&s](const std::string& v) { s.queue = v; });
+  value("-P", [&s](const std::string& v) { s.project = v; });
+  value("-N", [&s](const std::string& v) { s.name = v; });
+  value("-o", [&s](const std::string& v) { s.stdout_path = v; });
+  value("-e", [&s](const std::string& v) { s.stderr_path = v; });
+  value("-R", [&s](const std::string& v) { reserve_option(s, v); });
+  value("--socket", [&p](const std::string& v) { p.a.socket = v; });
+  value("--wrap", [&p](const std::string& v) { p.wrap = v; });
+  app.add_option("SCRIPT", p.scripts);
+}
+
+// The script file's text ("-": stdin). Throws UsageError.
+std::string read_script(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) throw UsageError("cannot read script '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw UsageError("script '" + path + "' is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read script '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The job's script: the --wrap command or the script file.
+void set_script(SubmitParse& p) {
+  proto::JobSpec& s = p.a.spec;
+  if (p.scripts.size() > 1)
+    throw UsageError("more than one script given ('" + p.scripts[0] + "' and '" + p.scripts[1] + "')");
+  const std::string path = p.scripts.empty() ? "" : p.scripts[0];
+  if (p.wrap && !path.empty()) throw UsageError("give a script or --wrap, not both");
+  if (p.wrap) {
+    if (p.wrap->empty()) throw UsageError("--wrap needs a command");
+    s.script = "#!/bin/sh\n" + *p.wrap + "\n";
+    s.script_name = "--wrap";
+    if (s.name.empty()) s.name = "wrap";
+    return;
+  }
+  if (path.empty()) throw UsageError("missing job script (give a file, '-' for stdin, or --wrap 'command')");
+  const std::string text = read_script(path);
+  if (text.empty()) throw UsageError("script '" + path + "' is empty");
+  if (text.size() > proto::kMaxFrame / 2) throw UsageError("script '" + path + "' is too large");
+  s.script = text;
+  s.script_name = path;
+  if (s.name.empty()) {
+    std::string base = path == "-" ? "STDIN" : path.substr(path.rfind('/') + 1);
+    s.name = base.empty() ? "job" : base;
+  }
+}
+
+}  // namespace
+
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok) {
+  Common c;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.add_option("--socket", c.socket)->type_name("PATH")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  if (json_ok) app.add_flag("--json", c.json)->disable_flag_override();
+  app.add_option("ARGS", c.args);
+  c.help = parse_or_help(app, cmd, cli_args(argc, argv));
   if (c.socket.empty()) c.socket = default_socket();
   return c;
 }
@@ -226,113 +377,33 @@ Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const 
 ControlArgs parse_control(int argc, char** argv) {
   ControlArgs c;
   c.action = argc > 0 ? argv[0] : "";
-  Common common = parse_common(c.action.c_str(), argc, argv, false, "");
+  Common common = parse_common(c.action.c_str(), argc, argv, false);
+  c.socket = common.socket;
+  c.help = common.help;
+  if (c.help) return c;
   for (const auto& a : common.args) c.ids.push_back(parse_job_id(a));
   if (c.ids.empty()) throw UsageError("missing job id");
-  c.socket = common.socket;
   return c;
 }
 
 SubmitArgs parse_submit(int argc, char** argv) {
-  SubmitArgs a;
-  proto::JobSpec& s = a.spec;
-  std::string script_path, wrap;
-  bool have_wrap = false;
-  // -pe and -l ncpus= both name the cpu count: one of them only.
-  bool have_pe = false, have_ncpus = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string o = argv[i];
-    auto value = [&](const std::string& flag) -> std::string {
-      if (o.size() > flag.size()) return o.substr(flag.size() + (o[flag.size()] == '=' ? 1 : 0));
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      return argv[++i];
-    };
-    auto is = [&](const std::string& flag, bool attached_ok) {
-      return o == flag || (attached_ok && o.rfind(flag, 0) == 0 && o.size() > flag.size()) ||
-             o.rfind(flag + "=", 0) == 0;
-    };
-    if (is("--socket", false)) a.socket = value("--socket");
-    else if (is("--wrap", false)) { wrap = value("--wrap"); have_wrap = true; }
-    else if (o.rfind("--", 0) == 0 && o != "--") throw UsageError("unknown option '" + o + "'");
-    else if (o == "-pe") {
-      if (i + 2 >= argc) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
-      if (have_pe) throw UsageError("-pe given twice");
-      std::string name = argv[i + 1], range = argv[i + 2];
-      if (name.rfind("-", 0) == 0 || range.rfind("--", 0) == 0)
-        throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8 (got '-pe " +
-                         name + " " + range + "')");
-      i += 2;
-      apply_pe(name, range, s);
-      have_pe = true;
-    } else if (is("-l", true)) {
-      std::string list = value("-l");
-      apply_resources(list, s);
-      std::stringstream ss(list);
-      for (std::string item; std::getline(ss, item, ',');)
-        have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
-    }
-    else if (is("-q", true)) s.queue = value("-q");
-    else if (is("-P", true)) s.project = value("-P");
-    else if (is("-N", true)) {
-      s.name = value("-N");
-      if (s.name.empty()) throw UsageError("-N: the job name is empty");
-    }
-    else if (is("-o", true)) s.stdout_path = value("-o");
-    else if (is("-e", true)) s.stderr_path = value("-e");
-    else if (is("-R", true)) {
-      std::string v = lower(value("-R"));
-      if (v == "y" || v == "yes") s.reserve = true;
-      else if (v == "n" || v == "no") s.reserve = false;
-      else throw UsageError("-R takes y or n, got '" + v + "'");
-    } else if (o == "-") {
-      if (!script_path.empty()) throw UsageError("more than one script given");
-      script_path = "-";
-    } else if (o.size() > 1 && o[0] == '-') throw UsageError("unknown option '" + o + "'");
-    else {
-      if (!script_path.empty())
-        throw UsageError("more than one script given ('" + script_path + "' and '" + o + "')");
-      script_path = o;
-    }
-  }
-  if (have_pe && have_ncpus)
+  SubmitParse p;
+  CLI::App app;
+  submit_options(app, p);
+  const QsubLine line = qsub_spelling(cli_args(argc, argv), app);
+  p.a.help = parse_or_help(app, "submit", line.args);
+  if (p.a.help) return p.a;
+  for (const auto& step : p.steps) step();
+  if (line.pe.size() > 1) throw UsageError("-pe given twice");
+  for (const auto& [name, range] : line.pe) pe_option(p.a.spec, name, range);
+  if (!line.pe.empty() && p.have_ncpus)
     throw UsageError("give either -l ncpus=N or -pe NAME RANGE, not both (the slot range is the cpu count)");
-  if (have_wrap && !script_path.empty()) throw UsageError("give a script or --wrap, not both");
-  if (have_wrap) {
-    if (wrap.empty()) throw UsageError("--wrap needs a command");
-    s.script = "#!/bin/sh\n" + wrap + "\n";
-    s.script_name = "--wrap";
-    if (s.name.empty()) s.name = "wrap";
-  } else {
-    if (script_path.empty()) throw UsageError("missing job script (give a file, '-' for stdin, or --wrap 'command')");
-    std::string text;
-    if (script_path == "-") {
-      std::ostringstream ss;
-      ss << std::cin.rdbuf();
-      text = ss.str();
-    } else {
-      struct stat st{};
-      if (::stat(script_path.c_str(), &st) != 0)
-        throw UsageError("cannot read script '" + script_path + "': " + std::strerror(errno));
-      if (!S_ISREG(st.st_mode)) throw UsageError("script '" + script_path + "' is not a regular file");
-      std::ifstream in(script_path, std::ios::binary);
-      if (!in) throw UsageError("cannot read script '" + script_path + "': " + std::strerror(errno));
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
-    }
-    if (text.empty()) throw UsageError("script '" + script_path + "' is empty");
-    if (text.size() > proto::kMaxFrame / 2) throw UsageError("script '" + script_path + "' is too large");
-    s.script = text;
-    s.script_name = script_path;
-    if (s.name.empty()) {
-      std::string base = script_path == "-" ? "STDIN" : script_path.substr(script_path.rfind('/') + 1);
-      s.name = base.empty() ? "job" : base;
-    }
-  }
-  if (std::string why = proto::check_job_name(s.name); !why.empty())
-    throw UsageError(why + (s.name.empty() ? "" : " (-N NAME chooses another)"));
-  if (a.socket.empty()) a.socket = default_socket();
-  return a;
+  set_script(p);
+  const std::string& name = p.a.spec.name;
+  if (std::string why = proto::check_job_name(name); !why.empty())
+    throw UsageError(why + (name.empty() ? "" : " (-N NAME chooses another)"));
+  if (p.a.socket.empty()) p.a.socket = default_socket();
+  return p.a;
 }
 
 void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env) {

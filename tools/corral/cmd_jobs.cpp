@@ -20,6 +20,39 @@ extern char** environ;
 namespace corral::cli {
 namespace {
 
+const char* const kSubmitHelp =
+    "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
+    "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
+    "                     [-pe NAME RANGE] [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
+    "Prints the new job's id. The job keeps your environment and working directory.\n"
+    "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
+    "  -m (1-m) or n- (n up to the node's cores); the job gets the largest count it can\n"
+    "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n";
+const char* const kStatHelp =
+    "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
+    "With JOBID and --json: one JSON object; without JOBID: an array.\n";
+const char* const kCancelHelp = "usage: corral cancel JOBID... [--socket PATH]\n";
+const char* const kWaitHelp =
+    "usage: corral wait JOBID [--socket PATH]\n"
+    "Blocks until the job ends; exits with its exit code (1 if it never ran).\n";
+const char* const kNodeHelp =
+    "usage: corral node [--json] [--socket PATH]\n"
+    "This node's status from its own corrald (no mesh needed).\n";
+// %s: the command (suspend, resume, requeue or checkpoint).
+const char* const kControlHelp =
+    "usage: corral %s JOBID... [--socket PATH]\n"
+    "  suspend     freeze a running job (its cores go to other jobs, memory stays held;\n"
+    "              walltime stops); it stays suspended until `corral resume` (root only)\n"
+    "  resume      thaw a suspended job on its own cores (root only; refused while\n"
+    "              other jobs run on them)\n"
+    "  requeue     stop a running job and put it back in the queue (owner or root)\n"
+    "  checkpoint  signal the job to checkpoint (SIGUSR1 into CORRAL_CKPT_DIR), stop\n"
+    "              it and requeue it with CORRAL_RESTART=1 (owner or root)\n";
+
+int help(const char* text) {
+  std::fputs(text, stdout);
+  return 0;
+}
 
 // Runs `fn`, turning errors into messages and exit codes.
 template <class Fn>
@@ -94,21 +127,8 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
 
 int cmd_submit(int argc, char** argv) {
   return guarded("submit", [&] {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
-        std::printf(
-            "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
-            "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
-            "                     [-pe NAME RANGE] [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
-            "Prints the new job's id. The job keeps your environment and working directory.\n"
-            "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
-            "  -m (1-m) or n- (n up to the node's cores); the job gets the largest count it can\n"
-            "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n");
-        return 0;
-      }
-    }
     SubmitArgs a = parse_submit(argc, argv);
+    if (a.help) return help(kSubmitHelp);
     char cwd[4096];
     if (!::getcwd(cwd, sizeof cwd)) throw std::runtime_error("cannot read the working directory");
     finish_submit(a.spec, cwd, environ);
@@ -120,9 +140,8 @@ int cmd_submit(int argc, char** argv) {
 
 int cmd_stat(int argc, char** argv) {
   return guarded("stat", [&] {
-    Common c = parse_common("stat", argc, argv, true,
-                            "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
-                            "With JOBID and --json: one JSON object; without JOBID: an array.\n");
+    Common c = parse_common("stat", argc, argv, true);
+    if (c.help) return help(kStatHelp);
     if (c.args.size() > 1) throw UsageError("at most one job id");
     std::uint64_t id = c.args.empty() ? 0 : parse_job_id(c.args[0]);
     proto::StatRep rep = expect<proto::StatRep>(request(c.socket, proto::StatReq{id}));
@@ -144,8 +163,8 @@ int cmd_stat(int argc, char** argv) {
 
 int cmd_cancel(int argc, char** argv) {
   return guarded("cancel", [&] {
-    Common c = parse_common("cancel", argc, argv, false,
-                            "usage: corral cancel JOBID... [--socket PATH]\n");
+    Common c = parse_common("cancel", argc, argv, false);
+    if (c.help) return help(kCancelHelp);
     if (c.args.empty()) throw UsageError("missing job id");
     int rc = 0;
     for (const auto& a : c.args) {
@@ -166,9 +185,8 @@ int cmd_cancel(int argc, char** argv) {
 
 int cmd_wait(int argc, char** argv) {
   return guarded("wait", [&] {
-    Common c = parse_common("wait", argc, argv, false,
-                            "usage: corral wait JOBID [--socket PATH]\n"
-                            "Blocks until the job ends; exits with its exit code (1 if it never ran).\n");
+    Common c = parse_common("wait", argc, argv, false);
+    if (c.help) return help(kWaitHelp);
     if (c.args.size() != 1) throw UsageError("give exactly one job id");
     std::uint64_t id = parse_job_id(c.args[0]);
     proto::WaitRep rep = expect<proto::WaitRep>(request(c.socket, proto::WaitReq{id}));
@@ -184,9 +202,8 @@ int cmd_wait(int argc, char** argv) {
 
 int cmd_node(int argc, char** argv) {
   return guarded("node", [&] {
-    Common c = parse_common("node", argc, argv, true,
-                            "usage: corral node [--json] [--socket PATH]\n"
-                            "This node's status from its own corrald (no mesh needed).\n");
+    Common c = parse_common("node", argc, argv, true);
+    if (c.help) return help(kNodeHelp);
     if (!c.args.empty()) throw UsageError("unexpected argument '" + c.args[0] + "'");
     proto::NodeRep rep = expect<proto::NodeRep>(request(c.socket, proto::NodeReq{}));
     const proto::NodeStatus& n = rep.node;
@@ -229,23 +246,11 @@ int cmd_node(int argc, char** argv) {
 int cmd_control(int argc, char** argv) {
   const char* cmd = argc > 0 ? argv[0] : "control";
   return guarded(cmd, [&] {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
-        std::printf(
-            "usage: corral %s JOBID... [--socket PATH]\n"
-            "  suspend     freeze a running job (its cores go to other jobs, memory stays held;\n"
-            "              walltime stops); it stays suspended until `corral resume` (root only)\n"
-            "  resume      thaw a suspended job on its own cores (root only; refused while\n"
-            "              other jobs run on them)\n"
-            "  requeue     stop a running job and put it back in the queue (owner or root)\n"
-            "  checkpoint  signal the job to checkpoint (SIGUSR1 into CORRAL_CKPT_DIR), stop\n"
-            "              it and requeue it with CORRAL_RESTART=1 (owner or root)\n",
-            cmd);
-        return 0;
-      }
-    }
     ControlArgs c = parse_control(argc, argv);
+    if (c.help) {
+      std::printf(kControlHelp, cmd);
+      return 0;
+    }
     int rc = 0;
     for (auto id : c.ids) {
       proto::Message m = request(c.socket, proto::ControlReq{id, c.action});

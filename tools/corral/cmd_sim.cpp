@@ -20,6 +20,7 @@
 
 #include "coordinator/names.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tools/cli_args.hpp"
 #include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
 #include "tools/corral/sim_pictures.hpp"
@@ -410,7 +411,7 @@ int cmd_sim(int argc, char** argv) {
   try {
     CLI::App app("corral sim");
     add_options(app, a);
-    app.parse(argc, argv);
+    cli_parse(app, cli_args(argc, argv));
     if (a.help) {
       std::fputs(kHelp, stdout);
       return 0;

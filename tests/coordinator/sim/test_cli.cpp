@@ -171,7 +171,7 @@ TEST_CASE("corral sim --monitor: an unwritable file is refused at once with exit
   CHECK(r.err.find("cannot write") != std::string::npos);
   r = corral_sim(kSample + " --monitor");
   CHECK(r.code == 2);
-  CHECK(r.err.find("--monitor: missing value") != std::string::npos);
+  CHECK(r.err.find("--monitor needs a value") != std::string::npos);
 }
 
 TEST_CASE("sim on_monitor: one block per pass, trace ids, the same schedule as without", "[cli][monitor]") {
