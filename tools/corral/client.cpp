@@ -308,7 +308,10 @@ void submit_options(CLI::App& app, SubmitParse& p) {
   value("-l", [&p](const std::string& v) { resources_option(p, v); });
   value("-q", [&s](const std::string& v) { s.queue = v; });
   value("-P", [&s](const std::string& v) { s.project = v; });
-  value("-N", [&s](const std::string& v) { s.name = v; });
+  value("-N", [&s](const std::string& v) {
+    if (v.empty()) throw UsageError("-N: the job name is empty");
+    s.name = v;
+  });
   value("-o", [&s](const std::string& v) { s.stdout_path = v; });
   value("-e", [&s](const std::string& v) { s.stderr_path = v; });
   value("-R", [&s](const std::string& v) { reserve_option(s, v); });
