@@ -367,13 +367,23 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
   put(std::to_string(c.umask));
   auto total = static_cast<std::uint32_t>(req.size() - 4);
   std::memcpy(req.data(), &total, 4);
+  // Recorded before it is asked for (pid 0: not reported yet): an agent that dies before it reads
+  // the server's report finds the record, and adopts the job instead of killing it as a leftover
+  // (and then starting it a second time).
+  j.our_child = false;
+  j.served = true;
+  j.shepherd = 0;
+  if (ensure_server().empty()) j.server = srv_pid;
+  save_record(id, j);
   if (std::string send_err = send_request(req); !send_err.empty()) {
     cleanup(id, j, !spec.restart);
     return "cannot start job " + std::to_string(id) + ": " + send_err;
   }
+  if (j.server != srv_pid) {  // the server was restarted on the way
+    j.server = srv_pid;
+    save_record(id, j);
+  }
   j.pid_known = false;
-  j.our_child = false;
-  j.served = true;
   j.requested_ms = j.run_started_ms = now_ms();
   jobs.emplace(id, std::move(j));
   if (cfg.async_start) return {};

@@ -179,6 +179,7 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   kv("acc_ms", std::to_string(j.acc_ms));
   kv("run_started_ms", std::to_string(j.run_started_ms));
   kv("ckpt_deadline_ms", std::to_string(j.ckpt_deadline_ms));
+  if (j.server > 0) kv("server", std::to_string(j.server));
   kv("served", j.served ? "1" : "0");
   std::string final_path = record_path(id);
   // The first record of a run is created whole by one write (O_EXCL: no earlier file there). A
@@ -247,6 +248,7 @@ std::optional<Launcher::Impl::Job> Launcher::Impl::load_record(std::uint64_t id)
     if (kv.count("ckpt_deadline_ms")) j.ckpt_deadline_ms = std::stoll(kv["ckpt_deadline_ms"]);
     // The last line: a record cut short (the agent died inside its first write) is refused.
     j.served = kv.at("served") == "1";
+    if (kv.count("server")) j.server = std::stoi(kv["server"]);
     j.rec_written = true;
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable record: the job is cleaned up instead of adopted
@@ -269,6 +271,29 @@ std::optional<int> Launcher::Impl::read_exit(std::uint64_t id) const {
   long st = std::strtol(buf, &end, 10);
   if (end == buf || errno != 0 || st < INT_MIN || st > INT_MAX) return std::nullopt;
   return static_cast<int>(st);
+}
+
+namespace {
+// Alive and not a zombie (a server let go by a launcher in this process is a zombie once it exits).
+bool running(pid_t pid) {
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string st;
+  std::getline(in, st);
+  auto close = st.rfind(')');
+  return close != std::string::npos && close + 2 < st.size() && st[close + 2] != 'Z' && st[close + 2] != 'X';
+}
+}  // namespace
+
+bool Launcher::Impl::await_requested(std::uint64_t id, const Job& rec) const {
+  // A server starts a request within milliseconds; a few seconds cover a loaded machine. A
+  // request that never went out (the agent died before sending it) costs that wait once.
+  for (int i = 0; i < 300 && running(rec.server); ++i) {
+    if (!cg->pids(slot(id)).empty() || read_exit(id)) return true;
+    if (fs::exists(fail_path(id))) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return !cg->pids(slot(id)).empty() || read_exit(id).has_value();
 }
 
 // ---- cleanup ---------------------------------------------------------------------------------
@@ -322,16 +347,25 @@ std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   I.tidy();  // slots of jobs already reported ended are not leftovers
   std::vector<Recovered> out;
   std::set<std::uint64_t> seen;
+  std::error_code ec;
   for (std::uint64_t id : list_existing(*I.cg)) {
     if (I.jobs.count(id)) continue;
     seen.insert(id);
     auto rec = I.load_record(id);
     bool alive = !I.cg->pids(I.slot(id)).empty();
     bool has_exit = I.read_exit(id).has_value();
+    // Asked of the server, no pid recorded (the agent died before the server's report): the
+    // job may be starting still; it is adopted once it runs, never killed and started again.
+    if (mode == RecoverMode::Adopt && rec && rec->served && rec->shepherd <= 0 && !alive && !has_exit &&
+        I.await_requested(id, *rec)) {
+      alive = !I.cg->pids(I.slot(id)).empty();
+      has_exit = I.read_exit(id).has_value();
+    }
     if (mode == RecoverMode::Adopt && rec && (alive || has_exit)) {
       Impl::Job j = std::move(*rec);
       int st = 0;
-      pid_t r = ::waitpid(j.shepherd, &st, WNOHANG);  // still our child if this process started it
+      // Still our child if this process started it (a pid of 0 would wait for any child).
+      pid_t r = j.shepherd > 0 ? ::waitpid(j.shepherd, &st, WNOHANG) : -1;
       j.our_child = r == 0;
       if (r == j.shepherd) {
         j.reaped = true;
@@ -347,13 +381,13 @@ std::vector<Recovered> Launcher::recover(RecoverMode mode) {
     }
     Impl::Job j = rec ? std::move(*rec) : Impl::Job{};
     std::string err = I.cleanup(id, j, true);
+    fs::remove(I.fail_path(id), ec);  // a launch that failed while nobody watched: started again
     if (j.our_child && j.shepherd > 0) ::waitpid(j.shepherd, nullptr, WNOHANG);
     out.push_back({id, false,
                    std::string(rec ? "killed and removed" : "no record: killed and removed") +
                        (err.empty() ? "" : "; " + err)});
   }
   // Records without a slot (agent died between writing the record and creating cgroups).
-  std::error_code ec;
   for (auto& e : fs::directory_iterator(I.cfg.state_dir, ec)) {
     std::string n = e.path().filename().string();
     if (n.rfind("job.", 0) != 0) continue;

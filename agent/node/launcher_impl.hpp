@@ -87,6 +87,11 @@ struct Launcher::Impl {
     bool end_seen = false;  // the server's "ended" record came (the exit file is written)
     std::optional<int> end_status;  // the wait status that record carried (no exit-file read)
     bool rec_written = false;       // its record exists (later writes go through a temp file)
+    // Served, adopted from a record written before the server reported the job's pid (shepherd
+    // is then 0): the server it was asked of, and when its slot was first seen empty without an
+    // exit file (the server writes that file a moment after the job left its cgroups).
+    pid_t server = -1;
+    std::int64_t gone_since_ms = -1;
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -126,6 +131,9 @@ struct Launcher::Impl {
   std::optional<Job> load_record(std::uint64_t id) const;
   // The job's raw wait status as the shepherd recorded it, if it did.
   std::optional<int> read_exit(std::uint64_t id) const;
+  // A job asked of a server (record without a pid) that has not shown up yet: waits, briefly and
+  // only while that server lives, for it to run, end or fail. True if it runs or ended.
+  bool await_requested(std::uint64_t id, const Job& rec) const;
   // Remove everything a job left: cgroups, jobfs, (ckpt dir if terminal), record, exit file.
   std::string cleanup(std::uint64_t id, const Job& j, bool terminal);
   // Runs the deferred cleanups (all, or only job `only`); returns the failures.
@@ -159,6 +167,9 @@ struct Launcher::Impl {
   bool ended(std::uint64_t id, Job& j);
   JobEnd finish(std::uint64_t id, Job& j);
   static bool served_gone(const Job& j);
+  // Adopted from a record without a pid: ended once the exit file is there, or the slot is
+  // empty and (after a grace for the server to write that file) none came.
+  bool unseen_ended(std::uint64_t id, Job& j);
 };
 
 }  // namespace corral::node

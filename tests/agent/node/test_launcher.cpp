@@ -349,6 +349,46 @@ TEST_CASE("a destroyed launcher's jobs are adopted by the next one, exit code ke
   CHECK(n.leftovers().empty());
 }
 
+// corrald runs with async_start: it may die after the server has started a job and before it read
+// the server's report. The job was started; a restarted agent must adopt it, never kill it (it
+// would then run a second time).
+TEST_CASE("a job started while its launcher never read the report is adopted, running or ended",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.cfg.async_start = true;
+  n.relaunch();
+  std::string mark = n.dir.path + "/63.ran";
+  REQUIRE(n.L->start(n.spec(63, {"/bin/sh", "-c", "echo x >> " + mark + "; exec sleep 30"})) == "");
+  REQUIRE(n.L->start(n.spec(64, {"/bin/sh", "-c", "exit 7"})) == "");
+  // No poll(): the launcher never reads the server's reports before it goes.
+  REQUIRE(wait_until([&] { return slurp(mark) == "x\n"; }, 10000));
+  REQUIRE(wait_until([&] { return std::filesystem::exists(n.cfg.state_dir + "/job.64.exit"); }, 10000));
+  n.L.reset();
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  REQUIRE(rec.size() == 2);
+  for (const auto& r : rec) {
+    INFO("job " << r.id << ": " << r.message);
+    CHECK(r.adopted);
+  }
+  REQUIRE(n.L->has(63));
+  REQUIRE(n.L->has(64));
+  CHECK(n.L->usage(63)->running);
+  CHECK(n.L->spec(63)->cores == n.spec(63, {}).cores);
+  auto e64 = n.wait_end(64, 5000);
+  REQUIRE(e64);
+  CHECK(e64->reason == EndReason::Failed);
+  CHECK(e64->exit_code == 7);
+  CHECK(n.L->poll().empty());  // 63 still runs
+  REQUIRE(n.L->cancel(63) == "");
+  auto e63 = n.wait_end(63, 5000);
+  REQUIRE(e63);
+  CHECK(e63->reason == EndReason::Cancelled);
+  CHECK(slurp(mark) == "x\n");  // it ran once
+  CHECK(n.leftovers().empty());
+}
+
 // A run's first record is one create + write (no temp file and rename): an agent killed inside
 // that write leaves a record cut short, which recovery must refuse like a missing one (the job is
 // killed and its slot removed, not adopted with half its limits).
