@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -83,6 +84,8 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
   ::chmod(impl_->cfg.state_dir.c_str(), 0700);
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe: " + errstr(errno));
+  impl_->marks = static_cast<std::uint64_t>(now_ms()) ^ (static_cast<std::uint64_t>(::getpid()) << 40) ^
+                 std::random_device{}();
   impl_->wake_r = p[0];
   impl_->wake_w = p[1];
   // Shepherds block rather than lose a record when the pipe is full; room for many records.
@@ -150,7 +153,7 @@ std::vector<std::uint64_t> Launcher::jobs() const {
 
 // ---- job records: what a restarted agent adopts a job from ----------------------------------
 
-void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
+void Launcher::Impl::save_record(std::uint64_t id, Job& j) {
   std::string text;
   text.reserve(320);
   auto kv = [&text](const char* k, const std::string& v) {
@@ -187,10 +190,20 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   // and load_record() refuses those, which is what a missing record gives (the slot is
   // cleaned, not adopted): no temp file and rename needed. A later record replaces an existing
   // one, so it is written whole to a temp file, then renamed: a reader never sees half of it.
+  if (j.rec_sec == 0) {  // splitmix64: a fresh mark per run, never 0
+    std::uint64_t z = (marks += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    j.rec_sec = static_cast<std::int64_t>(1 + (z >> 33));
+    j.rec_nsec = static_cast<std::int64_t>(z % 1000000000ULL);
+  }
+  const struct timespec mark[2] = {{0, UTIME_OMIT}, {j.rec_sec, j.rec_nsec}};
   if (!j.rec_written) {
     int fd = ::open(final_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0) {
-      bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                ::futimens(fd, mark) == 0;
       ::close(fd);
       if (ok) {
         j.rec_written = true;
@@ -201,10 +214,9 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   std::string tmp = final_path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::futimens(fd, mark) == 0;
   ::close(fd);
-  if (ok) {
-    ::rename(tmp.c_str(), final_path.c_str());
+  if (ok && ::rename(tmp.c_str(), final_path.c_str()) == 0) {
     j.rec_written = true;
   } else {
     ::unlink(tmp.c_str());

@@ -92,6 +92,9 @@ struct Launcher::Impl {
     // exit file (the server writes that file a moment after the job left its cgroups).
     pid_t server = -1;
     std::int64_t gone_since_ms = -1;
+    // The record's mark, a random time set as its mtime: a start request names the record and
+    // its mark, and the server drops a request whose record is gone or another by then.
+    std::int64_t rec_sec = 0, rec_nsec = 0;
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -109,6 +112,7 @@ struct Launcher::Impl {
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
   std::map<std::string, std::pair<std::int64_t, detail::UserInfo>> users;  // lookups, with their time
   NewFileOwner ckpt_owner;  // no chown of a checkpoint dir already the job user's
+  std::uint64_t marks = 0;  // the state of the records' marks (splitmix64)
   // Ended jobs whose cleanup() waits for tidy() (LauncherConfig::defer_cleanup).
   struct Untidy {
     std::uint64_t id;
@@ -127,7 +131,7 @@ struct Launcher::Impl {
 
   // ---- launcher.cpp: records, cleanup
   void find_shepherd();
-  void save_record(std::uint64_t id, Job& j) const;
+  void save_record(std::uint64_t id, Job& j);
   std::optional<Job> load_record(std::uint64_t id) const;
   // The job's raw wait status as the shepherd recorded it, if it did.
   std::optional<int> read_exit(std::uint64_t id) const;
