@@ -7,6 +7,7 @@
 // is the weekly per-project report of `corral sim --report`, built and
 // rendered by the same functions (coordinator/nci/report.hpp).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -36,7 +37,7 @@ std::int64_t report_week(const std::string& text, const Ledger& l, std::int64_t 
   const std::string iso_0 = pba::format_iso_week(pba::iso_week(l.week_start(0)));
   const std::string shown = "'" + proto::printable(text.substr(0, 64)) + "'";
   std::int64_t w = 0;
-  if (!text.empty() && text.size() <= 18 && std::all_of(text.begin(), text.end(), ::isdigit)) {
+  if (!text.empty() && text.size() <= 18 && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
     w = std::stoll(text);
   } else if (auto iso = pba::parse_iso_week(text)) {
     w = l.week_of(pba::week_start(*iso));
