@@ -14,22 +14,49 @@ namespace corral {
 
 using namespace nci_detail;
 
-void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, PassState& st,
-               Plan& plan) {
-  (void)seed;  // ties keep the FIFO order handed in, which is already repeatable
-  Cycle cy(snap, cfg, plan);
-  cy.build();
-  cy.add_running(st);
+namespace {
 
-  // 1. Mandatory requests and bounds; projects without grant go to bonus.
-  struct P {
-    std::uint32_t idx;
-    std::string queue;
-    int prio;
-    bool must;
-    bool overdue;
-  };
-  std::vector<P> live;
+// A pending job the cycle considers: its entry, queue, runpriority, and
+// whether its start window closed (must) or is overdue.
+struct Live {
+  std::uint32_t idx;
+  std::string queue;
+  int prio;
+  bool must;
+  bool overdue;
+};
+
+// One NCI cycle as a stage: what its steps (in nci_stage's order) share.
+struct Stage {
+  Stage(const Snapshot& s, const NciConfig& c, PassState& p, Plan& pl)
+      : snap(s), cfg(c), st(p), plan(pl), cy(s, c, pl) {}
+
+  const Snapshot& snap;
+  const NciConfig& cfg;
+  PassState& st;
+  Plan& plan;
+  Cycle cy;
+  std::vector<Live> live;
+  std::map<std::string, std::vector<std::size_t>> by_queue;  // into live
+  std::vector<std::size_t> order;                            // into live, shuffled
+  std::vector<std::string> qnames;                           // queues, priority order
+  std::vector<std::uint8_t> pinned;                          // per live entry
+  std::vector<std::size_t> first;                            // pinned, in the order handed in
+  std::vector<std::size_t> must;                             // start-window jobs, in attempt order
+  std::map<std::string, std::vector<std::size_t>> rest;      // queue -> live, shuffled
+  std::map<std::string, std::vector<std::uint32_t>> susp;    // queue -> suspended runs
+  bool blocked = false;
+
+  void screen();
+  void shuffle();
+  void arrange();
+  bool attempt(std::size_t i);
+  void attempt_all();
+  void hand_over();
+};
+
+// 1. Mandatory requests and bounds; projects without grant go to bonus.
+void Stage::screen() {
   live.reserve(st.order.size());
   const Queue* bonus = nci_find_queue(cy.queues, cfg.bonus_queue);
   for (std::uint32_t idx : st.order) {
@@ -55,17 +82,16 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
       plan.decisions.push_back(std::move(d));
       q = bonus->name;
     }
-    const bool must = window_closed(j, snap.now, cfg);
-    live.push_back({idx, q, cy.prio_of(q), must, must && window_overdue(j, snap.now, cfg)});
+    const bool must_start = window_closed(j, snap.now, cfg);
+    live.push_back({idx, q, cy.prio_of(q), must_start, must_start && window_overdue(j, snap.now, cfg)});
   }
+}
 
-  // 2. Equal-access shuffle of each queue, queues in priority order.
-  std::map<std::string, std::vector<std::size_t>> by_queue;  // into live
+// 2. Equal-access shuffle of each queue, queues in priority order.
+void Stage::shuffle() {
   for (std::size_t i = 0; i < live.size(); ++i) by_queue[live[i].queue].push_back(i);
   std::map<std::string, std::vector<const RunningJob*>> running_by_queue;
   for (const RunningJob& rj : snap.running) running_by_queue[queue_name(rj.job, cfg)].push_back(&rj);
-  std::vector<std::size_t> order;  // into live
-  std::vector<std::string> qnames;
   for (auto& [qn, v] : by_queue) qnames.push_back(qn);
   std::stable_sort(qnames.begin(), qnames.end(), [&](const std::string& a, const std::string& b) {
     return cy.prio_of(a) > cy.prio_of(b);
@@ -84,22 +110,22 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     });
     for (std::size_t p : pos) order.push_back(members[p]);
   }
+}
 
-  // 3. Attempt order ("Job selection"): jobs an earlier stage pinned first
-  // (PBA's allocated class, st.pinned) in their order; then start-window
-  // jobs (longest waiting first); then, for each queue in priority order,
-  // resume its suspended jobs (their suspender may have completed) and try
-  // its queued jobs in shuffled order.
+// 3. Attempt order ("Job selection"): jobs an earlier stage pinned first
+// (PBA's allocated class, st.pinned) in their order; then start-window
+// jobs (longest waiting first); then, for each queue in priority order,
+// resume its suspended jobs (their suspender may have completed) and try
+// its queued jobs in shuffled order.
+void Stage::arrange() {
   const std::size_t npin = std::min(st.pinned, st.order.size());
-  std::vector<std::uint8_t> pinned(live.size(), 0);
+  pinned.assign(live.size(), 0);
   {
     std::unordered_set<std::uint32_t> pin(st.order.begin(), st.order.begin() + static_cast<std::ptrdiff_t>(npin));
     for (std::size_t i = 0; i < live.size(); ++i) pinned[i] = pin.count(live[i].idx) > 0;
   }
-  std::vector<std::size_t> first;  // pinned, in the order handed in (live is in that order)
   for (std::size_t i = 0; i < live.size(); ++i)
     if (pinned[i]) first.push_back(i);
-  std::vector<std::size_t> must;
   for (std::size_t i : order)
     if (!pinned[i] && live[i].must) must.push_back(i);
   std::stable_sort(must.begin(), must.end(), [&](std::size_t a, std::size_t b) {
@@ -112,10 +138,8 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     if (x.cycles_pending != y.cycles_pending) return x.cycles_pending > y.cycles_pending;
     return x.submit < y.submit;
   });
-  std::map<std::string, std::vector<std::size_t>> rest;  // queue -> live, shuffled
   for (std::size_t i : order)
     if (!pinned[i] && !live[i].must) rest[live[i].queue].push_back(i);
-  std::map<std::string, std::vector<std::uint32_t>> susp;  // queue -> runs
   for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri) {
     const Run& r = cy.runs[ri];
     if (r.suspended && !r.gone && !r.protect) susp[queue_name(*r.job, cfg)].push_back(ri);
@@ -133,32 +157,36 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
   cy.started.assign(live.size(), 0);
   cy.keep_live.assign(live.size(), 0);
   for (std::size_t i = 0; i < live.size(); ++i) cy.keep_live[i] = pinned[i] || live[i].must;
-  bool blocked = false;
-  auto attempt = [&](std::size_t i) {
-    const Job& j = snap.pending[live[i].idx];
-    const auto li = static_cast<std::uint32_t>(i);
-    const int pr = live[i].prio;
-    // A must-start job that cannot start even by suspension is the planner's
-    // head: it reserves for it and backfills only what does not delay it.
-    // NCI suspends nothing more this cycle (a suspender would take cores
-    // the reservation counts on); idle-cpu starts are left to the planner.
-    if (cy.try_start(j, li, pr, Cycle::Mode::Priority, live[i].must ? "start window" : "idle cpus", false))
-      return true;
-    if (blocked) return false;
-    if (cfg.priority_run && cy.try_start(j, li, pr, Cycle::Mode::Priority, "priority-run", true))
-      return true;
-    if (cfg.parallel_run && j.slots_min >= cfg.parallel_min_cpus &&
-        cy.try_start(j, li, pr, Cycle::Mode::Parallel, "parallel-run", true))
-      return true;
-    if (live[i].overdue) {
-      cy.unhold_all();
-      return cy.try_start(j, li, pr, Cycle::Mode::Overdue, "start window overdue", true);
-    }
-    if (live[i].must && cy.try_start(j, li, pr, Cycle::Mode::Window, "start window", true)) return true;
-    return false;
-  };
-  // Suspended jobs past their resume window first (the longest suspended
-  // first), then the pinned class, then the start-window jobs.
+}
+
+// Tries to start live entry i: on idle cpus, else by suspending victims.
+bool Stage::attempt(std::size_t i) {
+  const Job& j = snap.pending[live[i].idx];
+  const auto li = static_cast<std::uint32_t>(i);
+  const int pr = live[i].prio;
+  // A must-start job that cannot start even by suspension is the planner's
+  // head: it reserves for it and backfills only what does not delay it.
+  // NCI suspends nothing more this cycle (a suspender would take cores
+  // the reservation counts on); idle-cpu starts are left to the planner.
+  if (cy.try_start(j, li, pr, Cycle::Mode::Priority, live[i].must ? "start window" : "idle cpus", false))
+    return true;
+  if (blocked) return false;
+  if (cfg.priority_run && cy.try_start(j, li, pr, Cycle::Mode::Priority, "priority-run", true))
+    return true;
+  if (cfg.parallel_run && j.slots_min >= cfg.parallel_min_cpus &&
+      cy.try_start(j, li, pr, Cycle::Mode::Parallel, "parallel-run", true))
+    return true;
+  if (live[i].overdue) {
+    cy.unhold_all();
+    return cy.try_start(j, li, pr, Cycle::Mode::Overdue, "start window overdue", true);
+  }
+  if (live[i].must && cy.try_start(j, li, pr, Cycle::Mode::Window, "start window", true)) return true;
+  return false;
+}
+
+// Suspended jobs past their resume window first (the longest suspended
+// first), then the pinned class, then the start-window jobs, then each queue.
+void Stage::attempt_all() {
   {
     std::vector<std::uint32_t> late;
     for (std::uint32_t ri = 0; ri < cy.runs.size(); ++ri) {
@@ -180,14 +208,16 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
     for (std::uint32_t ri : susp[qn]) cy.try_resume(ri);
     for (std::size_t i : rest[qn]) attempt(i);
   }
+}
 
-  // 4. Hand over to the planner, which starts and backfills with the
-  // configured policy. Its order: the jobs NCI started by suspending (or by
-  // reversing smaller starts) first, as they must start this pass on the
-  // cores just freed; then the attempt order (pinned, start window, queues).
-  // A blocked start-window job is thus the first the planner cannot start:
-  // EASY, conservative and checkpoint reserve for it. Victims count as freed
-  // (their memory and jobfs stay held).
+// 4. Hand over to the planner, which starts and backfills with the
+// configured policy. Its order: the jobs NCI started by suspending (or by
+// reversing smaller starts) first, as they must start this pass on the
+// cores just freed; then the attempt order (pinned, start window, queues).
+// A blocked start-window job is thus the first the planner cannot start:
+// EASY, conservative and checkpoint reserve for it. Victims count as freed
+// (their memory and jobfs stay held).
+void Stage::hand_over() {
   std::vector<std::uint32_t> out;
   out.reserve(live.size());
   // An overdue job took what it needed around the pinned jobs NCI started
@@ -221,6 +251,21 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, P
   st.order = std::move(out);
   st.pinned = decided + first.size();
   st.freed.insert(st.freed.end(), cy.suspended_ids.begin(), cy.suspended_ids.end());
+}
+
+}  // namespace
+
+void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed, PassState& st,
+               Plan& plan) {
+  (void)seed;  // ties keep the FIFO order handed in, which is already repeatable
+  Stage s(snap, cfg, st, plan);
+  s.cy.build();
+  s.cy.add_running(st);
+  s.screen();
+  s.shuffle();
+  s.arrange();
+  s.attempt_all();
+  s.hand_over();
 }
 
 void nci_settle(const Snapshot& snap, const NciConfig& cfg, const PassState& st, Plan& plan) {
