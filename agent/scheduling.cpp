@@ -185,7 +185,7 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     out.push_back(std::move(qq));
   }
   // NCI moves a project with no grant left to its bonus queue (free, below every other queue),
-  // as corral sim does (sim.cpp project_queues()).
+  // as corral sim does (coordinator/sim/projects.cpp project_queues()).
   if (sched_.nci.enabled) add_lowest_queue(out, sched_.nci.bonus_queue);
   // PBA's pre-qualification demotes to this queue: below every other one, unless configured
   // (as for corral sim, coordinator/sim/projects.cpp project_queues()).
