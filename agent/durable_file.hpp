@@ -17,6 +17,11 @@ void sync_dir(const std::string& dir);
 std::string read_file(const std::string& path);
 // `data` to path through a synced temp file (path.new) renamed into place; never a partial file.
 void replace_file(const std::string& dir, const std::string& path, std::string_view data, bool sync);
+// Appends `data` to a log file (fd opened O_APPEND, `size` bytes long), fdatasync'ed with `sync`.
+// On any failure the file is cut back to `size`, so no partial entry stays mid-file (it would
+// read as damage later), and the error is thrown ("cannot sync WHAT path: ...").
+void append(int fd, std::string_view data, std::size_t size, bool sync, const std::string& what,
+            const std::string& path);
 // Keeps a copy of a damaged file beside it (path.damaged-STAMP: a hard link, else a copy);
 // returns its path.
 std::string keep_copy(const std::string& dir, const std::string& path, bool sync);

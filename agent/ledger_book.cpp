@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <stdexcept>
 
 #include <msgpack.hpp>
@@ -239,16 +238,7 @@ void LedgerBook::flush(bool sync) {
     if (sync) unsynced_ = false;
     return;
   }
-  try {
-    durable::write_all(fd_, batch_, path_);
-    if (sync && fsync_ && ::fdatasync(fd_) != 0) durable::fail("cannot sync charge ledger", path_);
-  } catch (...) {
-    // Nothing of a failed write stays: a partial entry mid-file would read as damage later.
-    int err = errno;
-    (void)!::ftruncate(fd_, static_cast<off_t>(size_));
-    errno = err;
-    throw;
-  }
+  durable::append(fd_, batch_, size_, sync && fsync_, "charge ledger", path_);
   size_ += batch_.size();
   entries_ += batch_entries_;
   unsynced_ = !sync;

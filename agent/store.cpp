@@ -92,6 +92,19 @@ void replace_file(const std::string& dir, const std::string& path, std::string_v
   if (sync) sync_dir(dir);
 }
 
+void append(int fd, std::string_view data, std::size_t size, bool sync, const std::string& what,
+            const std::string& path) {
+  try {
+    write_all(fd, data, path);
+    if (sync && ::fdatasync(fd) != 0) fail("cannot sync " + what, path);
+  } catch (...) {
+    int err = errno;
+    (void)!::ftruncate(fd, static_cast<off_t>(size));
+    errno = err;
+    throw;
+  }
+}
+
 std::string keep_copy(const std::string& dir, const std::string& path, bool sync) {
   char stamp[32];
   std::time_t t = std::time(nullptr);
@@ -345,16 +358,7 @@ void Store::flush(bool sync) {
   if (batch_.empty()) return;
   std::string out;
   for (const auto& p : batch_) out += p.bytes;
-  try {
-    write_all(fd_, out, path_);
-    if (sync && fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
-  } catch (...) {
-    // Nothing of a failed write stays: a partial entry mid-file would read as damage later.
-    int err = errno;
-    (void)!::ftruncate(fd_, static_cast<off_t>(size_));
-    errno = err;
-    throw;
-  }
+  append(fd_, out, size_, sync && fsync_, "journal", path_);
   size_ += out.size();
   unsynced_ = !sync;
   entries_ += batch_.size();
