@@ -237,6 +237,7 @@ bool Daemon::commit_and_reply() {
 void Daemon::refuse_unsynced_submits() {
   for (auto it = unsynced_submits_.rbegin(); it != unsynced_submits_.rend(); ++it) {
     store_->withdraw(it->id);
+    pub_.withdraw(it->id);
     pending_.erase(it->id);
     log_line("job " + std::to_string(it->id) + " not accepted: state disk full");
     auto c = clients_.find(it->fd);

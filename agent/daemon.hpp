@@ -59,6 +59,7 @@ struct Peer {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t pid = 0;
+  bool admin = false;  // root, or a member of the operators group: acts on every job
 };
 
 class Daemon {
@@ -103,6 +104,8 @@ class Daemon {
   void accept_clients();
   bool admit(const Peer& p, bool privileged, std::string& why) const;
   bool privileged(const Peer& p);
+  // Who may act on other users' jobs, for refusals: "root" or "root or a member of group G".
+  std::string admins() const;
   short client_events(const Client& c) const;
   std::size_t read_room(const Client& c) const;
   void account(Client& c);
@@ -184,6 +187,7 @@ class Daemon {
   std::map<uid_t, std::size_t> buffered_;  // request bytes held for each (unprivileged) user
   std::size_t buffered_total_ = 0;         // request bytes held for unprivileged users
   double accept_paused_until_ = 0;         // monotonic: out of file descriptors
+  bool accept_starved_ = false;            // accept failed for want of descriptors; none since
   double next_idle_check_ = 0;             // monotonic
   gid_t operators_gid_ = 0;
   bool have_operators_ = false;
