@@ -8,6 +8,7 @@
 //                     usage, adopting jobs after a restart
 //   scheduling.cpp    the scheduling cycle: snapshot() and apply()
 //   events.hpp        the event publisher (ZeroMQ PUB)
+//   mesh_link.cpp     the link to the mesh (raft on its own thread), when configured
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
 // jobs, as the core sees them) and apply() (decisions in). In standalone mode
@@ -50,6 +51,8 @@ struct JobEnd;
 }  // namespace corral::node
 
 namespace corral::agent {
+
+class MeshLink;
 
 // Who is on the other end of a socket connection (SO_PEERCRED).
 struct Peer {
@@ -118,6 +121,7 @@ class Daemon {
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
+  proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -222,6 +226,9 @@ class Daemon {
 
   // events
   EventPublisher pub_;
+
+  // the mesh (none when standalone)
+  std::unique_ptr<MeshLink> mesh_;
 };
 
 // The node as corrald sees it: the declared shape (declare_cores), the recorded XML
