@@ -10,6 +10,7 @@
 
 #include "agent/daemon.hpp"
 #include "agent/job_accounting.hpp"
+#include "agent/mesh_link.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
 #include "proto/spec_check.hpp"
@@ -241,7 +242,7 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   proto::NodeRep rep;
   proto::NodeStatus& n = rep.node;
   n.node = hostname_;
-  n.mode = "standalone";
+  n.mode = mesh_ ? "mesh" : "standalone";
   n.topology = node::describe(topo);
   n.cores = static_cast<int>(topo.cores.size());
   n.numa_nodes = topo.numa_nodes;
@@ -263,6 +264,24 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   n.version = "0.1.0";
   n.criu_available = criu_.available;
   n.criu_why = criu_.why;
+  return rep;
+}
+
+// Standalone, this node is a mesh of one: its own coordinator.
+proto::Message Daemon::on_mesh(const Peer&, const proto::MeshReq& r) {
+  proto::MeshRep rep;
+  if (mesh_) {
+    rep.mesh = mesh_->status();
+  } else {
+    proto::MeshStatus& s = rep.mesh;
+    s.node = hostname_;
+    s.id = 1;
+    s.state = "standalone";
+    s.coordinator = hostname_;
+    s.coordinator_id = 1;
+    s.members.push_back(proto::MeshMember{1, hostname_, "", "voter", "standalone", 0, 0, 0});
+  }
+  if (!r.members) rep.mesh.members.clear();
   return rep;
 }
 

@@ -104,6 +104,39 @@ std::vector<QueueDef> to_queues(const std::string& v) {
   return out;
 }
 
+// "host:port" with a port in 1..65535; throws naming `key`.
+std::string to_host_port(const std::string& key, const std::string& v) {
+  std::size_t colon = v.rfind(':');
+  bool ok = colon != std::string::npos && colon > 0 && colon + 1 < v.size() &&
+            v.find_first_of(" \t/") == std::string::npos;
+  if (ok) {
+    std::string port = v.substr(colon + 1);
+    ok = port.find_first_not_of("0123456789") == std::string::npos && port.size() <= 5 &&
+         std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+  }
+  if (!ok) throw std::invalid_argument(key + ": expected host:port (port 1-65535), got '" + v + "'");
+  return v;
+}
+
+std::vector<std::string> to_voters(const std::string& v) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= v.size()) {
+    std::size_t c = v.find(',', pos);
+    std::string item = trim(v.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    if (!item.empty()) {
+      if (std::find(out.begin(), out.end(), item) != out.end())
+        throw std::invalid_argument("voters: '" + item + "' is listed twice");
+      out.push_back(to_host_port("voters", item));
+    }
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  if (out.size() != 3 && out.size() != 5)
+    throw std::invalid_argument("voters: expected 3 or 5 host:port addresses, got " + std::to_string(out.size()));
+  return out;
+}
+
 }  // namespace
 
 int parse_signal(const std::string& text) {
@@ -190,6 +223,10 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "fsync") c.fsync = to_bool(key, v);
   else if (key == "operators") c.operators = v;
   else if (key == "client_timeout") c.client_timeout = to_seconds(key, v);
+  else if (key == "mesh") c.mesh = v;
+  else if (key == "voters") c.voters = to_voters(v);
+  else if (key == "node_name") c.node_name = v;
+  else if (key == "listen") c.listen = to_host_port(key, v);
   else if (key == "on_restart") {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
@@ -269,8 +306,10 @@ void load_config_file(const std::string& path, Config& cfg) {
 
 const char* const kUsage =
     "usage: corrald --standalone [options]\n"
+    "       corrald --set mesh=NAME --set voters=H:P,H:P,H:P --set listen=H:P [options]\n"
     "       corrald --export-topology FILE [options]\n"
     "  --standalone            run this node as a whole Corral (local scheduling)\n"
+    "                          (without it: a member of the mesh the config names, docs/mesh.md)\n"
     "  --config FILE           key = value settings (see corrald.conf.example); flags override.\n"
     "                          Without it /etc/corral/corrald.conf is read if it exists\n"
     "  --no-config             do not read /etc/corral/corrald.conf: built-in defaults and flags\n"

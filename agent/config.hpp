@@ -92,6 +92,13 @@ struct Config {
   // users hold every connection an unprivileged user may have; "": root only.
   std::string operators;
   double client_timeout = 60;                 // s a connection may stay silent (not in `wait`)
+  // The mesh (docs/mesh.md): its name (empty: no mesh), its 3 or 5 voters (host:port, the same
+  // list in the same order on every node), this node's name (default: the host name) and the
+  // host:port it listens on (one of voters).
+  std::string mesh;
+  std::vector<std::string> voters;
+  std::string node_name;
+  std::string listen;
 
   // Not config keys: what the command line asked for, and warnings to print
   // (a deprecated key), "FILE:LINE: " before them when read from a file.

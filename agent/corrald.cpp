@@ -11,6 +11,7 @@
 
 #include "agent/config.hpp"
 #include "agent/daemon.hpp"
+#include "agent/mesh_link.hpp"
 #include "agent/node/topology.hpp"
 
 using corral::agent::Config;
@@ -50,10 +51,25 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (!cfg.standalone) {
-    std::fprintf(stderr,
-                 "corrald: only standalone mode exists in this build; run 'corrald --standalone'\n");
+  if (cfg.standalone != cfg.mesh.empty()) {
+    std::fprintf(stderr, cfg.standalone
+                             ? "corrald: --standalone runs no mesh, but mesh = %s is configured; give one of them\n"
+                             : "corrald: run 'corrald --standalone', or configure a mesh (mesh, voters, listen: "
+                               "docs/mesh.md)%s\n",
+                 cfg.mesh.c_str());
     return 2;
+  }
+  if (!cfg.mesh.empty()) {
+    if (cfg.node_name.empty()) {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      cfg.node_name = host;
+    }
+    corral::agent::MeshConfig mc{cfg.mesh, cfg.voters, cfg.node_name, cfg.listen, "", true};
+    if (std::string why = corral::agent::check_mesh_config(mc); !why.empty()) {
+      std::fprintf(stderr, "corrald: %s\n", why.c_str());
+      return 2;
+    }
   }
   // Detach with --daemon: the parent exits once the child serves (so
   // scripts can use the socket right after), or prints why it could not.

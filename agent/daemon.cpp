@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "agent/local_socket.hpp"
+#include "agent/mesh_link.hpp"
 #include "agent/node/launcher.hpp"
 
 namespace corral::agent {
@@ -53,6 +54,10 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
            std::to_string(cfg_.checkpoint_grace) + " s");
 
+  if (!cfg_.mesh.empty())  // after the store: its lock keeps a second corrald off the raft files
+    mesh_ = std::make_unique<MeshLink>(MeshConfig{cfg_.mesh, cfg_.voters, cfg_.node_name, cfg_.listen,
+                                                  cfg_.state_dir + "/mesh", cfg_.fsync});
+
   setup_launcher();
   pub_.set_origin(hostname_, boot_);
   load_jobs();
@@ -83,6 +88,7 @@ void Daemon::setup_signals() {
 }
 
 Daemon::~Daemon() {
+  mesh_.reset();
   close_socket();
   pub_.close();
   try {
@@ -123,8 +129,8 @@ void Daemon::on_signals() {
 }
 
 int Daemon::run() {
-  log_line(std::string("corrald ") + "standalone on " + hostname_ + " (pid " +
-           std::to_string(::getpid()) + ")");
+  std::string mode = mesh_ ? "member " + cfg_.listen + " of mesh " + cfg_.mesh : "standalone";
+  log_line("corrald " + mode + " on " + hostname_ + " (pid " + std::to_string(::getpid()) + ")");
   double t = mono_now();
   next_cycle_ = t + cfg_.cycle_interval;
   next_heartbeat_ = t;
@@ -147,6 +153,7 @@ int Daemon::run() {
     fds.push_back({listen_fd_, static_cast<short>(listening(mono) ? POLLIN : 0), 0});
     int wake = launcher_->wake_fd();
     fds.push_back({wake, static_cast<short>(wake >= 0 ? POLLIN : 0), 0});
+    fds.push_back({mesh_ ? mesh_->wake_fd() : -1, POLLIN, 0});
     for (auto& [fd, c] : clients_) {
       fds.push_back({fd, client_events(*c), 0});
       fd_clients.push_back(c.get());
@@ -170,10 +177,11 @@ int Daemon::run() {
         next_cycle_ = mono_now() + cfg_.cycle_interval;
       }
     }
+    if (fds[3].revents & POLLIN) mesh_->run_replies();
     if (fds[1].revents & POLLIN) accept_clients();
     for (std::size_t i = 0; i < fd_clients.size(); ++i) {
       Client& c = *fd_clients[i];
-      short re = fds[i + 3].revents;
+      short re = fds[i + 4].revents;
       if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c, (re & (POLLHUP | POLLERR)) != 0);
     }
     close_idle(mono_now());

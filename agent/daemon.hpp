@@ -10,6 +10,7 @@
 //   charging.cpp      NCI charging: service units as jobs run, the ledger
 //                     (ledger_book.hpp), grants, `corral report`
 //   events.hpp        the event publisher (ZeroMQ PUB)
+//   mesh_link.cpp     the link to the mesh (raft on its own thread), when configured
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
 // jobs, as the core sees them) and apply() (decisions in). In standalone mode
@@ -53,6 +54,8 @@ struct JobEnd;
 }  // namespace corral::node
 
 namespace corral::agent {
+
+class MeshLink;
 
 // Who is on the other end of a socket connection (SO_PEERCRED).
 struct Peer {
@@ -125,6 +128,7 @@ class Daemon {
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
   proto::Message on_report(const Peer& p, const proto::ReportReq& r);
+  proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -243,6 +247,9 @@ class Daemon {
 
   // events
   EventPublisher pub_;
+
+  // the mesh (none when standalone)
+  std::unique_ptr<MeshLink> mesh_;
 };
 
 // The node as corrald sees it: the declared shape (declare_cores), the recorded XML

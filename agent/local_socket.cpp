@@ -370,6 +370,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
       send(c, on_control(c.peer, *ct));
     } else if (auto* rp = std::get_if<proto::ReportReq>(&m)) {
       send(c, on_report(c.peer, *rp));
+    } else if (auto* ms = std::get_if<proto::MeshReq>(&m)) {
+      send(c, on_mesh(c.peer, *ms));
     } else {
       send(c, proto::ErrorRep{"invalid", std::string("'") + std::string(proto::type_name(m)) +
                                              "' is not a request"});

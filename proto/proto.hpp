@@ -154,6 +154,37 @@ struct NodeStatus {
                      criu_why)
 };
 
+// The mesh as one member sees it (`corral mesh`). Added after version 1: an
+// older corrald answers "unknown message type".
+struct MeshMember {
+  std::uint64_t id = 0;
+  std::string name;              // its node_name ("" until heard from)
+  std::string address;           // host:port
+  std::string role;              // voter | standby | spare
+  std::string state;             // as it last said: leader | follower | candidate | unavailable
+  std::uint64_t term = 0;        // as it last said
+  std::uint64_t commit_index = 0;
+  std::int64_t last_contact_ms = -1;  // since this node last heard from it; -1 never, 0 itself
+  MSGPACK_DEFINE_MAP(id, name, address, role, state, term, commit_index, last_contact_ms)
+};
+struct MeshStatus {
+  std::string mesh;              // the mesh's name; "" when standalone (a mesh of one)
+  std::string node;              // this node's name
+  std::uint64_t id = 0;          // this member's id (its place in voters, from 1)
+  std::string address;           // host:port it listens on
+  std::string state;             // leader | follower | candidate | unavailable | standalone
+  std::string coordinator;       // the leader's name ("" while none is known)
+  std::uint64_t coordinator_id = 0;
+  std::uint64_t term = 0;
+  std::uint64_t commit_index = 0;
+  std::uint64_t last_applied = 0;
+  std::vector<std::string> voters;    // host:port, as configured
+  std::vector<MeshMember> members;    // every member of the raft configuration
+  std::uint64_t jobs = 0;        // jobs in the replicated state
+  MSGPACK_DEFINE_MAP(mesh, node, id, address, state, coordinator, coordinator_id, term, commit_index,
+                     last_applied, voters, members, jobs)
+};
+
 // ------------------------------------------------------ socket requests --
 
 struct SubmitReq {
@@ -224,6 +255,14 @@ struct ReportRep {
   std::string text;              // the report as `corral sim --report` writes a week (or its JSON)
   MSGPACK_DEFINE_MAP(text)
 };
+struct MeshReq {
+  bool members = true;           // include the member list
+  MSGPACK_DEFINE_MAP(members)
+};
+struct MeshRep {
+  MeshStatus mesh;
+  MSGPACK_DEFINE_MAP(mesh)
+};
 struct ErrorRep {
   std::string code;              // invalid | not_found | permission | busy | internal | proto | disk_full
   std::string message;
@@ -270,7 +309,7 @@ struct Event {
 
 using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
                              WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
-                             ReportReq, ReportRep>;
+                             ReportReq, ReportRep, MeshReq, MeshRep>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);

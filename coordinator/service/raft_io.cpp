@@ -81,10 +81,21 @@ void EnvIo::next_disk() {
     EnvIo* s = *p;
     DiskOp op = std::move(s->disk_queue_.front());
     s->disk_queue_.pop_front();
-    op.write();
-    if (op.finish) op.finish(0);
+    int status = op.write();
+    if (op.finish) op.finish(status);
     s->next_disk();
   });
+}
+
+int EnvIo::durable(const std::function<void(DiskWriter&)>& write) {
+  if (disk_.files == nullptr) return 0;
+  try {
+    write(*disk_.files);
+    return 0;
+  } catch (const std::exception& e) {
+    last_error_ = e.what();
+    return RAFT_IOERR;
+  }
 }
 
 int EnvIo::m_init(raft_io* io, raft_id id, const char* address) {
@@ -234,13 +245,20 @@ void EnvIo::receive(std::string_view bytes) {
 }
 
 int EnvIo::m_bootstrap(raft_io* io, const raft_configuration* conf) {
-  RaftDisk& d = self(io)->disk_;
+  EnvIo* s = self(io);
+  RaftDisk& d = s->disk_;
   if (d.term != 0 || !d.entries.empty() || d.snapshot) return RAFT_CANTBOOTSTRAP;
   raft_buffer buf{};
   int rv = raft_configuration_encode(conf, &buf);
   if (rv != 0) return rv;
-  d.entries.push_back(DiskEntry{1, RAFT_CHANGE, std::string(static_cast<char*>(buf.base), buf.len)});
+  std::deque<DiskEntry> first{DiskEntry{1, RAFT_CHANGE, std::string(static_cast<char*>(buf.base), buf.len)}};
   raft_free(buf.base);
+  rv = s->durable([&](DiskWriter& f) {
+    f.append(1, first);
+    f.save_term(1, 0);
+  });
+  if (rv != 0) return rv;
+  d.entries = std::move(first);
   d.term = 1;
   d.vote = 0;
   d.first_index = 1;
@@ -250,13 +268,16 @@ int EnvIo::m_bootstrap(raft_io* io, const raft_configuration* conf) {
 int EnvIo::m_recover(raft_io*, const raft_configuration*) { return RAFT_INVALID; }
 
 int EnvIo::m_set_term(raft_io* io, raft_term term) {
+  if (int rv = self(io)->durable([&](DiskWriter& f) { f.save_term(term, 0); })) return rv;
   self(io)->disk_.term = term;
   self(io)->disk_.vote = 0;
   return 0;
 }
 
 int EnvIo::m_set_vote(raft_io* io, raft_id id) {
-  self(io)->disk_.vote = id;
+  EnvIo* s = self(io);
+  if (int rv = s->durable([&](DiskWriter& f) { f.save_term(s->disk_.term, id); })) return rv;
+  s->disk_.vote = id;
   return 0;
 }
 
@@ -301,7 +322,12 @@ int EnvIo::m_append(raft_io* io, raft_io_append* req, const raft_entry entries[]
   auto batch = std::make_shared<std::deque<DiskEntry>>();
   for (unsigned i = 0; i < n; ++i) batch->push_back(disk_entry(entries[i]));
   RaftDisk* d = &s->disk_;
-  s->enqueue_disk(DiskOp{[d, batch] { d->entries.insert(d->entries.end(), batch->begin(), batch->end()); },
+  s->enqueue_disk(DiskOp{[s, d, batch] {
+                           std::uint64_t at = d->first_index + d->entries.size();
+                           if (int rv = s->durable([&](DiskWriter& f) { f.append(at, *batch); })) return rv;
+                           d->entries.insert(d->entries.end(), batch->begin(), batch->end());
+                           return 0;
+                         },
                          [req, cb](int status) {
                            if (cb != nullptr) cb(req, status);
                          }});
@@ -311,11 +337,14 @@ int EnvIo::m_append(raft_io* io, raft_io_append* req, const raft_entry entries[]
 int EnvIo::m_truncate(raft_io* io, raft_index index) {
   EnvIo* s = self(io);
   RaftDisk* d = &s->disk_;
-  s->enqueue_disk(DiskOp{[d, index] {
-                           // Drops every entry from `index` on.
+  s->enqueue_disk(DiskOp{[s, d, index] {
+                           // Drops every entry from `index` on. Files that
+                           // refuse refuse every later write too.
+                           if (int rv = s->durable([&](DiskWriter& f) { f.truncate(index); })) return rv;
                            while (!d->entries.empty() &&
                                   d->first_index + d->entries.size() - 1 >= index)
                              d->entries.pop_back();
+                           return 0;
                          },
                          {}});
   return 0;
@@ -334,19 +363,21 @@ int EnvIo::m_snapshot_put(raft_io* io, unsigned trailing, raft_io_snapshot_put* 
   for (unsigned i = 0; i < snapshot->n_bufs; ++i)
     snap->data.append(static_cast<const char*>(snapshot->bufs[i].base), snapshot->bufs[i].len);
   RaftDisk* d = &s->disk_;
-  auto write = [d, snap, trailing] {
+  auto write = [s, d, snap, trailing] {
+    if (int rv = s->durable([&](DiskWriter& f) { f.put_snapshot(*snap, trailing); })) return rv;
     d->snapshot = *snap;
     if (trailing == 0) {  // installed from the leader: the log starts after it
       d->entries.clear();
       d->first_index = snap->index + 1;
-      return;
+      return 0;
     }
     // Keeps the last `trailing` entries the snapshot covers.
-    std::uint64_t keep_from = snap->index > trailing ? snap->index - trailing + 1 : 1;
-    while (!d->entries.empty() && d->first_index < keep_from) {
+    std::uint64_t first = first_after_snapshot(d->first_index, d->entries.size(), snap->index, trailing);
+    while (d->first_index < first) {
       d->entries.pop_front();
       ++d->first_index;
     }
+    return 0;
   };
   s->enqueue_disk(DiskOp{write, [req, cb](int status) {
                            if (cb != nullptr) cb(req, status);

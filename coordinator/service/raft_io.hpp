@@ -6,7 +6,9 @@
 // Disk writes (appends, truncations, snapshots) complete one at a time, in
 // the order raft issued them, after Env::disk_latency_ms(); a crash (the
 // instance closed before they complete) loses exactly the writes not yet
-// completed. Term and vote are written at once, as raft requires.
+// completed. Term and vote are written at once, as raft requires. With files
+// (RaftDisk::files) a write completes once the files have it; a write the
+// files refuse fails with RAFT_IOERR and leaves the image as it was.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,8 @@ class EnvIo {
   EnvIo& operator=(const EnvIo&) = delete;
 
   raft_io* io() { return &io_; }
+  // Why the files last refused a write ("" when they never did).
+  const std::string& last_error() const { return last_error_; }
   // Called after every tick and every delivered message, once raft has run
   // (the owner checks for leadership changes there).
   void after_event(std::function<void()> fn) { after_ = std::move(fn); }
@@ -38,7 +42,7 @@ class EnvIo {
   // A request raft is waiting for: finish(status) fires its callback.
   using Finish = std::function<void(int status)>;
   struct DiskOp {
-    std::function<void()> write;   // applies the write to the disk
+    std::function<int()> write;    // applies the write to the disk: 0 or RAFT_IOERR
     Finish finish;                 // may be empty (truncate)
   };
 
@@ -71,6 +75,9 @@ class EnvIo {
   void receive(std::string_view bytes);
   raft_snapshot* copy_snapshot() const;
   void cap_match(raft_message& result);
+  // Runs `write` on the files when the disk has them: 0, or RAFT_IOERR (the
+  // reason in last_error()).
+  int durable(const std::function<void(DiskWriter&)>& write);
 
   // libraft 0.15 answers a successful AppendEntries with its last stored
   // index, even when entries past prev_log_index + n_entries are a leftover
@@ -91,6 +98,7 @@ class EnvIo {
   raft_io io_{};
   std::uint64_t id_ = 0;
   std::string address_;
+  std::string last_error_;
   unsigned tick_ms_ = 0;
   raft_io_tick_cb tick_cb_ = nullptr;
   raft_io_recv_cb recv_cb_ = nullptr;

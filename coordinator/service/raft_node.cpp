@@ -217,6 +217,16 @@ void RaftNode::barrier(DoneCb cb) {
 
 bool RaftNode::is_leader() const { return started_ && raft_state(raft_.get()) == RAFT_LEADER; }
 
+std::string_view RaftNode::state_name() const {
+  if (!started_) return "unavailable";
+  switch (raft_state(raft_.get())) {
+    case RAFT_LEADER: return "leader";
+    case RAFT_FOLLOWER: return "follower";
+    case RAFT_CANDIDATE: return "candidate";
+    default: return "unavailable";
+  }
+}
+
 std::uint64_t RaftNode::leader_id() const {
   raft_id id = 0;
   const char* addr = nullptr;

@@ -50,6 +50,8 @@ class RaftNode final : public Consensus {
   void barrier(DoneCb cb) override;
   void on_leadership(LeadershipCb cb) override { leadership_cb_ = std::move(cb); }
   bool is_leader() const override;
+  // leader | follower | candidate | unavailable (not started, or closing).
+  std::string_view state_name() const;
   std::uint64_t id() const override { return id_; }
   std::uint64_t leader_id() const override;
   std::uint64_t term() const override;

@@ -148,6 +148,7 @@ struct Agent {
   bool v2 = false;  // on the cgroup v2 backend (CORRAL_TEST_CGROUP=v2, or --set cgroup=v2 given)  // a cgroup.procs file corrald joins before it starts (as systemd places it)
   std::vector<std::string> extra;
   std::vector<std::string> env;  // KEY=VALUE set in corrald's environment (e.g. PATH)
+  bool standalone = true;          // false: a mesh member (the mesh keys in `extra`)
   pid_t pid = -1;
 
   explicit Agent(const std::string& tag, std::vector<std::string> more = {}) : extra(std::move(more)) {
@@ -173,12 +174,12 @@ struct Agent {
   std::string corral() const { return env_or("CORRAL", "build/tools/corral"); }
 
   void start() {
-    std::vector<std::string> argv = {env_or("CORRALD", "build/agent/corrald"), "--standalone",
-                                     "--no-config", "--foreground", "--state-dir", dir + "/state", "--socket",
-                                     socket, "--pub", pub, "--cgroup-parent", cgparent,
+    std::vector<std::string> argv = {env_or("CORRALD", "build/agent/corrald"), "--no-config",
+                                     "--foreground", "--state-dir", dir + "/state", "--socket", socket, "--pub", pub, "--cgroup-parent", cgparent,
                                      "--node-state-dir", dir + "/node", "--jobfs-root",
                                      dir + "/jobfs", "--ckpt-root", dir + "/ckpt", "--log",
                                      dir + "/corrald.log"};
+    if (standalone) argv.insert(argv.begin() + 1, "--standalone");
     if (on_v2()) argv.insert(argv.end(), {"--set", "cgroup=v2"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     pid = ::fork();

@@ -21,6 +21,7 @@ constexpr Sub kSubs[] = {
     {"cancel", corral::cli::cmd_cancel, "cancel a job: corral cancel JOBID"},
     {"wait", corral::cli::cmd_wait, "block until a job ends; exit with its exit code"},
     {"node", corral::cli::cmd_node, "node-local status: corral node [--json]"},
+    {"mesh", corral::cli::cmd_mesh, "the mesh: members, coordinator, term: corral mesh [--json]"},
     {"suspend", corral::cli::cmd_control, "freeze a running job until resumed (root)"},
     {"resume", corral::cli::cmd_control, "thaw a suspended job (root)"},
     {"requeue", corral::cli::cmd_control, "stop a running job and queue it again"},

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "coordinator/service/mesh_state.hpp"
+#include "proto/mesh_link.hpp"
 
 using namespace corral;
 using namespace corral::service;
@@ -180,4 +181,20 @@ TEST_CASE("a snapshot restores the whole state; bad bytes change nothing", "[mes
   CHECK_THROWS_AS(copy.restore("nonsense"), proto::ProtoError);
   CHECK_THROWS_AS(copy.restore(proto::mesh::encode_entry(accepted())), proto::ProtoError);
   CHECK(copy.data().jobs.size() == 6);
+}
+
+TEST_CASE("link messages: a hello survives its bytes; raft's bytes and bad ones are not taken",
+          "[mesh_state]") {
+  namespace link = corral::proto::link;
+  link::Hello h{"rack1", 2, "node2", "10.0.0.2:7470", "follower", 4, 12};
+  std::string bytes = link::encode(h);
+  CHECK(link::is_link(bytes));
+  auto back = std::get<link::Hello>(link::decode(bytes));
+  CHECK(back.mesh == "rack1");
+  CHECK(back.id == 2);
+  CHECK(back.name == "node2");
+  CHECK(back.commit_index == 12);
+  CHECK_FALSE(link::is_link(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
+  CHECK_FALSE(link::is_link(""));
+  CHECK_THROWS_WITH(link::decode(bytes.substr(0, bytes.size() - 3)), Catch::Contains("not a link message"));
 }

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -174,10 +175,14 @@ namespace {
 // start, end and requeue them, and chaos; then every member back and healed.
 class RandomRun {
  public:
-  explicit RandomRun(std::uint64_t seed)
+  // With `files_dir`, every member's disk is also kept in files there and
+  // each restart loads it from them.
+  std::size_t restarts() const { return restarts_; }
+
+  explicit RandomRun(std::uint64_t seed, std::string files_dir = {})
       : seed_(seed),
         c_(seed, seed % 4 == 0 ? 5 : 3, options(),
-           [this](unsigned i, SimCluster::Slot& s) { watch(i, s); }) {}
+           [this](unsigned i, SimCluster::Slot& s) { watch(i, s); }, std::move(files_dir)) {}
 
   // Returns an empty string when every invariant held, else what broke.
   std::string run() {
@@ -193,6 +198,7 @@ class RandomRun {
     }
     if (broken_.empty()) settle();
     if (broken_.empty()) check_end();
+    if (broken_.empty() && !c_.files_mismatch.empty()) fail("files differ from the image: " + c_.files_mismatch);
     return broken_;
   }
 
@@ -236,6 +242,7 @@ class RandomRun {
       c_.crash(i);
       ready_.erase(i);
     } else if (r < 9 && !c_.slots[i].up()) {
+      ++restarts_;
       if (c_.restart(i) != 0) fail("restart of member " + std::to_string(i) + " failed");
     } else if (r < 12) {
       c_.net.cut(i + 1, c_.net.uniform(1, n));
@@ -390,6 +397,7 @@ class RandomRun {
   std::map<std::string, std::uint64_t> acked_;
   std::uint64_t submissions_ = 0;
   std::uint64_t decision_ = 0;
+  std::size_t restarts_ = 0;
 };
 
 }  // namespace
@@ -417,4 +425,30 @@ TEST_CASE("sim: mesh invariants hold under random crashes, loss, reordering and 
     CHECK(starts > seeds);
     CHECK(refused > 0);
   }
+}
+
+TEST_CASE("sim: members restarted from their files have the image they had in memory",
+          "[raft_sim_files]") {
+  std::uint64_t first = env_number("CORRAL_SIM_FIRST_SEED", 1);
+  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", 60);
+  char tmpl[] = "/tmp/corral_raft_files_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::filesystem::path root = tmpl;
+  std::size_t restarts = 0, jobs = 0;
+  for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
+    std::filesystem::path dir = root / std::to_string(seed);
+    std::filesystem::create_directories(dir);
+    RandomRun run(seed, dir.string());
+    std::string broken = run.run();
+    if (!broken.empty()) {
+      std::filesystem::remove_all(root);
+      FAIL(broken);
+    }
+    restarts += run.restarts();
+    jobs += run.committed_jobs_;
+    std::filesystem::remove_all(dir);
+  }
+  std::filesystem::remove_all(root);
+  WARN(seeds << " seeds on files: " << restarts << " restarts from files, " << jobs << " jobs");
+  if (seeds >= 20) CHECK(restarts > seeds);
 }

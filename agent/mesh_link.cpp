@@ -1,0 +1,290 @@
+#include "agent/mesh_link.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <zmq.hpp>
+
+#include "agent/log.hpp"
+#include "coordinator/service/mesh_machine.hpp"
+#include "coordinator/service/raft_files.hpp"
+#include "coordinator/service/raft_node.hpp"
+#include "coordinator/service/zmq_env.hpp"
+#include "proto/mesh_link.hpp"
+
+namespace corral::agent {
+
+using namespace corral::service;
+
+namespace {
+
+constexpr std::uint64_t kHelloMs = 200;   // each member's hello to every other voter
+constexpr std::uint64_t kStatusMs = 50;   // status() is at most this old while the thread runs
+
+std::string endpoint(const std::string& host_port) { return "tcp://" + host_port; }
+
+std::string role_text(Role r) {
+  switch (r) {
+    case Role::voter: return "voter";
+    case Role::standby: return "standby";
+    case Role::spare: return "spare";
+  }
+  return "voter";
+}
+
+// The Env raft runs on, with link messages (proto/mesh_link.hpp) taken out of
+// the stream of received bytes before raft sees it.
+class LinkEnv final : public Env {
+ public:
+  LinkEnv(Env& inner, std::function<void(std::string_view)> on_link)
+      : inner_(inner), on_link_(std::move(on_link)) {
+    inner_.listen([this](std::string_view b) {
+      if (proto::link::is_link(b)) on_link_(b);
+      else if (raft_) raft_(b);
+    });
+  }
+  ~LinkEnv() override { inner_.listen({}); }
+  std::uint64_t now_ms() override { return inner_.now_ms(); }
+  int random(int min, int max) override { return inner_.random(min, max); }
+  void post(std::uint64_t delay_ms, std::function<void()> fn) override { inner_.post(delay_ms, std::move(fn)); }
+  void send(std::uint64_t to, const std::string& address, std::string bytes) override {
+    inner_.send(to, address, std::move(bytes));
+  }
+  void listen(RecvFn recv) override { raft_ = std::move(recv); }
+
+ private:
+  Env& inner_;
+  std::function<void(std::string_view)> on_link_;
+  RecvFn raft_;
+};
+
+}  // namespace
+
+std::string check_mesh_config(const MeshConfig& cfg) {
+  if (cfg.name.empty()) return "mesh: the mesh needs a name";
+  if (cfg.voters.size() != 3 && cfg.voters.size() != 5)
+    return "voters: a mesh needs 3 or 5 voters (host:port, the same list on every node)";
+  if (cfg.listen.empty()) return "listen: this node's host:port (one of voters) is not set";
+  if (std::find(cfg.voters.begin(), cfg.voters.end(), cfg.listen) == cfg.voters.end())
+    return "listen " + cfg.listen + " is not one of voters (" + [&] {
+      std::string s;
+      for (const auto& v : cfg.voters) s += (s.empty() ? "" : ",") + v;
+      return s;
+    }() + "); members that do not vote are not supported yet";
+  return "";
+}
+
+// What the mesh thread owns. Declared so that a member goes before the
+// sockets it uses and every socket before the context.
+struct MeshLink::Member {
+  ZmqLoop loop;
+  zmq::socket_t wake_pull{loop.context(), zmq::socket_type::pull};
+  zmq::socket_t wake_push{loop.context(), zmq::socket_type::push};  // the daemon thread's
+  std::unique_ptr<ZmqEnv> zmq;
+  std::unique_ptr<LinkEnv> env;
+  std::unique_ptr<RaftFiles> files;
+  RaftDisk disk;
+  MeshMachine fsm;
+  std::unique_ptr<RaftNode> node;
+  std::uint64_t id = 0;
+  struct Heard {
+    proto::link::Hello hello;
+    std::uint64_t at_ms = 0;
+  };
+  std::map<std::uint64_t, Heard> heard;  // by member id
+  std::uint64_t next_status_ms = 0;
+};
+
+MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<Member>()) {
+  if (std::string why = check_mesh_config(cfg_); !why.empty()) throw std::runtime_error(why);
+  Member& m = *m_;
+  m.id = static_cast<std::uint64_t>(std::find(cfg_.voters.begin(), cfg_.voters.end(), cfg_.listen) -
+                                    cfg_.voters.begin()) + 1;
+  m.files = std::make_unique<RaftFiles>(cfg_.dir, cfg_.fsync);
+  // The directory belongs to one mesh: another name is a configuration mistake.
+  std::string name_file = cfg_.dir + "/mesh";
+  std::ifstream in(name_file);
+  std::string recorded;
+  if (in && std::getline(in, recorded) && recorded != cfg_.name)
+    throw std::runtime_error("mesh: " + cfg_.dir + " holds the state of mesh '" + recorded +
+                             "', not '" + cfg_.name + "'");
+  m.disk = m.files->load();
+  if (!m.files->warning().empty()) log_line("warning: " + m.files->warning());
+  if (!in) {
+    std::ofstream out(name_file);
+    out << cfg_.name << "\n";
+    if (!out.flush()) throw std::runtime_error("cannot write " + name_file + ": " + std::strerror(errno));
+  }
+  try {
+    m.zmq = std::make_unique<ZmqEnv>(m.loop, endpoint(cfg_.listen));
+  } catch (const zmq::error_t& e) {
+    throw std::runtime_error("listen " + cfg_.listen + ": " + e.what());
+  }
+  m.env = std::make_unique<LinkEnv>(*m.zmq, [this](std::string_view b) {
+    proto::link::Message msg;
+    try {
+      msg = proto::link::decode(b);
+    } catch (const proto::ProtoError&) {
+      return;  // not ours to answer: dropped as a lost message
+    }
+    if (auto* h = std::get_if<proto::link::Hello>(&msg); h && h->mesh == cfg_.name && h->id > 0)
+      m_->heard[h->id] = Member::Heard{*h, m_->loop.now_ms()};
+  });
+  m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
+  if (m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
+    // A new member: every voter writes the same first configuration.
+    std::vector<service::Member> conf;
+    for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
+      conf.push_back(service::Member{i + 1, endpoint(cfg_.voters[i]), Role::voter});
+    if (int rv = m.node->bootstrap(conf); rv != 0)
+      throw std::runtime_error("mesh: cannot write the first configuration: " + m.node->error());
+  }
+  reply_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (reply_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  std::string wake = "inproc://mesh-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  m.wake_pull.bind(wake);
+  m.wake_push.connect(wake);
+  status_.mesh = cfg_.name;
+  status_.node = cfg_.node_name;
+  status_.id = m.id;
+  status_.address = cfg_.listen;
+  status_.state = "unavailable";
+  status_.voters = cfg_.voters;
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+MeshLink::~MeshLink() {
+  stop_ = true;
+  if (thread_.joinable()) {
+    (void)m_->wake_push.send(zmq::str_buffer("x"), zmq::send_flags::dontwait);
+    thread_.join();
+  }
+  m_.reset();  // raft closes before its sockets and files
+  if (reply_fd_ >= 0) ::close(reply_fd_);
+}
+
+proto::MeshStatus MeshLink::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+void MeshLink::post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(std::move(fn));
+  }
+  (void)m_->wake_push.send(zmq::str_buffer("x"), zmq::send_flags::dontwait);
+}
+
+void MeshLink::reply(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replies_.push_back(std::move(fn));
+  }
+  std::uint64_t one = 1;
+  (void)!::write(reply_fd_, &one, sizeof one);
+}
+
+void MeshLink::run_replies() {
+  std::uint64_t n = 0;
+  (void)!::read(reply_fd_, &n, sizeof n);
+  std::deque<std::function<void()>> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    todo.swap(replies_);
+  }
+  for (auto& fn : todo) fn();
+}
+
+void MeshLink::thread_main() {
+  Member& m = *m_;
+  m.loop.watch(m.wake_pull, [this, &m] {
+    zmq::message_t msg;
+    while (m.wake_pull.recv(msg, zmq::recv_flags::dontwait)) {
+    }
+    std::deque<std::function<void()>> todo;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      todo.swap(inbox_);
+    }
+    for (auto& fn : todo) fn();
+  });
+  m.node->on_leadership([this](bool leader, std::uint64_t term) {
+    std::string what = leader ? "coordinator of mesh " + cfg_.name + " in term " + std::to_string(term)
+                              : "no longer the coordinator (term " + std::to_string(term) + ")";
+    reply([what] { log_line(what); });
+    // A new coordinator makes its state current before anything else.
+    if (leader) m_->node->barrier([](Status) {});
+  });
+  if (int rv = m.node->start(); rv != 0) {
+    std::string why = "mesh: raft did not start: " + m.node->error();
+    reply([why] { log_line(why); });
+    return;
+  }
+  std::function<void()> hello = [this, &m, &hello] {
+    proto::link::Hello h{cfg_.name, m.id, cfg_.node_name, cfg_.listen, std::string(m.node->state_name()),
+                         m.node->term(), m.node->commit_index()};
+    std::string bytes = proto::link::encode(h);
+    for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
+      if (i + 1 != m.id) m.env->send(i + 1, endpoint(cfg_.voters[i]), bytes);
+    m.env->post(kHelloMs, hello);
+  };
+  hello();
+  while (!stop_) {
+    m.loop.run_once(kStatusMs);
+    if (m.loop.now_ms() >= m.next_status_ms) {
+      publish_status();
+      m.next_status_ms = m.loop.now_ms() + kStatusMs;
+    }
+  }
+}
+
+void MeshLink::publish_status() {
+  Member& m = *m_;
+  const RaftNode& n = *m.node;
+  proto::MeshStatus s;
+  s.mesh = cfg_.name;
+  s.node = cfg_.node_name;
+  s.id = m.id;
+  s.address = cfg_.listen;
+  s.state = std::string(n.state_name());
+  s.term = n.term();
+  s.commit_index = n.commit_index();
+  s.last_applied = n.last_applied();
+  s.voters = cfg_.voters;
+  s.jobs = m.fsm.state().data().jobs.size();
+  s.coordinator_id = n.leader_id();
+  std::uint64_t now = m.loop.now_ms();
+  for (const service::Member& mb : n.members()) {
+    proto::MeshMember pm;
+    pm.id = mb.id;
+    pm.address = mb.address.rfind("tcp://", 0) == 0 ? mb.address.substr(6) : mb.address;
+    pm.role = role_text(mb.role);
+    if (mb.id == m.id) {
+      pm.name = cfg_.node_name;
+      pm.state = s.state;
+      pm.term = s.term;
+      pm.commit_index = s.commit_index;
+      pm.last_contact_ms = 0;
+    } else if (auto it = m.heard.find(mb.id); it != m.heard.end()) {
+      pm.name = it->second.hello.name;
+      pm.state = it->second.hello.state;
+      pm.term = it->second.hello.term;
+      pm.commit_index = it->second.hello.commit_index;
+      pm.last_contact_ms = static_cast<std::int64_t>(now - it->second.at_ms);
+    }
+    if (mb.id == s.coordinator_id) s.coordinator = pm.name.empty() ? pm.address : pm.name;
+    s.members.push_back(std::move(pm));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = std::move(s);
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,74 @@
+// corrald's link to the mesh: one member of the mesh's raft (RaftNode over
+// ZeroMQ, its state in RaftFiles under the state directory) on a thread of
+// its own that owns every mesh socket. The daemon's loop talks to it only
+// through this class: status() copies the latest view under a lock; post()
+// hands work to the mesh thread; results come back through a reply queue whose
+// wake_fd() the daemon polls.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/proto.hpp"
+
+namespace corral::agent {
+
+struct MeshConfig {
+  std::string name;                  // the mesh's name
+  std::vector<std::string> voters;   // host:port, the same order on every member
+  std::string node_name;
+  std::string listen;                // host:port, one of voters
+  std::string dir;                   // raft files (created)
+  bool fsync = true;
+};
+
+class MeshLink {
+ public:
+  // Loads the raft files (a damaged one: std::runtime_error naming it and
+  // the offset), binds `listen`, and starts the mesh thread. Throws
+  // std::runtime_error with a clear message when any of it fails.
+  explicit MeshLink(MeshConfig cfg);
+  ~MeshLink();
+  MeshLink(const MeshLink&) = delete;
+  MeshLink& operator=(const MeshLink&) = delete;
+
+  // The latest view of the mesh (refreshed by the mesh thread as it runs).
+  proto::MeshStatus status() const;
+  const MeshConfig& config() const { return cfg_; }
+
+  // Runs `fn` on the mesh thread (soon; never inline).
+  void post(std::function<void()> fn);
+  // Readable when replies wait: the daemon then calls run_replies().
+  int wake_fd() const { return reply_fd_; }
+  // Called on the mesh thread: `fn` runs on the daemon's thread at its next run_replies().
+  void reply(std::function<void()> fn);
+  void run_replies();
+
+  struct Member;  // the mesh thread's objects (mesh_link.cpp)
+
+ private:
+  void thread_main();
+  void publish_status();  // on the mesh thread
+
+  MeshConfig cfg_;
+  std::unique_ptr<Member> m_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  proto::MeshStatus status_;
+  std::deque<std::function<void()>> inbox_, replies_;
+  int reply_fd_ = -1;                // eventfd
+  std::thread thread_;
+};
+
+// Checks the mesh keys of a config: this node's listen address is one of the
+// voters. Returns "" or what is wrong.
+std::string check_mesh_config(const MeshConfig& cfg);
+
+}  // namespace corral::agent

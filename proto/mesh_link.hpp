@@ -1,0 +1,40 @@
+// Messages between mesh members beside raft's own, on the same ZeroMQ
+// sockets: ["corral-link", version, kind, body], body a map. A member
+// announces itself (hello) to every voter a few times a second: its name,
+// its view of the mesh, and so every member's "last contact".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "proto/proto.hpp"
+
+namespace corral::proto::link {
+
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::string_view kMagic = "corral-link";
+
+struct Hello {
+  std::string mesh;              // a hello of another mesh is ignored
+  std::uint64_t id = 0;
+  std::string name;
+  std::string address;           // host:port
+  std::string state;             // leader | follower | candidate | unavailable
+  std::uint64_t term = 0;
+  std::uint64_t commit_index = 0;
+  MSGPACK_DEFINE_MAP(mesh, id, name, address, state, term, commit_index)
+};
+
+using Message = std::variant<Hello>;
+
+// Whether `bytes` are a link message (by their first bytes): raft's own
+// messages are not.
+bool is_link(std::string_view bytes);
+std::string encode(const Message& m);
+// Throws ProtoError (clear text) on anything but a well-formed message of
+// this version.
+Message decode(std::string_view bytes);
+
+}  // namespace corral::proto::link
