@@ -79,7 +79,7 @@ constexpr std::size_t field_count() {
 // model.hpp's Job: the member count check fails when Job changes, so this is
 // updated with it.
 void shift_job(Job& d, Job& s) {
-  static_assert(field_count<Job>() == 26, "corral::Job changed: update shift_job()");
+  static_assert(field_count<Job>() == 27, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
     if ((a.size() | b.size()) != 0) a = std::move(b);  // one branch: both empty, nothing to do
   };
@@ -100,6 +100,7 @@ void shift_job(Job& d, Job& s) {
   d.jobfs_mb = s.jobfs_mb;
   if ((d.consumables.size() | s.consumables.size()) != 0) d.consumables = std::move(s.consumables);
   d.reserve = s.reserve;
+  d.immediate = s.immediate;
   d.checkpointable = s.checkpointable;
   d.preempt = s.preempt;
   d.priority = s.priority;
@@ -138,7 +139,7 @@ struct NewJob {
 // The same for a running entry (finish() moves the last entry into the
 // place of the one that ended).
 void shift_running(RunningJob& d, RunningJob& s) {
-  static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: update shift_running()");
+  static_assert(field_count<RunningJob>() == 11, "corral::RunningJob changed: update shift_running()");
   shift_job(d.job, s.job);
   d.start = s.start;
   d.expected_end = s.expected_end;
@@ -149,6 +150,7 @@ void shift_running(RunningJob& d, RunningJob& s) {
   d.suspended_for = s.suspended_for;
   d.suspended_since = s.suspended_since;
   d.stopping = s.stopping;
+  d.backfill_estimate = s.backfill_estimate;
 }
 
 // d = s for a start's placement (a pooled buffer: its old entries are
@@ -194,9 +196,9 @@ class Simulator {
     node_used_.assign(static_cast<std::size_t>(nodes), 0);
     busy_.assign((static_cast<std::size_t>(nodes) + 63) / 64, 0);
     bits_ = cpn_ == 1;
-    // The trace's run times are exact: no SGE duration offset; the planner
-    // knows what a restart costs.
-    cfg_.planner.duration_offset = 0;
+    // SGE's duration offset (SimOptions::duration_offset: 0 unless asked, the
+    // trace's run times being exact); the planner knows what a restart costs.
+    cfg_.planner.duration_offset = std::max<Time>(0, opt_.duration_offset);
     cfg_.planner.restart_cost = opt_.restart_cost;
     cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
     if (opt_.on_monitor) cfg_.planner.monitor = true;
@@ -686,7 +688,7 @@ class Simulator {
     // if no job arrives or ends then: PBA's pending threshold ("pending for
     // more than a predetermined period") and NCI's start window.
     if (cfg_.pba.enabled && cfg_.pba.preempt && !j.project.empty() && cfg_.pba.preempt_after > 0)
-      wake_.push(s.submit + cfg_.pba.preempt_after);
+      wake_.push(s.submit + cfg_.pba.preempt_after + 1);  // "more than": the next second
     if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) {
       wake_.push(s.submit + cfg_.nci.window_wait);
       wake_.push(s.submit + window_bound(cfg_.nci));  // when it becomes overdue
@@ -742,15 +744,16 @@ class Simulator {
     heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), h.gen});
     run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
     const Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
-    const Time expected_end = now_ + r.seg_overhead + left_est;
+    const Time expected_end = now_ + r.seg_overhead + left_est + cfg_.planner.duration_offset;
     // Built in place, its job moved member-wise (j is a pending entry the
     // compaction overwrites); every other member as listed or its default.
     // Every member listed: GCC zeroes an aggregate given fewer first.
-    static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: list every member here");
+    static_assert(field_count<RunningJob>() == 11, "corral::RunningJob changed: list every member here");
     static const RunningJob kDefault{};
     RunningJob& rj = snap_.running.emplace_back(MovedJob{j}, now_, expected_end, slots, std::move(place),
                                                 /*suspended=*/false, backfilled, kDefault.suspended_for,
-                                                kDefault.suspended_since, kDefault.stopping);
+                                                kDefault.suspended_since, kDefault.stopping,
+                                                kDefault.backfill_estimate);
     if (backfilled && cfg_.planner.backfill == Backfill::Checkpoint) {
       Time window_end = now_ + std::max<Time>(1, backfill_duration(rj.job, cfg_.planner));
       if (window_end < r.actual_end) wake_.push(window_end);
@@ -1022,7 +1025,7 @@ class Simulator {
     if (h.st != St::Running) return false;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
     touch_running(run_pos_[idx]);
-    if (by_pba) pba::on_pba_preemption(rj.job);
+    (void)by_pba;  // PBA's suspensions do not count toward its requeue bound (pba.hpp)
     segment(idx, rj, now_, SegEnd::Suspend);
     charge(idx, rj);  // suspended time is not charged
     r.remaining = r.actual_end - now_;
@@ -1074,7 +1077,7 @@ class Simulator {
       RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[e.idx])];
       touch_running(run_pos_[e.idx]);
       Time req_left = std::max<Time>(1, tr_.jobs[e.idx].estimate - r.work_done);
-      rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left);
+      rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left + cfg_.planner.duration_offset);
     }
   }
 
@@ -1406,7 +1409,8 @@ class Simulator {
       o.max_wait = std::max(o.max_wait, w);
       if (within_[i]) {
         ++o.allocated_jobs;
-        o.max_wait_past_threshold = std::max(o.max_wait_past_threshold, w - threshold);
+        // Past the first second "more than" the threshold allows (pba.cpp).
+        o.max_wait_past_threshold = std::max(o.max_wait_past_threshold, w - threshold - 1);
       }
     }
     for (std::size_t p = 0; p < pacc_.size(); ++p) {
