@@ -131,7 +131,7 @@ TEST_CASE("priority: an allocated job goes 20 -> 120 -> 121 -> 122", "[priority]
 TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeue bound", "[priority][preempt]") {
   World w(1, kPlan);
   w.cfg.require_project_tag = false;  // an untagged job is a normal job here
-  w.cfg.preempt_after = 0;
+  w.cfg.preempt_after = 0;  // preempts once pending more than 0 s: submitted 1 s ago
   w.submit(10, "", "carol");
   w.pass();
   CHECK(w.pending(10)->priority == 21);
@@ -141,7 +141,7 @@ TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeu
   CHECK(w.running(10)->job.last_start_priority == 22);
 
   // An allocated job arrives; no free slot: the normal job is requeued.
-  w.submit(20, "chip", "alice");
+  w.submit(20, "chip", "alice", w.snap.now - 1);
   Plan p = w.pass();
   auto rq = of(p, Action::Requeue);
   REQUIRE(rq.size() == 1);
@@ -156,7 +156,7 @@ TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeu
   w.finish(20);
   w.start(10);  // started at 33
 
-  w.submit(21, "chip", "bob");
+  w.submit(21, "chip", "bob", w.snap.now - 1);
   p = w.pass();
   REQUIRE(of(p, Action::Requeue).size() == 1);
   CHECK(w.pending(10)->priority == 43);  // 33 + 10
@@ -167,7 +167,7 @@ TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeu
   w.start(21);
   w.finish(21);
   w.start(10);
-  w.submit(22, "chip", "alice");
+  w.submit(22, "chip", "alice", w.snap.now - 1);
   p = w.pass();
   CHECK(of(p, Action::Requeue).empty());
   CHECK(w.running(10));

@@ -105,7 +105,7 @@ TEST_CASE("sim --projects: an allocated job preempts and starts within the thres
   CHECK(field(js, "chip", "preemptions_caused") == "1");
   CHECK(field(js, "chip", "su_charged") == "2");
   CHECK(field(js, "chip", "allocated_slots") == "2");
-  CHECK(field(js, "chip", "mean_wait") == "300");
+  CHECK(field(js, "chip", "mean_wait") == "301");
   CHECK(field(js, "(none)", "preemptions_suffered") == "1");
   CHECK(field(js, "(none)", "grant_left") == "null");
 
