@@ -141,7 +141,7 @@ void Daemon::setup_pba() {
     p.resume_suspended = false;
     p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
     // With a time window NCI lets PBA's allocated class use the cores
-    // suspended jobs hold (nci.cpp), so PBA counts them free (as corral sim).
+    // suspended jobs hold (nci_claims), so PBA counts them free (as corral sim).
     if (cfg_.nci_start_window > 0) p.suspended_hold_cores = false;
   }
   sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
@@ -180,7 +180,7 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     out.push_back(std::move(qq));
   }
   // PBA's pre-qualification demotes to this queue: below every other one, unless configured
-  // (as for corral sim, coordinator/sim/sim.cpp project_queues()).
+  // (as for corral sim, coordinator/sim/projects.cpp project_queues()).
   if (sched_.pba.enabled) add_lowest_queue(out, sched_.pba.lowest_queue);
   return out;
 }

@@ -537,7 +537,7 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
 
 TEST_CASE("sim: a compact start's placement reaches its running entry exactly, cores included", "[sim]") {
   // Compact starts are copied into pooled placement buffers of finished jobs
-  // (sim.cpp copy_place: entries overwritten in place, cores copied only when
+  // (job_moves.hpp copy_place: entries overwritten in place, cores copied only when
   // either side has some). A pass function gives compact records whose
   // entries carry cores on some jobs and none on others, so the pooled
   // buffers alternate between the two; every later snapshot must show each
