@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "tests/monitor_text.hpp"
 
 using harness::Agent;
 using harness::json_field;
@@ -24,23 +25,11 @@ using harness::trim;
 using harness::wait_file;
 using harness::wait_state;
 
+using corral_test::lines_with;
+using corral_test::monitor_field;
+
 namespace {
 constexpr int kNobody = 65534;
-
-std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind(prefix, 0) == 0) out.push_back(l);
-  return out;
-}
-
-// Field k (0-based) of a MONITOR line "id:task:STATE:start:duration:...".
-std::string field_of(const std::string& line, int k) {
-  std::size_t a = 0;
-  for (int i = 0; i < k; ++i) a = line.find(':', a) + 1;
-  return line.substr(a, line.find(':', a) - a);
-}
 
 // Waits until `text_of()` holds `needle` (a pass wrote it); returns the text.
 template <class F> std::string wait_text(F text_of, const std::string& needle, int ms = 10000) {
@@ -139,12 +128,12 @@ TEST_CASE("DURATION_OFFSET through corrald: a running job keeps its offset; the 
     const std::string want = std::to_string(30 + (offset.empty() ? 60 : std::stoi(offset)));
     const auto mine = lines_with(text, bid + ":1:");
     REQUIRE(mine.size() >= 2);
-    CHECK(field_of(mine.front(), 2) == "STARTING");
-    for (const auto& l : mine) CHECK(field_of(l, 4) == want);
+    CHECK(monitor_field(mine.front(), 2) == "STARTING");
+    for (const auto& l : mine) CHECK(monitor_field(l, 4) == want);
     const auto res = lines_with(text, wid + ":1:RESERVING:");
     REQUIRE(res.size() >= 2);
-    const long start = std::stol(field_of(mine.front(), 3));
-    for (const auto& l : res) CHECK(std::stol(field_of(l, 3)) == start + std::stol(want));
+    const long start = std::stol(monitor_field(mine.front(), 3));
+    for (const auto& l : res) CHECK(std::stol(monitor_field(l, 3)) == start + std::stol(want));
     REQUIRE(a.cli({"cancel", bid, wid}).rc == 0);
   }
   auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--no-config", "--set", "duration_offset=1x"});

@@ -11,29 +11,18 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/coordinator/sim/run_corral.hpp"
+#include "tests/monitor_text.hpp"
 
 #ifndef SAMPLE_SWF
 #error "SAMPLE_SWF must name tests/coordinator/sim/data/sample.swf"
 #endif
 
+using corral_test::lines_with;
+using corral_test::monitor_field;
+
 namespace {
 
 const std::string kSample = SAMPLE_SWF;
-
-std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind(prefix, 0) == 0) out.push_back(l);
-  return out;
-}
-
-// Field k (0-based) of a MONITOR line "id:task:STATE:start:duration:...".
-std::string field_of(const std::string& line, int k) {
-  std::size_t a = 0;
-  for (int i = 0; i < k; ++i) a = line.find(':', a) + 1;
-  return line.substr(a, line.find(':', a) - a);
-}
 
 }  // namespace
 
@@ -53,16 +42,16 @@ TEST_CASE("corral sim --duration-offset: a running job keeps the offset, the res
   INFO(text);
   const auto one = lines_with(text, "1:1:");
   REQUIRE(one.size() >= 2);
-  CHECK(field_of(one.front(), 2) == "STARTING");
+  CHECK(monitor_field(one.front(), 2) == "STARTING");
   bool running = false;
   for (const auto& l : one) {
-    CHECK(field_of(l, 4) == "160");
-    running |= field_of(l, 2) == "RUNNING";
+    CHECK(monitor_field(l, 4) == "160");
+    running |= monitor_field(l, 2) == "RUNNING";
   }
   CHECK(running);
   const auto three = lines_with(text, "3:1:RESERVING:");
   REQUIRE(!three.empty());
-  for (const auto& l : three) CHECK(field_of(l, 3) == "160");
+  for (const auto& l : three) CHECK(monitor_field(l, 3) == "160");
   // Without the option the replay has no offset (SWF run times are exact).
   const Run plain = corral_sim(kSample + " --policy easy --nodes 1 --cores 4");
   REQUIRE(plain.code == 0);
