@@ -218,7 +218,8 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "pba_preempt_after") c.pba_preempt_after = to_duration(key, v);
   else if (key == "pba_max_requeues") c.pba_max_requeues = to_int(key, v, 0);
   else if (key == "pba_require_project") c.pba_require_project = to_bool(key, v);
-  else if (key == "preempt_mode") c.preempt_mode = with_key(key, parse_preempt_mode, v); else if (key == "nci") c.nci = to_bool(key, v);
+  else if (key == "preempt_mode") c.preempt_mode = with_key(key, parse_preempt_mode, v);
+  else if (key == "nci") c.nci = to_bool(key, v);
   else if (key == "nci_start_window") c.nci_start_window = to_duration(key, v);
   else if (key == "nci_require") {
     std::vector<std::string> req;
