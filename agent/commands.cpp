@@ -83,6 +83,16 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
     if (!v.ok) return bad("refused by the NCI policy: " + v.reason);
   }
 
+  // -P PROJECT:STEP (pba-synopsys-patent.txt: the project parameter names the step of a flow):
+  // the step must be one of the project's, or allocations narrowed to steps never match it.
+  if (!s.flow_step.empty()) {
+    if (!sched_.pba.enabled)
+      return bad("-P " + proto::printable(s.project) + ":" + proto::printable(s.flow_step) +
+                 ": this node has no project plan (pba = no), so no flow step can be checked");
+    if (auto why = pba::check_flow_step(sched_.pba.plan, s.project, s.flow_step))
+      return bad("-P " + proto::printable(s.project) + ":" + proto::printable(s.flow_step) + ": " + proto::printable(*why));
+  }
+
   JobRecord rec;
   try {
     rec.id = store_->next_id();

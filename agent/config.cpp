@@ -59,14 +59,17 @@ template <class E> E named(const std::string& k, const std::string& v) {
   }
 }
 
-// A duration in the grammar of coordinator/names.hpp ("3600", "90s", "2w").
-std::int64_t to_duration(const std::string& k, const std::string& v) {
+// A value in the grammar of coordinator/names.hpp, refused in its words after the key.
+template <class F> auto with_key(const std::string& k, F parse, const std::string& v) {
   try {
-    return parse_duration(v);
+    return parse(v);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(k + ": " + e.what());
   }
 }
+
+// A duration in the grammar of coordinator/names.hpp ("3600", "90s", "2w").
+std::int64_t to_duration(const std::string& k, const std::string& v) { return with_key(k, parse_duration, v); }
 
 // A queue's charge: service units per cpu-hour, 0 (free) or more.
 double to_charge(const std::string& v) {
@@ -211,6 +214,9 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   }
   else if (key == "max_reservation") c.max_reservation = static_cast<int>(std::min<std::int64_t>(to_int(key, v, 0), 1 << 20));
   else if (key == "default_duration") c.default_duration = to_duration(key, v);
+  else if (key == "duration_offset") c.duration_offset = to_duration(key, v);
+  else if (key == "split_factor") c.split_factor = with_key(key, parse_split_factor, v);
+  else if (key == "split_threshold") c.split_threshold = to_duration(key, v);
   else if (key == "monitor_file") c.monitor_file = v;
   else if (key == "queues") c.queues = to_queues(v);
   else if (key == "cycle_interval") c.cycle_interval = to_seconds(key, v);
@@ -249,11 +255,8 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "pba_preempt_after") c.pba_preempt_after = to_duration(key, v);
   else if (key == "pba_max_requeues") c.pba_max_requeues = to_int(key, v, 0);
   else if (key == "pba_require_project") c.pba_require_project = to_bool(key, v);
-  else if (key == "preempt_mode") {
-    if (v != "requeue" && v != "suspend")
-      throw std::invalid_argument("preempt_mode: expected requeue or suspend, got '" + v + "'");
-    c.preempt_mode = v;
-  } else if (key == "nci") c.nci = to_bool(key, v);
+  else if (key == "preempt_mode") c.preempt_mode = with_key(key, parse_preempt_mode, v);
+  else if (key == "nci") c.nci = to_bool(key, v);
   else if (key == "nci_start_window") c.nci_start_window = to_duration(key, v);
   else if (key == "nci_require") {
     std::vector<std::string> req;

@@ -46,6 +46,14 @@ struct Config {
   // (not enforced; 0 = INFINITY, Grid Engine's default).
   int max_reservation = 1;
   std::int64_t default_duration = 0;          // s
+  // DURATION_OFFSET: added to every job's planned duration, pending and running (the gross
+  // time until its resources are free again); the specification's default.
+  std::int64_t duration_offset = 60;          // s
+  // Checkpoint-based backfilling (checkpoint-backfill-patent.zh.txt): a backfill candidate whose
+  // planned duration exceeds split_threshold is planned at split_factor x it (unset: the policy's,
+  // as `corral sim --split-factor`).
+  std::optional<double> split_factor;
+  std::int64_t split_threshold = 3600;        // s
   // MONITOR (section 2d): every pass's schedule lines appended to this file,
   // `::::::::` before each pass; empty: off. Like Grid Engine's, it is never
   // truncated: rotate it (SIGHUP reopens it).
@@ -83,7 +91,9 @@ struct Config {
   bool pba_require_project = true;            // jobs without -P fail pre-qualification (lowest queue)
   // How a job is stopped when a policy preempts it (Job::preempt): requeue (work lost, it waits
   // again) or suspend (frozen, resumed when its cores are free).
-  std::string preempt_mode = "requeue";
+  // The node's default: a job's own choice (corral submit --preempt, CORRAL_PREEMPT, a
+  // #CORRAL --preempt directive) wins.
+  PreemptMode preempt_mode = PreemptMode::Requeue;
   // Cooperative checkpoint (issue 3: "signal the job (configurable, default SIGUSR1), give it a
   // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
   int checkpoint_signal = SIGUSR1;

@@ -39,6 +39,8 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int
   rec.cycles_pending = 0;  // pba.hpp: a requeue starts its pending cycles again (pba::on_requeue)
   snap_stale_.push_back(rec.id);  // the kept snapshot may still hold its entry from before its start
   rec.cores.clear();
+  rec.backfilled = false;
+  rec.backfill_estimate = 0;
   rec.requeue_requested = false;
   rec.comment = why;
   store_->put(rec);
@@ -189,6 +191,9 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.stderr_path = r.spec.stderr_path;
   j.comment = r.comment;
   j.runs = r.runs;
+  j.flow_step = r.spec.flow_step;
+  j.preempt = r.spec.preempt.empty() ? std::string(name(cfg_.preempt_mode)) : r.spec.preempt;
+  j.backfilled = r.backfilled;
   charge_info(r, j);
   if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
     j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run

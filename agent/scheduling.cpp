@@ -43,12 +43,16 @@ void refresh(Job& j, const JobRecord& r) {
 }
 Job to_job(const JobRecord& r, PreemptMode mode) {
   Job j;
-  j.preempt = mode;  // preempt_mode: how a policy stops it (PBA's requeue or suspend)
+  // How a policy stops it (PBA's requeue or suspend): the job's own choice, else the node's
+  // preempt_mode.
+  j.preempt = r.spec.preempt.empty() ? mode : parse_preempt_mode(r.spec.preempt);
   j.id = r.id;
   j.name = r.spec.name;
   j.user = r.user;
   j.group = r.group;
   j.project = r.spec.project;
+  j.flow_step = r.spec.flow_step;
+  j.immediate = r.spec.immediate;
   j.submit = static_cast<Time>(r.submit_time);
   j.walltime = r.spec.walltime;
   j.pe = r.spec.pe;
@@ -67,6 +71,12 @@ void Daemon::setup_scheduling() {
   apply_policy(cfg_.policy, sched_);
   if (cfg_.order) sched_.order.policy = *cfg_.order;
   sched_.planner.max_reservation = cfg_.max_reservation;
+  sched_.planner.duration_offset = static_cast<Time>(cfg_.duration_offset);
+  if (cfg_.split_factor) sched_.planner.checkpoint_split = *cfg_.split_factor;
+  sched_.planner.checkpoint_threshold = static_cast<Time>(cfg_.split_threshold);
+  // A checkpointed job holds its cores until it leaves, at most checkpoint_grace: the reserved
+  // job is planned for then, not started into cores still held.
+  sched_.planner.checkpoint_cost = cfg_.checkpoint_grace;
   if (cfg_.default_duration > 0) sched_.planner.default_duration = cfg_.default_duration;
   if (!cfg_.monitor_file.empty()) {
     open_monitor();  // a path it cannot write is a clear error at start
@@ -82,7 +92,7 @@ void Daemon::setup_scheduling() {
     sched_.nci.require_jobfs = req("jobfs");
     sched_.nci.window_wait = static_cast<Time>(cfg_.nci_start_window);
   }
-  preempt_mode_ = cfg_.preempt_mode == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
+  preempt_mode_ = cfg_.preempt_mode;
 }
 
 // The origin of a PBA plan's relative dates (+N weeks, +DURATION deadlines):
@@ -153,7 +163,7 @@ void Daemon::setup_pba() {
   for (const auto& pd : p.plan.projects) allocated += p.plan.allocated_slots(pd.name, po.origin);
   log_line("PBA: plan " + path + ": " + std::to_string(p.plan.projects.size()) + " project(s), " +
            std::to_string(allocated) + " slot(s) allocated this week; preemption " +
-           (p.preempt ? "after " + std::to_string(p.preempt_after) + " s pending, by " + cfg_.preempt_mode
+           (p.preempt ? "after " + std::to_string(p.preempt_after) + " s pending, by " + std::string(name(cfg_.preempt_mode))
                       : std::string("off")));
 }
 
@@ -216,10 +226,15 @@ void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
     // Suspended time does not count against the walltime (nci-pbs-policy.txt).
     rj.suspended_for = static_cast<Time>(suspended_total(r, t));
     const Time no_walltime = cfg_.default_duration > 0 ? static_cast<Time>(cfg_.default_duration) : 365 * 86400;
-    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : no_walltime);
+    // DURATION_OFFSET as for a pending job: its planned end does not move earlier at its start.
+    rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : no_walltime) +
+                      sched_.planner.duration_offset;
     rj.slots = granted(r);
     rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
     rj.suspended = r.state == proto::state::kSuspended;
+    // Backfilled (checkpoint policy), unless its checkpoint is being taken already.
+    rj.backfilled = r.backfilled && !r.requeue_requested;
+    rj.backfill_estimate = static_cast<Time>(r.backfill_estimate);
     // The NCI resume window counts from the start of this suspension; a job an
     // admin holds (`corral suspend`) has none: only `corral resume` thaws it.
     if (rj.suspended && !r.held && r.suspended_since > 0) rj.suspended_since = static_cast<Time>(r.suspended_since);
@@ -339,6 +354,12 @@ void Daemon::apply(const Plan& plan) {
           break;
         }
         start_job(*rec, d);
+        if (d.backfilled && rec->state == proto::state::kRunning) {
+          // Kept in the journal: a restart still stops it at its window's end.
+          rec->backfilled = true;
+          rec->backfill_estimate = backfill_duration(to_job(*rec, preempt_mode_), sched_.planner);
+          store_->put(*rec);
+        }
         break;
       case Action::Reserve:
         if (pending) rec->comment = "reserved: " + (d.reason.empty() ? "resources held" : d.reason);
@@ -351,15 +372,12 @@ void Daemon::apply(const Plan& plan) {
           break;
         }
         if (!sus && rec->held) break;  // suspended by an admin: only `corral resume` thaws it
-        if (suspend_resume(*rec, sus, d.reason).empty() && sus && d.pba_preemption) {
-          rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
-          store_->put(*rec);
-        }
+        suspend_resume(*rec, sus, d.reason);  // PBA's suspensions do not count toward its requeue bound
         break;
       }
       case Action::Requeue:
       case Action::Checkpoint: {
-        if (pending) break;
+        if (pending || rec->requeue_requested) break;  // stopping already
         bool ck = d.action == Action::Checkpoint;
         std::string err = ck ? launcher_->checkpoint(d.job) : launcher_->requeue(d.job);
         if (!err.empty()) {
@@ -367,7 +385,7 @@ void Daemon::apply(const Plan& plan) {
           break;
         }
         rec->requeue_requested = true;
-        if (d.pba_preemption) rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
+        if (d.pba_preemption && !ck) rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
         rec->comment = d.reason;
         store_->put(*rec);
         log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (d.reason.empty() ? "" : ": " + d.reason));

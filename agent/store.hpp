@@ -40,7 +40,7 @@ struct JobRecord {
   double end_time = 0;
   std::vector<int> cores;
   std::int32_t requeues = 0;
-  std::int32_t pba_preemptions = 0;  // PBA's own suspensions/requeues of it (its requeue bound)
+  std::int32_t pba_preemptions = 0;  // PBA's own requeues of it (its requeue bound; not suspensions)
   double priority = 0;           // scheduling policy state (Plan::updates)
   std::int32_t cycles_pending = 0;
   double last_start_priority = 0;
@@ -65,11 +65,17 @@ struct JobRecord {
   // the job (requeue, checkpoint, preemption, lost at a restart) ends "preempted". Added after the
   // journal format shipped: older journals have none.
   std::vector<proto::RunInfo> runs;
+  // The current run was started as a backfilled job under the checkpoint policy
+  // (checkpoint-backfill-patent.zh.txt), and its split estimate then (s): at start + that
+  // estimate its window ends and, if the reserved job still lacks cores, it is checkpointed.
+  // Added after the journal format shipped: older journals lack them (not backfilled).
+  bool backfilled = false;
+  std::int64_t backfill_estimate = 0;
   MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
-                     held, pba_preemptions, checkpoints, runs)
+                     held, pba_preemptions, checkpoints, runs, backfilled, backfill_estimate)
 
   bool ended() const { return state == proto::state::kEnded; }
 };

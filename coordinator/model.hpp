@@ -79,6 +79,8 @@ struct Job {
   Amounts consumables;           // per slot, as in Grid Engine
 
   bool reserve = false;          // qsub -R y
+  bool immediate = false;        // qsub -now y: starts in this pass or is rejected,
+                                 // never reserved (sge6-reservation-backfill.txt, -R)
   bool checkpointable = false;   // may be checkpointed and requeued
   PreemptMode preempt = PreemptMode::Requeue;
 
@@ -86,8 +88,8 @@ struct Job {
   double priority = 0;           // higher first
   int cycles_pending = 0;
   int requeues = 0;              // every requeue and checkpoint (any stage)
-  int pba_preemptions = 0;       // times PBA's preemption suspended or requeued it
-                                 // (PbaConfig::max_requeues bounds these only)
+  int pba_preemptions = 0;       // times PBA's preemption requeued it (its suspensions
+                                 // do not count; PbaConfig::max_requeues bounds these only)
   double last_start_priority = 0;
   Time work_done = 0;            // seconds of work saved by checkpoints; a restart
                                  // only has (run time - work_done) left
@@ -113,7 +115,9 @@ struct Placement {
 struct RunningJob {
   Job job;
   Time start = 0;
-  Time expected_end = 0;         // start + estimate (planning, may be extended)
+  Time expected_end = 0;         // start + estimate + PlannerConfig::duration_offset
+                                 // (planning, may be extended; the caller adds the offset,
+                                 // as the planner does to pending jobs)
   int slots = 0;                 // slots actually granted (within the job's range)
   std::vector<Placement> placement;
   bool suspended = false;        // frozen: cores free, memory/jobfs still held
@@ -122,6 +126,8 @@ struct RunningJob {
   Time suspended_since = -1;     // start of the current suspension (-1: unknown)
   bool stopping = false;         // being checkpointed: holds its cores until
                                  // expected_end, then leaves (no preemption victim)
+  Time backfill_estimate = 0;    // with backfilled: its split estimate when it started
+                                 // (its window ends at start + this); 0: backfill_duration()
 };
 
 // Everything the core may look at for one pass.
@@ -213,7 +219,7 @@ struct Decision {
   bool backfilled = false;       // Start: backfilled past a reservation under the
                                  // checkpoint policy (caller sets RunningJob::backfilled)
   bool pba_preemption = false;   // Suspend/Requeue by PBA's one-for-one preemption
-                                 // (caller adds 1 to Job::pba_preemptions)
+                                 // (on a Requeue the caller adds 1 to Job::pba_preemptions)
 };
 
 // Per-job policy state changes the caller must store before the next pass.

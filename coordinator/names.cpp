@@ -1,5 +1,8 @@
 #include "coordinator/names.hpp"
 
+#include <cmath>
+#include <cstdlib>
+
 namespace corral {
 
 std::string join_names(std::span<const std::string_view> names, std::string_view sep) {
@@ -34,6 +37,20 @@ PolicyPreset policy_preset(Policy p) {
       break;
   }
   return s;
+}
+
+PreemptMode parse_preempt_mode(std::string_view s) {
+  if (auto m = find_name<PreemptMode>(s)) return *m;
+  throw std::invalid_argument("expected " + names_of<PreemptMode>(" or ") + ", got '" + std::string(s) + "'");
+}
+
+double parse_split_factor(std::string_view s) {
+  const std::string t(s);
+  char* end = nullptr;
+  const double p = t.empty() ? NAN : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(p > 0 && p <= 1))
+    throw std::invalid_argument("expected a number in (0, 1], got '" + t + "'");
+  return p;
 }
 
 std::optional<std::int64_t> find_duration(std::string_view s) {

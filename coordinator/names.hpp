@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "coordinator/model.hpp"  // PreemptMode
+
 namespace corral {
 
 // The planner's backfilling algorithm (coordinator/planner/planner.hpp).
@@ -38,6 +40,8 @@ inline constexpr std::array<std::string_view, 5> kBackfillNames = {"fcfs", "easy
 inline constexpr std::array<std::string_view, 6> kPolicyNames = {"fcfs",    "easy",       "conservative",
                                                                  "reserve", "checkpoint", "corral"};
 inline constexpr std::array<std::string_view, 7> kOrderNames = {"fifo", "sjf", "saf", "wfp3", "lxf", "sjbf", "lxbf"};
+// How a policy stops a job it preempts (Job::preempt), in enum order.
+inline constexpr std::array<std::string_view, 2> kPreemptModeNames = {"requeue", "suspend"};
 inline constexpr std::array<std::string_view, 10> kEndReasonNames = {
     "completed", "failed", "walltime", "mem", "jobfs", "cancelled", "preempted", "checkpointed", "launch_failed",
     "rejected"};
@@ -55,6 +59,10 @@ template <> struct NameList<Policy> {
 template <> struct NameList<Order> {
   static constexpr std::string_view what = "order";
   static constexpr std::span<const std::string_view> names = kOrderNames;
+};
+template <> struct NameList<PreemptMode> {
+  static constexpr std::string_view what = "preempt mode";
+  static constexpr std::span<const std::string_view> names = kPreemptModeNames;
 };
 template <> struct NameList<EndReason> {
   static constexpr std::string_view what = "end reason";
@@ -101,6 +109,15 @@ struct PolicyPreset {
   bool repredict = false;
 };
 PolicyPreset policy_preset(Policy p);
+
+// The preempt mode `s` (requeue, suspend); else std::invalid_argument
+// "expected requeue or suspend, got 'x'".
+PreemptMode parse_preempt_mode(std::string_view s);
+
+// The checkpoint policy's split factor p (PlannerConfig::checkpoint_split): a
+// number in (0, 1]; else std::invalid_argument "expected a number in (0, 1],
+// got 'x'". corrald's split_factor and `corral sim --split-factor`.
+double parse_split_factor(std::string_view s);
 
 // ------------------------------------------------------------ durations --
 

@@ -65,8 +65,16 @@ struct JobSpec {
   // The submitter's umask, which the job runs with (as qsub and sbatch do); -1: not sent (an
   // older client), the job gets 022. Added after version 1.
   std::int32_t umask = -1;
+  // Added after version 1 (older peers omit or ignore them). The step of the project's flow
+  // (-P PROJECT:STEP, pba-synopsys-patent.txt); how a policy that preempts the job stops it, the
+  // job's own choice ("requeue", "suspend"; "": the node's preempt_mode); -now y (Grid Engine's
+  // immediate job: it starts at once or is refused, and is never reserved).
+  std::string flow_step;
+  std::string preempt;
+  bool immediate = false;
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
-                     script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask)
+                     script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
+                     flow_step, preempt, immediate)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a
@@ -118,6 +126,13 @@ struct JobInfo {
   // Every run, oldest first, the current one last (end 0). Added after version 1 (older peers
   // omit or ignore it). The job's own exit_code / end_reason are its last run's once it ended.
   std::vector<RunInfo> runs;
+  // Added after version 1: the flow step (-P PROJECT:STEP; "" none), how a preemption stops it
+  // (its own choice, else the node's: "requeue" or "suspend"), and whether it was started as a
+  // backfilled job under the checkpoint policy (stopped at its window's end if the reserved job
+  // still lacks cores).
+  std::string flow_step;
+  std::string preempt;
+  bool backfilled = false;
   // NCI charging (added after version 1; 0 without it): service units charged over every run
   // (running wall time x cpus x the queue's charge), and the units an hour of running costs
   // now (its cpus x its queue's charge; 0 in a free queue).
@@ -126,7 +141,8 @@ struct JobInfo {
   MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
                      cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
-                     slots_min, slots_max, slots, suspended_seconds, runs, su_charged, su_rate)
+                     slots_min, slots_max, slots, suspended_seconds, runs, flow_step, preempt,
+                     backfilled, su_charged, su_rate)
 };
 
 // Node-local status: works without any mesh.

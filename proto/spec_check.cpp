@@ -87,7 +87,11 @@ std::string check_spec(const JobSpec& s) {
   std::string why = check_job_name(s.name);
   if (why.empty()) why = check_label("the queue name", s.queue);
   if (why.empty()) why = check_label("the project name", s.project);
+  if (why.empty()) why = check_label("the flow step", s.flow_step);
   if (!why.empty()) return why;
+  if (!s.flow_step.empty() && s.project.empty()) return "a flow step needs a project (-P PROJECT:STEP)";
+  if (!s.preempt.empty() && s.preempt != "requeue" && s.preempt != "suspend")
+    return "--preempt: expected requeue or suspend, got '" + printable(s.preempt) + "'";
   if (s.walltime < 0) return "walltime must not be negative";
   if (s.walltime > kMaxWalltime)
     return "walltime of " + std::to_string(s.walltime) + " s is beyond the limit of " +

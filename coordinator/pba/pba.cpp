@@ -67,7 +67,7 @@ void on_requeue(Job& job) {
   job.cycles_pending = 0;
 }
 
-void on_pba_preemption(Job& job) { job.pba_preemptions += 1; }
+void on_pba_preemption(Job& job) { job.pba_preemptions += 1; }  // on PBA's Requeue only
 
 double next_priority(const Job& job, bool allocated, const PbaConfig& cfg) {
   double p;
@@ -577,8 +577,9 @@ std::vector<std::size_t> PbaPass::rank_victims() {
     // Being checkpointed: its slots free when the checkpoint is written; as a
     // victim it would free nothing now and the preemptor's start would wait.
     if (r.stopping) continue;
-    // The patent's bound on requeues, over PBA's own preemptions only (pba.hpp).
-    if (r.job.pba_preemptions >= cfg.max_requeues) continue;
+    // The patent's bound on requeues, over PBA's own requeues only (pba.hpp): a job that
+    // chose suspension loses no work and is not bounded.
+    if (r.job.preempt == PreemptMode::Requeue && r.job.pba_preemptions >= cfg.max_requeues) continue;
     victims.push_back(i);
   }
   auto oversub = [&](const std::string& p) {
@@ -620,7 +621,8 @@ void PbaPass::preempt() {
       continue;
     }
     const SlaState& ss = sla[j.project];
-    if (!ss.waive_wait && now - j.submit < cfg.preempt_after) continue;
+    // The patent: pending "for more than" the period, so not at exactly preempt_after.
+    if (!ss.waive_wait && now - j.submit <= cfg.preempt_after) continue;
     // Pick the least valued victims until enough slots are freed.
     int lacking = need - free_slots;
     std::vector<std::size_t> chosen;

@@ -8,8 +8,8 @@
 //   - on Start: set Job::last_start_priority = Job::priority (and first_start);
 //   - on Requeue / Checkpoint: Job::requeues += 1 and cycles_pending = 0 (PBA's
 //     own Requeue decisions also come with an update saying so);
-//   - on a Suspend / Requeue with Decision::pba_preemption: also
-//     Job::pba_preemptions += 1 (on_pba_preemption), the count max_requeues bounds;
+//   - on a Requeue with Decision::pba_preemption: also Job::pba_preemptions
+//     += 1 (on_pba_preemption), the count max_requeues bounds (not on a Suspend);
 //   - on Demote: Job::queue = Decision::queue.
 //   - for throughput SLAs: count finished jobs per project in
 //     PbaConfig::jobs_done.
@@ -41,16 +41,15 @@ struct PbaConfig {
   double requeue_increment = 10;
   // Patent: "ensure that a job that has already been re-queued a certain
   // number of times is not re-queued again" (the re-queues that free a slot
-  // for an allocated job). Bounds Job::pba_preemptions, PBA's own suspensions
-  // and requeues of the job, not the checkpoints of other stages (checkpoint
-  // backfilling, selective preemption: they keep the work, and selective
-  // preemption has its own bound). Suspensions count too: a job suspended
-  // over and over loses its slot as surely as one requeued.
-  int max_requeues = 3;            // a job PBA preempted this often is not preempted again
+  // for an allocated job). Bounds Job::pba_preemptions, PBA's own requeues of
+  // the job only: not its suspensions (a job that chose suspend keeps its
+  // work and is never bounded), nor other stages' requeues and checkpoints
+  // (checkpoint backfilling, selective preemption, NCI, an admin's requeue).
+  int max_requeues = 3;            // a job PBA requeued this often is not preempted again
 
   // Preemption ("pending for more than a predetermined period").
   bool preempt = true;
-  Time preempt_after = 300;        // seconds pending before an allocated job may preempt
+  Time preempt_after = 300;        // an allocated job pending MORE than this may preempt
   Time victim_start_bucket = 60;   // starts this close count as "started at the same time"
   // Resume suspended jobs (PBA's suspended victims) once their cores are free
   // and no allocated job waits for them. Turn off when nci_stage runs too: it
@@ -96,7 +95,7 @@ bool covers(const Allocation& a, const Job& job);
 void apply_update(Job& job, const JobUpdate& u);  // priority, cycles_pending
 void on_start(Job& job, Time now);                // last_start_priority, first_start
 void on_requeue(Job& job);                        // requeues + 1, cycles_pending = 0
-void on_pba_preemption(Job& job);                 // pba_preemptions + 1 (Decision::pba_preemption)
+void on_pba_preemption(Job& job);                 // pba_preemptions + 1 (a Requeue with Decision::pba_preemption)
 
 // The job's priority after one more pending cycle. `allocated`: the job
 // matches an allocation this week (gets the +100 once, then +1 per cycle).

@@ -53,6 +53,18 @@ std::optional<std::string> check_horizon(IsoWeek w, Time now, int horizon_weeks)
   return std::nullopt;
 }
 
+std::optional<std::string> check_flow_step(const ProjectPlan& plan, const std::string& project,
+                                           const std::string& step) {
+  const ProjectDef* p = plan.project(project);
+  if (!p) return "unknown project '" + project + "': its flow steps cannot be checked";
+  if (p->has_step(step)) return std::nullopt;
+  if (p->flows.empty()) return "project '" + project + "' has no flows, so no step '" + step + "'";
+  std::string steps;
+  for (const Flow& f : p->flows)
+    for (const std::string& st : f.steps) steps += (steps.empty() ? "" : ", ") + st;
+  return "project '" + project + "' has no flow step '" + step + "' (its steps: " + steps + ")";
+}
+
 std::optional<std::string> set_allocation(ProjectPlan& plan, Allocation a, Time now) {
   const ProjectDef* p = plan.project(a.project);
   if (!p) return "unknown project '" + a.project + "'";

@@ -106,4 +106,9 @@ std::optional<std::string> set_allocation(ProjectPlan& plan, Allocation a, Time 
 // `horizon_weeks` weeks after the week containing `now`.
 std::optional<std::string> check_horizon(IsoWeek w, Time now, int horizon_weeks);
 
+// Why a job of `project` may not name flow step `step` (-P PROJECT:STEP), or nullopt: the
+// project is declared and one of its flows has the step. Checked at submit.
+std::optional<std::string> check_flow_step(const ProjectPlan& plan, const std::string& project,
+                                           const std::string& step);
+
 }  // namespace corral::pba

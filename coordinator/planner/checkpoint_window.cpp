@@ -21,7 +21,7 @@ bool GeneralPass::checkpoint_for(Plan& plan, const Job& head, const Req& r, Time
     if (!rj.backfilled || !holds_cores[ri]) continue;
     // Stopped for an earlier job of this pass: its cores are given already.
     if (std::find(checkpointed.begin(), checkpointed.end(), ri) != checkpointed.end()) continue;
-    if (sat_add(rj.start, backfill_duration(rj.job, *cfg)) > now) continue;  // window not over
+    if (backfill_window_end(rj, *cfg) > now) continue;  // window not over
     overdue.push_back(ri);
     freeable += rj.slots;
   }

@@ -15,6 +15,13 @@ bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& 
     memo_.valid = false;
     return false;
   }
+  // A -now y job is rejected where it cannot start: the general path's rule.
+  if (!s.pending_cores_only)
+    for (const Job& j : s.pending)
+      if (j.immediate) {
+        memo_.valid = false;
+        return false;
+      }
   for (const Decision& d : plan.decisions)
     if (d.action == Action::Suspend || d.action == Action::Resume) {
       memo_.valid = false;

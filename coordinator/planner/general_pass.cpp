@@ -93,7 +93,7 @@ void GeneralPass::setup(const Snapshot& s, const PlannerConfig& c, const Plan& p
     holds_other[ri] = !fr || suspend_freed.count(rj.job.id) > 0;
     Time end = rj.expected_end;
     if (cfg->backfill == Backfill::Checkpoint && rj.backfilled)
-      end = sat_add(rj.start, backfill_duration(rj.job, *cfg));
+      end = backfill_window_end(rj, *cfg);
     // Its remaining run is unknown here (expected_end does not yet count the
     // time it was suspended): its whole planned duration is an upper bound.
     if (res) end = std::max(end, sat_add(now, planned_duration(rj.job, *cfg)));
@@ -432,7 +432,9 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
   int head_slots = 0;
   Time shadow = kForever;
   const auto& pend = snap->pending;
-  for (std::uint32_t idx : st.order) {
+  std::size_t k = 0;
+  for (; k < st.order.size(); ++k) {
+    const std::uint32_t idx = st.order[k];
     if (idx >= pend.size()) continue;
     const Job& j = pend[idx];
     if (std::string err = resolve(j, req); !err.empty()) {
@@ -458,6 +460,10 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
       reject(plan, j, never_fits_text(j));
       continue;
     }
+    if (j.immediate) {  // -now y: no reservation, no checkpoint for it; it does not block
+      reject(plan, j, not_now_text(j));
+      continue;
+    }
     if (pol == Backfill::Fcfs) break;
     if (pol == Backfill::Checkpoint && !blocked && checkpoint_for(plan, j, req, d)) continue;
     const bool wants = pol != Backfill::Reserve || j.reserve;
@@ -476,6 +482,9 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
     blocked = true;
     if (free_now <= 0 && reservations_left == 0 && pol != Backfill::Checkpoint) break;  // nothing else can start
   }
+  // Jobs the pass stopped before: a -now y job among them cannot start at once.
+  for (++k; k < st.order.size(); ++k)
+    if (st.order[k] < pend.size() && pend[st.order[k]].immediate) reject(plan, pend[st.order[k]], not_now_text(pend[st.order[k]]));
   pin_of.clear();
   pins.swap(next_pins);
   next_pins.clear();

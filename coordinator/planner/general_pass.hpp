@@ -66,6 +66,13 @@ inline std::string never_fits_text(const Job& j) {
          " slots with its requests";
 }
 
+// The reason given to a -now y job that cannot start in this pass (it is
+// never reserved: sge6-reservation-backfill.txt, qsub -R).
+inline std::string not_now_text(const Job& j) {
+  return "job " + std::to_string(j.id) + " was submitted with -now y and cannot start at once (" +
+         std::to_string(j.slots_min) + " slots not free now)";
+}
+
 class GeneralPass {
  public:
   // Plans one pass: `st` and `plan` as in Planner::plan.

@@ -73,7 +73,11 @@ struct PlannerConfig {
   // blocked job only, conservative for every job, checkpoint for the head.
   int max_reservation = 1;
   Time default_duration = kForever;   // SGE default "INFINITY"
-  Time duration_offset = 60;          // SGE DURATION_OFFSET; the simulator sets 0
+  // SGE DURATION_OFFSET (default 60 s, as the specification): added to every
+  // pending job's planned duration; callers add it to a running job's
+  // RunningJob::expected_end too (model.hpp). `corral sim` sets its
+  // --duration-offset (default 0: SWF run times are exact).
+  Time duration_offset = 60;
   bool monitor = false;               // fill Plan::monitor (SGE MONITOR)
   // checkpoint policy: estimates above the threshold are multiplied by the
   // split factor p for the backfill test of non-head jobs.
@@ -109,12 +113,13 @@ struct PlannerConfig {
 };
 
 // A valid job that needs cores only: slot range 1 <= min <= max, no negative
-// request, the default queue, no consumables (the planner's fast path plans
-// it from the free cores alone; Snapshot::pending_cores_only promises it).
+// request, the default queue, no consumables, not -now y (the planner's fast
+// path plans it from the free cores alone; Snapshot::pending_cores_only
+// promises it).
 inline bool cores_only_job(const Job& j) {
   // Sign tests or'ed together: one branch for the four non-negative fields.
   return j.slots_min >= 1 && j.slots_max >= j.slots_min && (j.mem_mb | j.jobfs_mb | j.walltime | j.estimate) >= 0 &&
-         j.queue.empty() && j.consumables.empty();
+         j.queue.empty() && j.consumables.empty() && !j.immediate;
 }
 
 // A lower bound of planned_duration(job, cfg) whatever cfg says (offsets,
@@ -135,6 +140,12 @@ inline Time planned_duration(const Job& job, const PlannerConfig& cfg) {
 }
 // The checkpoint policy's shortened duration for a non-head job.
 Time backfill_duration(const Job& job, const PlannerConfig& cfg);
+// When a backfilled running job's window ends: its start plus the split
+// estimate it was started with (RunningJob::backfill_estimate), else
+// backfill_duration() of its job.
+inline Time backfill_window_end(const RunningJob& rj, const PlannerConfig& cfg) {
+  return sat_add(rj.start, rj.backfill_estimate > 0 ? rj.backfill_estimate : backfill_duration(rj.job, cfg));
+}
 
 // Plans one pass over st.order: appends Start / Reserve / Checkpoint / Reject
 // decisions (and MONITOR lines when enabled) to `plan`. Pure except for one

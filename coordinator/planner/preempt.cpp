@@ -21,7 +21,7 @@ double bounded(Time t) { return static_cast<double>(std::max<Time>(10, t)); }
 // backfilled job under the checkpoint policy ends at its shortened window).
 Time planned_end(const RunningJob& rj, const PlannerConfig& pcfg) {
   if (pcfg.backfill == Backfill::Checkpoint && rj.backfilled)
-    return std::min(rj.expected_end, rj.start + std::max<Time>(1, backfill_duration(rj.job, pcfg)));
+    return std::min(rj.expected_end, std::max(rj.start + 1, backfill_window_end(rj, pcfg)));
   return rj.expected_end;
 }
 

@@ -37,7 +37,7 @@ void Simulator::arrive(std::size_t idx) {
   // if no job arrives or ends then: PBA's pending threshold ("pending for
   // more than a predetermined period") and NCI's start window.
   if (cfg_.pba.enabled && cfg_.pba.preempt && !j.project.empty() && cfg_.pba.preempt_after > 0)
-    wake_.push(s.submit + cfg_.pba.preempt_after);
+    wake_.push(s.submit + cfg_.pba.preempt_after + 1);  // "more than": the next second
   if (cfg_.nci.enabled && cfg_.nci.window_wait > 0) {
     wake_.push(s.submit + cfg_.nci.window_wait);
     wake_.push(s.submit + window_bound(cfg_.nci));  // when it becomes overdue
@@ -75,7 +75,7 @@ void Simulator::extend_predictions() {
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[e.idx])];
     touch_running(run_pos_[e.idx]);
     Time req_left = std::max<Time>(1, tr_.jobs[e.idx].estimate - r.work_done);
-    rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left);
+    rj.expected_end = std::max(rj.expected_end, r.seg_start + r.seg_overhead + req_left + cfg_.planner.duration_offset);
   }
 }
 

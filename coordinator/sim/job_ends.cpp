@@ -23,20 +23,22 @@ void Simulator::add_running(std::size_t idx, Job& j, int slots, std::vector<Plac
   heap_.push({r.actual_end, static_cast<std::uint32_t>(idx), h.gen});
   run_pos_[idx] = static_cast<std::int32_t>(snap_.running.size());
   const Time left_est = std::max<Time>(1, r.plan_est - r.work_done);
-  const Time expected_end = now_ + r.seg_overhead + left_est;
+  const Time expected_end = now_ + r.seg_overhead + left_est + cfg_.planner.duration_offset;
   // Built in place, its job moved member-wise (j is a pending entry the
   // compaction overwrites); every other member as listed or its default.
   // Every member listed: GCC zeroes an aggregate given fewer first.
-  static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: list every member here");
+  static_assert(field_count<RunningJob>() == 11, "corral::RunningJob changed: list every member here");
   static const RunningJob kDefault{};
 #if __cpp_aggregate_paren_init >= 201902L
   RunningJob& rj = snap_.running.emplace_back(MovedJob{j}, now_, expected_end, slots, std::move(place),
                                               /*suspended=*/false, backfilled, kDefault.suspended_for,
-                                              kDefault.suspended_since, kDefault.stopping);
+                                              kDefault.suspended_since, kDefault.stopping,
+                                              kDefault.backfill_estimate);
 #else  // clang before 16 cannot build an aggregate from parentheses: one move more
   RunningJob& rj = snap_.running.emplace_back(RunningJob{MovedJob{j}, now_, expected_end, slots, std::move(place),
                                                          /*suspended=*/false, backfilled, kDefault.suspended_for,
-                                                         kDefault.suspended_since, kDefault.stopping});
+                                                         kDefault.suspended_since, kDefault.stopping,
+                                                         kDefault.backfill_estimate});
 #endif
   if (backfilled && cfg_.planner.backfill == Backfill::Checkpoint) {
     Time window_end = now_ + std::max<Time>(1, backfill_duration(rj.job, cfg_.planner));

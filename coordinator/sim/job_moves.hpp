@@ -31,7 +31,7 @@ constexpr std::size_t field_count() {
 // model.hpp's Job: the member count check fails when Job changes, so this is
 // updated with it.
 inline void shift_job(Job& d, Job& s) {
-  static_assert(field_count<Job>() == 26, "corral::Job changed: update shift_job()");
+  static_assert(field_count<Job>() == 27, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
     if ((a.size() | b.size()) != 0) a = std::move(b);  // one branch: both empty, nothing to do
   };
@@ -52,6 +52,7 @@ inline void shift_job(Job& d, Job& s) {
   d.jobfs_mb = s.jobfs_mb;
   if ((d.consumables.size() | s.consumables.size()) != 0) d.consumables = std::move(s.consumables);
   d.reserve = s.reserve;
+  d.immediate = s.immediate;
   d.checkpointable = s.checkpointable;
   d.preempt = s.preempt;
   d.priority = s.priority;
@@ -90,7 +91,7 @@ struct NewJob {
 // The same for a running entry (finish() moves the last entry into the
 // place of the one that ended).
 inline void shift_running(RunningJob& d, RunningJob& s) {
-  static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: update shift_running()");
+  static_assert(field_count<RunningJob>() == 11, "corral::RunningJob changed: update shift_running()");
   shift_job(d.job, s.job);
   d.start = s.start;
   d.expected_end = s.expected_end;
@@ -101,6 +102,7 @@ inline void shift_running(RunningJob& d, RunningJob& s) {
   d.suspended_for = s.suspended_for;
   d.suspended_since = s.suspended_since;
   d.stopping = s.stopping;
+  d.backfill_estimate = s.backfill_estimate;
 }
 
 // d = s for a start's placement (a pooled buffer: its old entries are

@@ -66,7 +66,7 @@ bool Simulator::do_suspend(std::size_t idx, bool by_pba) {
   if (h.st != St::Running) return false;
   RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
   touch_running(run_pos_[idx]);
-  if (by_pba) pba::on_pba_preemption(rj.job);
+  (void)by_pba;  // PBA's suspensions do not count toward its requeue bound (pba.hpp)
   segment(idx, rj, now_, SegEnd::Suspend);
   charge(idx, rj);  // suspended time is not charged
   r.remaining = r.actual_end - now_;

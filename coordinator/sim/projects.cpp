@@ -122,7 +122,8 @@ void Simulator::summarize_projects(Time first_submit) {
     o.max_wait = std::max(o.max_wait, w);
     if (within_[i]) {
       ++o.allocated_jobs;
-      o.max_wait_past_threshold = std::max(o.max_wait_past_threshold, w - threshold);
+      // Past the first second "more than" the threshold allows (pba.cpp).
+      o.max_wait_past_threshold = std::max(o.max_wait_past_threshold, w - threshold - 1);
     }
   }
   for (std::size_t p = 0; p < pacc_.size(); ++p) {

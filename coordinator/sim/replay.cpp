@@ -27,9 +27,9 @@ Simulator::Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o)
   node_used_.assign(static_cast<std::size_t>(nodes), 0);
   busy_.assign((static_cast<std::size_t>(nodes) + 63) / 64, 0);
   bits_ = cpn_ == 1;
-  // The trace's run times are exact: no SGE duration offset; the planner
-  // knows what a restart costs.
-  cfg_.planner.duration_offset = 0;
+  // SGE's duration offset (SimOptions::duration_offset: 0 unless asked, the
+  // trace's run times being exact); the planner knows what a restart costs.
+  cfg_.planner.duration_offset = std::max<Time>(0, opt_.duration_offset);
   cfg_.planner.restart_cost = opt_.restart_cost;
   cfg_.planner.checkpoint_cost = opt_.checkpoint_cost;
   if (opt_.on_monitor) cfg_.planner.monitor = true;

@@ -23,7 +23,12 @@
 namespace corral::sim {
 
 struct SimOptions {
-  SchedConfig sched;           // policy, order, planner settings (duration offset 0)
+  SchedConfig sched;           // policy, order, planner settings (its duration offset is
+                               // replaced by duration_offset below)
+  // Grid Engine's DURATION_OFFSET (`corral sim --duration-offset`): added to
+  // every planned duration, pending and running. 0 by default: SWF run times
+  // are exact, and the published comparisons (bench/sim) use 0.
+  Time duration_offset = 0;
   int nodes = 0;               // 0: the trace's machine size, as single-core nodes
   int cores = 1;               // cores per node
   bool predict = false;        // EASY++ user run-time prediction (Tsafrir et al. 2007)
@@ -79,7 +84,8 @@ struct ProjectResult {
   std::size_t allocated_jobs = 0;   // jobs within the allocation when submitted
   double mean_wait = 0;             // first start - submit (unstarted: end of run)
   Time max_wait = 0;
-  // Longest (wait - pending threshold) of a job submitted within the
+  // Longest (wait - pending threshold - 1 s: PBA preempts for a job pending
+  // more than the threshold, the next second at the earliest) of a job submitted within the
   // allocation (its slots + the project's running and allocated pending
   // slots <= the allocation of that week); 0 if none waited longer.
   Time max_wait_past_threshold = 0;

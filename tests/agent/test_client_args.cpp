@@ -263,3 +263,68 @@ TEST_CASE("an empty value after '=' is that option's value, not the next argumen
   CHECK(c.args == std::vector<std::string>{"5"});
   CHECK(c.socket == default_socket());
 }
+
+namespace {
+SubmitArgs submit_of(std::vector<std::string> args) {
+  std::vector<char*> v;
+  for (auto& a : args) v.push_back(a.data());
+  return parse_submit(static_cast<int>(v.size()), v.data());
+}
+}  // namespace
+
+TEST_CASE("submit: -P PROJECT:STEP, --preempt, -now y, CORRAL_PREEMPT", "[agent]") {
+  SubmitArgs a = submit_of({"submit", "-P", "chip:synthesis", "--preempt", "suspend", "-now", "y", "--wrap", "true"});
+  CHECK(a.spec.project == "chip");
+  CHECK(a.spec.flow_step == "synthesis");
+  CHECK(a.spec.preempt == "suspend");
+  CHECK(a.spec.immediate);
+  a = submit_of({"submit", "-P", "chip", "--wrap", "true"});
+  CHECK(a.spec.project == "chip");
+  CHECK(a.spec.flow_step.empty());
+  CHECK(a.spec.preempt.empty());
+  CHECK_FALSE(a.spec.immediate);
+  CHECK_THROWS_WITH(submit_of({"submit", "-P", ":x", "--wrap", "true"}), Catch::Contains("-P takes PROJECT or PROJECT:STEP"));
+  CHECK_THROWS_WITH(submit_of({"submit", "--preempt", "kill", "--wrap", "true"}),
+                    "--preempt: expected requeue or suspend, got 'kill'");
+  CHECK_THROWS_WITH(submit_of({"submit", "-now", "y", "-now", "n", "--wrap", "true"}), "-now given twice");
+  // The environment chooses when the command line did not; never over it.
+  char env1[] = "CORRAL_PREEMPT=suspend";
+  char* env[] = {env1, nullptr};
+  a = submit_of({"submit", "--wrap", "true"});
+  finish_submit(a.spec, "/tmp", env);
+  CHECK(a.spec.preempt == "suspend");
+  a = submit_of({"submit", "--preempt", "requeue", "--wrap", "true"});
+  finish_submit(a.spec, "/tmp", env);
+  CHECK(a.spec.preempt == "requeue");
+  char bad1[] = "CORRAL_PREEMPT=later";
+  char* bad[] = {bad1, nullptr};
+  a = submit_of({"submit", "--wrap", "true"});
+  CHECK_THROWS_WITH(finish_submit(a.spec, "/tmp", bad), "CORRAL_PREEMPT: expected requeue or suspend, got 'later'");
+}
+
+TEST_CASE("submit: #CORRAL directives before the first command; the command line wins", "[agent]") {
+  const std::string script = "/tmp/corral-test-directives.sh";
+  std::ofstream(script) << "#!/bin/sh\n# a comment\n#CORRAL --preempt suspend -N fromscript\n\n"
+                           "#CORRAL -l walltime=60 -P chip:verification -now y\n"
+                           "echo hi\n#CORRAL -q late\n";
+  SubmitArgs a = submit_of({"submit", script});
+  CHECK(a.spec.preempt == "suspend");
+  CHECK(a.spec.name == "fromscript");
+  CHECK(a.spec.walltime == 60);
+  CHECK(a.spec.project == "chip");
+  CHECK(a.spec.flow_step == "verification");
+  CHECK(a.spec.immediate);
+  CHECK(a.spec.queue.empty());  // after the first command: not a directive
+  a = submit_of({"submit", "--preempt", "requeue", "-N", "cmd", "-l", "walltime=5", script});
+  CHECK(a.spec.preempt == "requeue");
+  CHECK(a.spec.name == "cmd");
+  CHECK(a.spec.walltime == 5);
+  CHECK(a.spec.flow_step == "verification");
+  std::ofstream(script) << "#!/bin/sh\n#CORRAL --wrap 'x'\ntrue\n";
+  CHECK_THROWS_WITH(submit_of({"submit", script}), Catch::Contains("--wrap belongs on the command line"));
+  std::ofstream(script) << "#!/bin/sh\n#CORRAL --bogus\ntrue\n";
+  CHECK_THROWS_WITH(submit_of({"submit", script}), Catch::Contains("#CORRAL directive: "));
+  std::ofstream(script) << "#!/bin/sh\n#CORRALX -q nope\ntrue\n";
+  CHECK(submit_of({"submit", script}).spec.queue.empty());
+  std::remove(script.c_str());
+}

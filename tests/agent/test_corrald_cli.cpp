@@ -205,7 +205,7 @@ TEST_CASE("config: pba keys and preempt_mode; bad values are clear errors", "[ag
   CHECK(c.pba_preempt_after == 300);
   CHECK(c.pba_max_requeues == 3);
   CHECK(c.pba_require_project);
-  CHECK(c.preempt_mode == "requeue");
+  CHECK(c.preempt_mode == corral::PreemptMode::Requeue);
   set_config_key(c, "pba", "yes");
   set_config_key(c, "pba_plan", "/etc/corral/projects.plan");
   set_config_key(c, "pba_preempt", "no");
@@ -219,7 +219,7 @@ TEST_CASE("config: pba keys and preempt_mode; bad values are clear errors", "[ag
   CHECK(c.pba_preempt_after == 0);
   CHECK(c.pba_max_requeues == 5);
   CHECK_FALSE(c.pba_require_project);
-  CHECK(c.preempt_mode == "suspend");
+  CHECK(c.preempt_mode == corral::PreemptMode::Suspend);
   CHECK_THROWS_WITH(set_config_key(c, "pba", "maybe"), Catch::Contains("pba: expected yes or no"));
   CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected a duration"));
   CHECK_THROWS_WITH(set_config_key(c, "pba_max_requeues", "x"), Catch::Contains("pba_max_requeues"));
@@ -278,6 +278,26 @@ TEST_CASE("config: policy and order take the names of corral sim; backfill is re
   r = harness::run({corrald(), "--no-config", "--policy", "corral", "--export-topology", t.path + "/y.xml"});
   CHECK(r.rc == 0);
   CHECK(r.err.empty());
+}
+
+TEST_CASE("config: duration_offset, split_factor and split_threshold in names.hpp's grammar", "[agent]") {
+  Config c;
+  CHECK(c.duration_offset == 60);  // the specification's DURATION_OFFSET
+  CHECK_FALSE(c.split_factor);     // the policy's
+  CHECK(c.split_threshold == 3600);
+  set_config_key(c, "duration_offset", "2m");
+  set_config_key(c, "split_factor", "0.25");
+  set_config_key(c, "split_threshold", "30m");
+  CHECK(c.duration_offset == 120);
+  CHECK(c.split_factor == 0.25);
+  CHECK(c.split_threshold == 1800);
+  set_config_key(c, "split_factor", "1");
+  CHECK(c.split_factor == 1.0);
+  for (const char* bad : {"0", "1.5", "-0.1", "x", ""})
+    CHECK_THROWS_WITH(set_config_key(c, "split_factor", bad),
+                      "split_factor: expected a number in (0, 1], got '" + std::string(bad) + "'");
+  CHECK_THROWS_WITH(set_config_key(c, "split_threshold", "1x"), Catch::Contains("split_threshold: expected a duration"));
+  CHECK_THROWS_WITH(set_config_key(c, "duration_offset", "-1"), Catch::Contains("duration_offset: expected a duration"));
 }
 
 TEST_CASE("queues NAME:PRIORITY:CHARGE and nci_plan: a queue's charge, the policy's by default", "[agent][cli]") {

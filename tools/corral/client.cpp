@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "coordinator/names.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/cli_error.hpp"
 
@@ -76,6 +77,9 @@ Json job_json(const proto::JobInfo& j) {
   o["slots_max"] = j.slots_max == proto::kSlotsUnbounded ? Json() : Json(j.slots_max > 0 ? j.slots_max : j.ncpus);
   o["slots"] = j.slots > 0 ? Json(j.slots) : Json();
   o["suspended_seconds"] = micro(j.suspended_seconds);
+  o["flow_step"] = text_or_null(j.flow_step);
+  o["preempt"] = text_or_null(j.preempt);
+  o["backfilled"] = j.backfilled;
   o["su_charged"] = micro(j.su_charged);  // NCI service units, every run (0 without charging)
   o["su_rate"] = micro(j.su_rate);        // units an hour of running costs now
   // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
@@ -233,6 +237,7 @@ bool parse_or_help(CLI::App& app, const std::string& cmd, const std::vector<std:
 struct QsubLine {
   std::vector<std::string> args;                            // for CLI11
   std::vector<std::pair<std::string, std::string>> pe;      // each -pe's NAME and RANGE
+  std::vector<std::string> now;                             // each -now's y or n
 };
 
 QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app) {
@@ -249,6 +254,11 @@ QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app
       if (i + 2 >= n) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
       line.pe.emplace_back(args[i + 1], args[i + 2]);
       i += 2;
+      continue;
+    }
+    if (a == "-now") {
+      if (i + 1 >= n) throw UsageError("-now needs y or n");
+      line.now.push_back(args[++i]);
       continue;
     }
     const bool is_long = a.rfind("--", 0) == 0, is_short = !is_long && a.size() > 1 && a[0] == '-';
@@ -293,11 +303,32 @@ void resources_option(SubmitParse& p, const std::string& list) {
     p.have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
 }
 
-void reserve_option(proto::JobSpec& s, const std::string& value) {
+// y|yes or n|no, as qsub's -R and -now; else UsageError "OPT takes y or n, got 'x'".
+bool yes_no(const char* opt, const std::string& value) {
   const std::string v = lower(value);
-  if (v == "y" || v == "yes") s.reserve = true;
-  else if (v == "n" || v == "no") s.reserve = false;
-  else throw UsageError("-R takes y or n, got '" + v + "'");
+  if (v == "y" || v == "yes") return true;
+  if (v == "n" || v == "no") return false;
+  throw UsageError(std::string(opt) + " takes y or n, got '" + v + "'");
+}
+
+void reserve_option(proto::JobSpec& s, const std::string& value) { s.reserve = yes_no("-R", value); }
+
+// -P PROJECT or -P PROJECT:STEP (the step of one of the project's flows).
+void project_option(proto::JobSpec& s, const std::string& v) {
+  const std::size_t colon = v.find(':');
+  s.project = v.substr(0, colon);
+  s.flow_step = colon == std::string::npos ? "" : v.substr(colon + 1);
+  if (colon != std::string::npos && (s.project.empty() || s.flow_step.empty()))
+    throw UsageError("-P takes PROJECT or PROJECT:STEP, got '" + v + "'");
+}
+
+// requeue | suspend (coordinator/names.hpp), refused as "WHAT: expected requeue or suspend, got 'x'".
+std::string preempt_choice(const std::string& what, const std::string& v) {
+  try {
+    return std::string(name(parse_preempt_mode(v)));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(what + ": " + e.what());
+  }
 }
 
 void submit_options(CLI::App& app, SubmitParse& p) {
@@ -309,7 +340,8 @@ void submit_options(CLI::App& app, SubmitParse& p) {
   app.set_help_flag("-h,--help");
   value("-l", [&p](const std::string& v) { resources_option(p, v); });
   value("-q", [&s](const std::string& v) { s.queue = v; });
-  value("-P", [&s](const std::string& v) { s.project = v; });
+  value("-P", [&s](const std::string& v) { project_option(s, v); });
+  value("--preempt", [&s](const std::string& v) { s.preempt = preempt_choice("--preempt", v); });
   value("-N", [&s](const std::string& v) {
     if (v.empty()) throw UsageError("-N: the job name is empty");
     s.name = v;
@@ -410,6 +442,65 @@ ControlArgs parse_control(int argc, char** argv) {
   return c;
 }
 
+namespace {
+
+// The options of a script's "#CORRAL OPTION..." lines (qsub's "#$" and "#PBS"): those before
+// its first command, the "#!" line and other comments skipped. Words split at blanks.
+std::vector<std::string> directive_words(const std::string& script) {
+  std::vector<std::string> words;
+  std::istringstream in(script);
+  for (std::string l; std::getline(in, l);) {
+    const std::size_t a = l.find_first_not_of(" \t\r");
+    if (a == std::string::npos) continue;
+    if (l[a] != '#') break;  // the first command: directives end
+    if (l.compare(a, 7, "#CORRAL") != 0 || (l.size() > a + 7 && l[a + 7] != ' ' && l[a + 7] != '\t')) continue;
+    std::istringstream ws(l.substr(a + 7));
+    for (std::string w; ws >> w;) words.push_back(w);
+  }
+  return words;
+}
+
+// Applies the parsed steps and -pe/-now of one line (the directives' or the command line's).
+void apply_line(SubmitParse& p, const std::vector<std::function<void()>>& steps, const QsubLine& line) {
+  for (const auto& step : steps) step();
+  if (line.pe.size() > 1) throw UsageError("-pe given twice");
+  for (const auto& [name, range] : line.pe) pe_option(p.a.spec, name, range);
+  if (line.now.size() > 1) throw UsageError("-now given twice");
+  for (const auto& v : line.now) p.a.spec.immediate = yes_no("-now", v);
+}
+
+// The script's #CORRAL directives, then the command line again on top of them (the command line
+// wins, as qsub's). A directive may not name the script, --wrap or --socket.
+void apply_directives(SubmitParse& p, const std::vector<std::function<void()>>& cmd_steps, const QsubLine& cmd_line) {
+  const std::vector<std::string> words = directive_words(p.a.spec.script);
+  if (words.empty()) return;
+  for (const std::string& w : words)
+    if (w == "--wrap" || w == "--socket" || w == "-h" || w == "--help")
+      throw UsageError("#CORRAL directive: " + w + " belongs on the command line");
+  SubmitParse d;
+  CLI::App app;
+  submit_options(app, d);
+  const QsubLine line = qsub_spelling(words, app);
+  try {
+    cli_parse(app, line.args);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError("#CORRAL directive: " + usage_error(e));
+  }
+  if (!d.scripts.empty()) throw UsageError("#CORRAL directive: unexpected word '" + d.scripts[0] + "'");
+  const proto::JobSpec kept = p.a.spec;
+  d.a.spec = proto::JobSpec{};
+  apply_line(d, d.steps, line);
+  // The command line's values over the directives'.
+  p.a.spec = d.a.spec;
+  p.have_ncpus = d.have_ncpus;
+  apply_line(p, cmd_steps, cmd_line);
+  p.a.spec.script = kept.script;
+  p.a.spec.script_name = kept.script_name;
+  if (p.a.spec.name.empty()) p.a.spec.name = kept.name;
+}
+
+}  // namespace
+
 SubmitArgs parse_submit(int argc, char** argv) {
   SubmitParse p;
   CLI::App app;
@@ -417,12 +508,11 @@ SubmitArgs parse_submit(int argc, char** argv) {
   const QsubLine line = qsub_spelling(cli_args(argc, argv), app);
   p.a.help = parse_or_help(app, "submit", line.args);
   if (p.a.help) return p.a;
-  for (const auto& step : p.steps) step();
-  if (line.pe.size() > 1) throw UsageError("-pe given twice");
-  for (const auto& [name, range] : line.pe) pe_option(p.a.spec, name, range);
-  if (!line.pe.empty() && p.have_ncpus)
-    throw UsageError("give either -l ncpus=N or -pe NAME RANGE, not both (the slot range is the cpu count)");
+  apply_line(p, p.steps, line);
   set_script(p);
+  if (p.a.spec.script_name != "--wrap") apply_directives(p, p.steps, line);
+  if (!p.a.spec.pe.empty() && p.have_ncpus)
+    throw UsageError("give either -l ncpus=N or -pe NAME RANGE, not both (the slot range is the cpu count)");
   const std::string& name = p.a.spec.name;
   if (std::string why = proto::check_job_name(name); !why.empty())
     throw UsageError(why + (name.empty() ? "" : " (-N NAME chooses another)"));
@@ -432,7 +522,12 @@ SubmitArgs parse_submit(int argc, char** argv) {
 
 void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env) {
   spec.cwd = cwd;
-  for (char** e = env; e && *e; ++e) spec.env.emplace_back(*e);
+  for (char** e = env; e && *e; ++e) {
+    spec.env.emplace_back(*e);
+    // The job's own suspend-or-requeue choice when neither --preempt nor a directive made it.
+    if (spec.preempt.empty() && spec.env.back().rfind(kPreemptEnv + std::string("="), 0) == 0)
+      spec.preempt = preempt_choice(kPreemptEnv, spec.env.back().substr(std::strlen(kPreemptEnv) + 1));
+  }
   mode_t mask = ::umask(0);  // reading it needs setting it
   ::umask(mask);
   spec.umask = static_cast<std::int32_t>(mask);

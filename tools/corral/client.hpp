@@ -45,6 +45,10 @@ struct SubmitArgs {
 // file. Throws UsageError with a clear message.
 SubmitArgs parse_submit(int argc, char** argv);
 
+// The environment variable that sets a job's suspend-or-requeue choice (as --preempt) when
+// neither the command line nor a #CORRAL directive does.
+inline constexpr const char* kPreemptEnv = "CORRAL_PREEMPT";
+
 // Completes a parsed submit with what the job inherits: the working directory, the environment
 // (NULL-terminated, as environ) and this process's umask; then checks every field as corrald
 // will (proto/spec_check.hpp). Throws UsageError.

@@ -22,12 +22,19 @@ namespace {
 
 const char* const kSubmitHelp =
     "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
-    "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
-    "                     [-pe NAME RANGE] [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
+    "                     [-P PROJECT[:STEP]] [-N NAME] [-o FILE] [-e FILE] [-R y|n] [-now y|n]\n"
+    "                     [-pe NAME RANGE] [--preempt requeue|suspend] [--socket PATH]\n"
+    "                     (SCRIPT | - | --wrap 'COMMAND')\n"
     "Prints the new job's id. The job keeps your environment and working directory.\n"
     "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
     "  -m (1-m) or n- (n up to the node's cores); the job gets the largest count it can\n"
-    "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n";
+    "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n"
+    "-P PROJECT:STEP: the step of one of the project's flows (checked against the plan).\n"
+    "-now y: start at once or not at all (never reserved); refused when it cannot start.\n"
+    "--preempt: how a policy that preempts the job stops it; else $CORRAL_PREEMPT, else\n"
+    "  the node's preempt_mode.\n"
+    "A script's '#CORRAL OPTIONS' lines before its first command are read as options;\n"
+    "  the command line wins over them.\n";
 const char* const kStatHelp =
     "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
     "With JOBID and --json: one JSON object; without JOBID: an array.\n";
@@ -141,6 +148,17 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
   }
 }
 
+// The job once a pass has decided on it (no longer pending), polled; corrald runs a pass right
+// after every submit. Throws when it is still pending after a minute.
+proto::JobInfo first_decision(const std::string& socket, std::uint64_t id) {
+  for (int i = 0; i < 6000; ++i) {
+    proto::StatRep rep = expect<proto::StatRep>(request(socket, proto::StatReq{id}));
+    if (!rep.jobs.empty() && rep.jobs[0].state != "pending") return rep.jobs[0];
+    ::usleep(10000);
+  }
+  throw std::runtime_error("job " + std::to_string(id) + " (-now y) was neither started nor refused within a minute");
+}
+
 }  // namespace
 
 int cmd_submit(int argc, char** argv) {
@@ -151,6 +169,15 @@ int cmd_submit(int argc, char** argv) {
     if (!::getcwd(cwd, sizeof cwd)) throw std::runtime_error("cannot read the working directory");
     finish_submit(a.spec, cwd, environ);
     proto::SubmitRep rep = expect<proto::SubmitRep>(request(a.socket, proto::SubmitReq{a.spec}));
+    if (a.spec.immediate) {
+      // -now y, as qsub: the answer waits for the pass that starts the job or refuses it.
+      const proto::JobInfo j = first_decision(a.socket, rep.id);
+      if (j.state == "ended") {
+        std::fprintf(stderr, "corral submit: job %llu refused: %s\n", static_cast<unsigned long long>(rep.id),
+                     j.comment.c_str());
+        return 1;
+      }
+    }
     std::printf("%llu\n", static_cast<unsigned long long>(rep.id));
     return 0;
   });

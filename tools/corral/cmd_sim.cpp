@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -70,6 +71,9 @@ const char* kHelp =
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
     "                       (default 0.1 with --policy corral, else 0.5)\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
+    "  --duration-offset T  Grid Engine's DURATION_OFFSET: added to every job's planned\n"
+    "                       duration, pending and running (default 0: SWF run times are\n"
+    "                       exact; corrald's default is the specification's 60 s)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
     "                       default with --policy corral only\n"
     "  --no-preempt         no selective preemption\n"
@@ -90,10 +94,11 @@ const char* kHelp =
     "                       (e.g. --from 1d --to 36h; default: the first day)\n"
     "  --timeline FILE.svg  draw utilization and queue length (jobs and requested\n"
     "                       processor-hours) over the whole trace\n"
-    "  --monitor FILE       write Grid Engine's MONITOR schedule file: every pass's\n"
+    "  --monitor FILE       append Grid Engine's MONITOR schedule file (never truncated,\n"
+    "                       as Grid Engine and corrald): every pass's\n"
     "                       jobid:task:STATE:start:duration:level:name:resource:amount\n"
     "                       lines, each interval begun by '::::::::', one closing the\n"
-    "                       file (sge6-reservation-backfill.txt 2d); slower replay,\n"
+    "                       replay (sge6-reservation-backfill.txt 2d); slower replay,\n"
     "                       the same schedule (a cores-only reservation's lines name\n"
     "                       the hosts it would get, without holding them)\n"
     "  --projects FILE      project plan (docs/plan-file.md): PBA allocations,\n"
@@ -116,8 +121,14 @@ const char* kHelp =
     "                       (default: the window): every job starts within window + T\n"
     "  --resume-window T    with --start-window: a job suspended T resumes, suspending\n"
     "                       the jobs on its cores (default 3 x the window; 0 off)\n"
-    "  --pba-max-requeues N with --projects: a job PBA preempted N times is not\n"
-    "                       preempted again (default 3)\n"
+    "  --pba-max-requeues N with --projects: a job PBA requeued N times is not\n"
+    "                       preempted again (default 3; its suspensions do not count)\n"
+    "  --preempt-mode M     with --projects: how PBA stops a job it preempts, each job's\n"
+    "                       own choice: requeue (the default) or suspend; this sets it\n"
+    "                       for every job (corrald: preempt_mode)\n"
+    "  --suspend-users LIST with --projects: jobs of these trace users (SWF field 12,\n"
+    "                       e.g. 3,17) choose suspend whatever --preempt-mode says\n"
+    "                       (corrald: corral submit --preempt suspend)\n"
     "  --help               this text\n"
     "Times are seconds or take a suffix s, m, h, d or w (e.g. --aging 24h, --aging 2w).\n"
     "--policy corral (the default) is --policy checkpoint --order lxf --predict\n"
@@ -137,6 +148,8 @@ struct SimArgs {
   std::optional<double> wide_fraction, split;
   std::optional<bool> predict, repredict, preempt;
   std::optional<int> max_reservation, pba_max_requeues;
+  std::optional<PreemptMode> preempt_mode;
+  std::vector<long> suspend_users;  // trace user ids whose jobs choose suspend
   int reserve_min_procs = 0;  // 0: no job asks for a reservation (-R n)
   bool reserve_all = false, nci = false, help = false;
   sim::SimOptions opt;        // the options that go there unchanged
@@ -170,6 +183,24 @@ double number(const std::string& opt, const std::string& v, double lo, double hi
   return f;
 }
 
+// A value parsed by names.hpp's `parse` (its words in the refusal).
+template <class F> auto named_value(const std::string& opt, F parse, const std::string& v) {
+  try {
+    return parse(v);
+  } catch (const std::invalid_argument& e) {
+    refuse(opt + ": " + e.what());
+  }
+}
+
+// "3,17": trace user ids.
+std::vector<long> user_list(const std::string& opt, const std::string& v) {
+  std::vector<long> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(static_cast<long>(whole(opt, item, 0, 1LL << 40)));
+  if (out.empty()) refuse(opt + ": expected user ids, e.g. 3,17");
+  return out;
+}
+
 template <class E> E named(const std::string& opt, const std::string& v) {
   try {
     return parse_name<E>(v);
@@ -195,8 +226,9 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--aging", "T", [&a](const std::string& v) { a.aging = duration("--aging", v); });
   value("--aging-wide", "T", [&a](const std::string& v) { a.aging_wide = duration("--aging-wide", v); });
   value("--wide-fraction", "F", [&a](const std::string& v) { a.wide_fraction = number("--wide-fraction", v, 0, 1, true, "(0, 1]"); });
-  value("--split-factor", "P", [&a](const std::string& v) { a.split = number("--split-factor", v, 0, 1, true, "(0, 1]"); });
+  value("--split-factor", "P", [&a](const std::string& v) { a.split = named_value("--split-factor", parse_split_factor, v); });
   value("--split-threshold", "S", [&o](const std::string& v) { o.sched.planner.checkpoint_threshold = duration("--split-threshold", v); });
+  value("--duration-offset", "T", [&o](const std::string& v) { o.duration_offset = duration("--duration-offset", v); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
   flag("--repredict", [&a] { a.repredict = true; });
@@ -239,6 +271,8 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--start-window", "T", [&a](const std::string& v) { a.start_window = duration("--start-window", v); });
   value("--window-quantum", "T", [&a](const std::string& v) { a.window_quantum = duration("--window-quantum", v); });
   value("--resume-window", "T", [&a](const std::string& v) { a.resume_window = duration("--resume-window", v); });
+  value("--preempt-mode", "M", [&a](const std::string& v) { a.preempt_mode = named_value("--preempt-mode", parse_preempt_mode, v); });
+  value("--suspend-users", "LIST", [&a](const std::string& v) { a.suspend_users = user_list("--suspend-users", v); });
   value("--pba-max-requeues", "N", [&a](const std::string& v) { a.pba_max_requeues = static_cast<int>(whole("--pba-max-requeues", v, 0, 1 << 20)); });
 }
 
@@ -253,6 +287,8 @@ void check_combinations(SimArgs& a) {
   if (a.window_quantum && !a.start_window) refuse("--window-quantum needs --start-window");
   if (a.resume_window && !a.start_window) refuse("--resume-window needs --start-window");
   if (a.pba_max_requeues && a.projects.empty()) refuse("--pba-max-requeues needs --projects FILE");
+  if (a.preempt_mode && a.projects.empty()) refuse("--preempt-mode needs --projects FILE");
+  if (!a.suspend_users.empty() && a.projects.empty()) refuse("--suspend-users needs --projects FILE");
   if (a.reserve_all && a.reserve_min_procs > 0) refuse("give either --reserve-all or --reserve-min-procs N, not both");
   if (a.reserve_all) a.reserve_min_procs = 1;
   // Only the reserve policy reads max_reservation and a job's -R y.
@@ -277,9 +313,13 @@ void apply_args(SimArgs& a) {
   opt.record_segments = a.pictures.wanted();
   if (a.max_reservation) opt.sched.planner.max_reservation = *a.max_reservation;
   if (a.default_duration) opt.sched.planner.default_duration = *a.default_duration;
-  if (a.reserve_min_procs > 0 || a.default_duration) {
-    opt.on_arrival = [min_procs = a.reserve_min_procs, dd = a.default_duration.value_or(0)](Job& j, const sim::SwfJob& s) {
+  if (a.reserve_min_procs > 0 || a.default_duration || a.preempt_mode || !a.suspend_users.empty()) {
+    opt.on_arrival = [min_procs = a.reserve_min_procs, dd = a.default_duration.value_or(0),
+                      mode = a.preempt_mode.value_or(PreemptMode::Requeue),
+                      suspend = a.suspend_users](Job& j, const sim::SwfJob& s) {
       if (min_procs > 0) j.reserve = s.procs >= min_procs;
+      // PBA's suspend-or-requeue, the job's own choice (pba-synopsys-patent.txt).
+      j.preempt = std::find(suspend.begin(), suspend.end(), s.user) != suspend.end() ? PreemptMode::Suspend : mode;
       // No requested time in the trace: the job has no walltime (a Grid
       // Engine job without h_rt), so the planner assumes default_duration.
       // Its estimate says the same (unless predicted): the simulator expects
@@ -354,6 +394,7 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
     l["reserve_min_procs"] = a.reserve_min_procs;
   }
   if (a.default_duration) l["default_duration"] = *a.default_duration;
+  if (opt.duration_offset) l["duration_offset"] = opt.duration_offset;
   if (!a.projects.empty()) {
     l["projects_file"] = a.projects;
     l["nci"] = a.nci;
@@ -448,7 +489,8 @@ int cmd_sim(int argc, char** argv) {
   // The schedule file is opened before the replay: a bad path fails at once.
   std::FILE* monitor = nullptr;
   if (!a.monitor.empty()) {
-    monitor = std::fopen(a.monitor.c_str(), "w");
+    // Appended, never truncated: Grid Engine's schedule file and corrald's monitor_file.
+    monitor = std::fopen(a.monitor.c_str(), "a");
     if (!monitor) {
       std::fprintf(stderr, "corral sim: --monitor: cannot write '%s': %s\n", a.monitor.c_str(), std::strerror(errno));
       return 2;

@@ -58,7 +58,7 @@ struct World {
       else if (RunningJob* r = running(u.job)) apply_update(r->job, u);
     }
     for (const auto& d : p.decisions) {
-      if (d.pba_preemption)
+      if (d.pba_preemption && d.action == Action::Requeue)  // the contract: PBA's requeues only
         if (RunningJob* r = running(d.job)) on_pba_preemption(r->job);
       if (d.action == Action::Requeue) requeue(d.job);
       if (d.action == Action::Demote) pending(d.job)->queue = d.queue;
@@ -131,7 +131,7 @@ TEST_CASE("priority: an allocated job goes 20 -> 120 -> 121 -> 122", "[priority]
 TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeue bound", "[priority][preempt]") {
   World w(1, kPlan);
   w.cfg.require_project_tag = false;  // an untagged job is a normal job here
-  w.cfg.preempt_after = 0;
+  w.cfg.preempt_after = 0;  // preempts once pending more than 0 s: submitted 1 s ago
   w.submit(10, "", "carol");
   w.pass();
   CHECK(w.pending(10)->priority == 21);
@@ -141,7 +141,7 @@ TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeu
   CHECK(w.running(10)->job.last_start_priority == 22);
 
   // An allocated job arrives; no free slot: the normal job is requeued.
-  w.submit(20, "chip", "alice");
+  w.submit(20, "chip", "alice", w.snap.now - 1);
   Plan p = w.pass();
   auto rq = of(p, Action::Requeue);
   REQUIRE(rq.size() == 1);
@@ -156,7 +156,7 @@ TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeu
   w.finish(20);
   w.start(10);  // started at 33
 
-  w.submit(21, "chip", "bob");
+  w.submit(21, "chip", "bob", w.snap.now - 1);
   p = w.pass();
   REQUIRE(of(p, Action::Requeue).size() == 1);
   CHECK(w.pending(10)->priority == 43);  // 33 + 10
@@ -167,7 +167,7 @@ TEST_CASE("priority: normal job 22, requeued 32 -> 33, requeued again 43; requeu
   w.start(21);
   w.finish(21);
   w.start(10);
-  w.submit(22, "chip", "alice");
+  w.submit(22, "chip", "alice", w.snap.now - 1);
   p = w.pass();
   CHECK(of(p, Action::Requeue).empty());
   CHECK(w.running(10));
@@ -285,7 +285,11 @@ TEST_CASE("preemption: waits for the threshold, not when a slot is free, suspend
   Plan p = w.pass();
   CHECK(p.decisions.empty());
   CHECK(w.st.freed.empty());
-  w.snap.now += 2;
+  // Pending exactly the threshold is not "more than" it (pba-synopsys-patent.txt).
+  w.snap.now += 1;
+  p = w.pass();
+  CHECK(p.decisions.empty());
+  w.snap.now += 1;
   p = w.pass();
   REQUIRE(p.decisions.size() == 1);
   CHECK(p.decisions[0].action == Action::Suspend);  // job 2 asked to be suspended
@@ -600,7 +604,7 @@ TEST_CASE("service levels: a throughput project behind its deadline is ordered f
   }
 }
 
-TEST_CASE("requeue bound: only PBA's own preemptions count, suspensions included", "[preempt][bound]") {
+TEST_CASE("requeue bound: only PBA's own requeues count, not its suspensions", "[preempt][bound]") {
   World w(1, kPlan);
   w.cfg.require_project_tag = false;
   run_at(w, 1, "", w.snap.now - 100, 0);
@@ -618,15 +622,13 @@ TEST_CASE("requeue bound: only PBA's own preemptions count, suspensions included
     w.running(1)->job.pba_preemptions = w.cfg.max_requeues;
     CHECK(w.pass().decisions.empty());
   }
-  SECTION("a suspend-mode job at the bound is not suspended again") {
+  SECTION("a job that chose suspend: its suspensions do not count, the bound is not its") {
     w.running(1)->job.preempt = PreemptMode::Suspend;
-    w.running(1)->job.pba_preemptions = w.cfg.max_requeues;
-    CHECK(w.pass().decisions.empty());
-    w.running(1)->job.pba_preemptions = w.cfg.max_requeues - 1;
+    w.running(1)->job.pba_preemptions = w.cfg.max_requeues;  // e.g. from before, as requeues
     auto su = of(w.pass(), Action::Suspend);
     REQUIRE(su.size() == 1);
     CHECK(su[0].pba_preemption);
-    CHECK(w.running(1)->job.pba_preemptions == w.cfg.max_requeues);
+    CHECK(w.running(1)->job.pba_preemptions == w.cfg.max_requeues);  // not counted
   }
 }
 

@@ -71,9 +71,10 @@ TEST_CASE("sim --projects: an allocated job preempts and starts within the thres
   opt.sched.pba.preempt_after = 300;
   SimResult r = simulate(tr, opt);
   REQUIRE(r.has_projects);
-  // Job 2 starts exactly when its pending threshold is crossed (t = 310):
-  // a pass is run then although nothing arrives or ends.
-  CHECK(r.per_job[1].first_start == 310);
+  // Job 2 starts as soon as it has pended MORE than its threshold (t = 311,
+  // the second after 10 + 300): a pass is run then although nothing arrives
+  // or ends.
+  CHECK(r.per_job[1].first_start == 311);
   CHECK(r.per_job[0].requeues == 1);  // the normal job was requeued for it
   CHECK(r.preemptions == 1);
   REQUIRE(r.projects.size() == 2);
@@ -83,7 +84,7 @@ TEST_CASE("sim --projects: an allocated job preempts and starts within the thres
   CHECK(none.name == "(none)");
   CHECK(chip.jobs == 1);
   CHECK(chip.allocated_jobs == 1);
-  CHECK(chip.mean_wait == Approx(300));
+  CHECK(chip.mean_wait == Approx(301));
   CHECK(chip.max_wait_past_threshold == 0);
   CHECK(chip.preemptions_caused == 1);
   CHECK(chip.preemptions_suffered == 0);
@@ -92,8 +93,8 @@ TEST_CASE("sim --projects: an allocated job preempts and starts within the thres
   // 3600 s x 2 cpus x charge 1 (normal queue) = 2 SU of a 10 SU weekly grant.
   CHECK(chip.su_charged == Approx(2.0));
   CHECK(chip.has_grant);
-  // Job 1 ran 310 s, was requeued, then ran 10000 s after job 2 ended: 4 cpus.
-  CHECK(none.su_charged == Approx((310.0 + 10000.0) * 4 / 3600));
+  // Job 1 ran 311 s, was requeued, then ran 10000 s after job 2 ended: 4 cpus.
+  CHECK(none.su_charged == Approx((311.0 + 10000.0) * 4 / 3600));
   CHECK(chip.allocated_slots == Approx(2.0));
   CHECK(chip.mean_slots_used > 0);
   CHECK(chip.mean_slots_used < 2.0);
@@ -104,7 +105,7 @@ TEST_CASE("sim --projects: an allocated job preempts and starts within the thres
   CHECK(field(js, "chip", "preemptions_caused") == "1");
   CHECK(field(js, "chip", "su_charged") == "2");
   CHECK(field(js, "chip", "allocated_slots") == "2");
-  CHECK(field(js, "chip", "mean_wait") == "300");
+  CHECK(field(js, "chip", "mean_wait") == "301");
   CHECK(field(js, "(none)", "preemptions_suffered") == "1");
   CHECK(field(js, "(none)", "grant_left") == "null");
 
@@ -164,7 +165,7 @@ TEST_CASE("sim --projects --nci: NCI stage and ledger run; grants enforced", "[s
   CHECK(r.projects[0].grant_left == Approx(8.0));
   // NCI keeps PBA's guarantee: the allocated job starts when its pending
   // threshold is crossed, in the slots PBA freed, although NCI orders the rest.
-  CHECK(r.per_job[1].first_start == 10 + opt.sched.pba.preempt_after);
+  CHECK(r.per_job[1].first_start == 10 + opt.sched.pba.preempt_after + 1);  // more than the threshold
   CHECK(r.projects[0].max_wait_past_threshold == 0);
 
   // A grant of 1 SU is spent by the first job (2 SU); the project's next job
