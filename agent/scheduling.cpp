@@ -283,10 +283,11 @@ void Daemon::cycle() {
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
   // A kept Planner and Plan (their buffers live across passes); the node never changes while
-  // corrald runs, so the planner may keep what it derived from it (nodes_version).
+  // corrald runs, so the planner may keep what it derived from it (PassHints::nodes_version).
   const Snapshot& snap = pass_snapshot(static_cast<Time>(now()));
-  snap_.nodes_version = 1;
-  schedule(snap, sched_, ++passes_, planner_, plan_);
+  PassHints hints;
+  hints.nodes_version = 1;
+  schedule(snap, hints, sched_, ++passes_, planner_, plan_);
   if (monitor_) write_monitor(plan_.monitor);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
   apply(plan_);

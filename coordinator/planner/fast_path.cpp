@@ -8,7 +8,8 @@
 
 namespace corral::planning {
 
-bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan) {
+bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan, const PassHints& hints,
+                    const RunningHints& running) {
   const Backfill pol = c.backfill;
   if (!enabled || c.monitor || !st.freed.empty() || !s.queues.empty() || !s.global.empty() ||
       (pol != Backfill::Fcfs && pol != Backfill::Easy && pol != Backfill::Conservative)) {
@@ -20,16 +21,17 @@ bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& 
       memo_.valid = false;
       return false;
     }
-  if (layout_.stale(s)) {
-    layout_.build(s);
+  if (layout_.stale(s, hints.nodes_version)) {
+    layout_.build(s, hints.nodes_version);
     cores_.reset();  // the update below adds every running job
     memo_.valid = false;
   }
-  if (!layout_.plain || !cores_.update(s, pol == Backfill::Conservative)) {
+  if (!layout_.plain || !cores_.update(s, running, pol == Backfill::Conservative)) {
     memo_.valid = false;
     return false;
   }
   cfg = &c;
+  pending_ = &hints.pending;
   now = s.now;
   if (pol == Backfill::Conservative) {
     conservative(s, c, st, plan);
