@@ -28,9 +28,8 @@ void schedule(const Snapshot& snap, const PassHints& hints, const SchedConfig& c
               Planner& planner, Plan& plan) {
   {
     // Back to defaults, the buffers kept. Member by member: `plan = Plan{}`
-    // zero-filled a whole temporary with `rep stos` every pass (~1.5 % of a
-    // CTC easy replay). The size check fails when Plan changes, so a new
-    // member is reset here too.
+    // would zero-fill a whole temporary every pass. The size check fails
+    // when Plan changes, so a new member is reset here too.
     static_assert(sizeof(Plan) == sizeof(Time) + 6 * sizeof(std::vector<int>),
                   "corral::Plan changed: reset the new member here");
     plan.now = 0;

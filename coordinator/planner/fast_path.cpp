@@ -93,8 +93,8 @@ void FastPath::reserve(Plan& plan, const Job& j, Time at, int slots) const {
     return;
   }
   // Not emplace_back(), with or without arguments: value-initialization
-  // (and parenthesized aggregate initialization too, GCC 12) zero-fills
-  // the whole Decision first with `rep stos`, few instructions but slow.
+  // (and parenthesized aggregate initialization) zero-fills the whole
+  // Decision first, a cost on every reservation.
   Decision dec;
   dec.action = Action::Reserve;
   dec.job = j.id;

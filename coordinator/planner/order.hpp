@@ -1,4 +1,4 @@
-// Queue-ordering policies (owned by the sim part): the order in which the
+// Queue-ordering policies: the order in which the
 // planner considers pending jobs when no allocation policy reorders them.
 // Pure: the only time used is Snapshot::now.
 #pragma once

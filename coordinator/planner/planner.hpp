@@ -1,4 +1,4 @@
-// Reservation planning and backfilling (owned by the planner part).
+// Reservation planning and backfilling.
 //
 // Implements sge6-reservation-backfill.txt (resource utilization diagrams per
 // resource instance, reservations, max_reservation, default_duration,
@@ -101,7 +101,7 @@ struct PlannerConfig {
   // (the simulator, which does not read them; conservative makes one for
   // every waiting job every pass).
   bool compact_reserves = false;
-  // --- hook added by the pba part (PBA placeholder slots) ---
+  // --- PBA placeholder slots ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so
   // far. pba sets it to pba::may_place_now (coordinator/pba/pba.hpp).

@@ -101,7 +101,7 @@ Simulator::Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o)
   // (project membership, the projects plan) and whatever a caller's hooks
   // or pass function do. The plain planner policies never read them, and
   // without them a queued job's strings are all empty: nothing to copy on
-  // each move between pending and running (~5 % of an easy replay).
+  // each move between pending and running.
   names_ = cfg_.nci.enabled || cfg_.pba.enabled || opt_.projects || opt_.scheduler || opt_.on_arrival || opt_.on_setup;
 }
 

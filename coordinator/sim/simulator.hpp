@@ -335,8 +335,7 @@ class Simulator {
   // Placements name nodes p.node .. p.node + p.count - 1 (model.hpp).
   // Single-core nodes (cpn_ == 1) hold 0 or 1 slot each, so the nodes in use
   // are a bitset (busy_) and a range is checked, taken and released a word
-  // at a time: the per-node loops mispredicted their exits (~0.6 M branches
-  // of a CTC replay). Other machines count slots per node (node_used_), and
+  // at a time, not node by node. Other machines count slots per node (node_used_), and
   // so does a single-core one from the first start whose placement lists a
   // node twice (only a caller's pass function makes one; a count of 2 is
   // then possible, which the bitset cannot hold).
