@@ -125,6 +125,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
 
 proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
   // Like qstat, everyone sees every job (never scripts or environments).
+  charge_running(now());  // the units shown are charged up to now
   proto::StatRep rep;
   if (r.id != 0) {
     const JobRecord* rec = store_->find(r.id);
@@ -140,9 +141,10 @@ proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
 proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
   JobRecord* rec = store_->find(r.id);
   if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)};
-  if (p.uid != 0 && p.uid != rec->uid)
-    return proto::ErrorRep{"permission", "job " + std::to_string(r.id) + " belongs to " +
-                                             rec->user + "; only its owner or root may cancel it"};
+  if (!p.admin && p.uid != rec->uid)
+    return proto::ErrorRep{"permission", "job " + std::to_string(r.id) + " belongs to " + rec->user +
+                                             "; only its owner" + (have_operators_ ? ", " : " or ") + admins() +
+                                             " may cancel it"};
   if (rec->ended())
     return proto::ErrorRep{"invalid", "job " + std::to_string(r.id) + " has already ended (" +
                                           rec->end_reason + ")"};
@@ -174,9 +176,10 @@ proto::Message Daemon::on_control(const Peer& p, const proto::ControlReq& r) {
   std::string id = std::to_string(r.id);
   if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + id};
   bool admin_only = act == "suspend" || act == "resume";
-  if (p.uid != 0 && (admin_only || p.uid != rec->uid))
-    return proto::ErrorRep{"permission", admin_only ? "only root may " + act + " jobs (job " + id + " belongs to " + rec->user + ")"
-                                                    : "job " + id + " belongs to " + rec->user + "; only its owner or root may " + act + " it"};
+  if (!p.admin && (admin_only || p.uid != rec->uid))
+    return proto::ErrorRep{"permission", admin_only ? "only " + admins() + " may " + act + " jobs (job " + id + " belongs to " + rec->user + ")"
+                                                    : "job " + id + " belongs to " + rec->user + "; only its owner" +
+                                                          (have_operators_ ? ", " : " or ") + admins() + " may " + act + " it"};
   std::string who = user_name(p.uid);
   if (who.empty()) who = std::to_string(p.uid);
   auto not_now = [&](const std::string& why) {

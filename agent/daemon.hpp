@@ -7,6 +7,8 @@
 //   node_bridge.cpp   the node and launcher bridge: starting, ending, limits,
 //                     usage, adopting jobs after a restart
 //   scheduling.cpp    the scheduling cycle: snapshot() and apply()
+//   charging.cpp      NCI charging: service units as jobs run, the ledger
+//                     (ledger_book.hpp), grants, `corral report`
 //   events.hpp        the event publisher (ZeroMQ PUB)
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
@@ -35,6 +37,7 @@
 #include "agent/config.hpp"
 #include "agent/events.hpp"
 #include "agent/id_set.hpp"
+#include "agent/ledger_book.hpp"
 #include "agent/log.hpp"
 #include "agent/node/criu.hpp"
 #include "agent/node/owner.hpp"
@@ -56,6 +59,7 @@ struct Peer {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t pid = 0;
+  bool admin = false;  // root, or a member of the operators group: acts on every job
 };
 
 class Daemon {
@@ -100,6 +104,8 @@ class Daemon {
   void accept_clients();
   bool admit(const Peer& p, bool privileged, std::string& why) const;
   bool privileged(const Peer& p);
+  // Who may act on other users' jobs, for refusals: "root" or "root or a member of group G".
+  std::string admins() const;
   short client_events(const Client& c) const;
   std::size_t read_room(const Client& c) const;
   void account(Client& c);
@@ -118,6 +124,7 @@ class Daemon {
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
+  proto::Message on_report(const Peer& p, const proto::ReportReq& r);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -153,6 +160,14 @@ class Daemon {
   void open_monitor();
   void write_monitor(const std::vector<std::string>& lines);
 
+  // ---- NCI charging (charging.cpp) --------------------------------------
+  void setup_charging();
+  // Charges a started job's running seconds up to wall time t (close: its run ends at t).
+  void charge_job(const JobRecord& rec, double t, bool close);
+  void charge_running(double t);
+  void flush_ledger(bool sync);
+  void charge_info(const JobRecord& rec, proto::JobInfo& j) const;
+
   // ---- state --------------------------------------------------------------
   Config cfg_;
   double boot_ = 0;
@@ -172,6 +187,7 @@ class Daemon {
   std::map<uid_t, std::size_t> buffered_;  // request bytes held for each (unprivileged) user
   std::size_t buffered_total_ = 0;         // request bytes held for unprivileged users
   double accept_paused_until_ = 0;         // monotonic: out of file descriptors
+  bool accept_starved_ = false;            // accept failed for want of descriptors; none since
   double next_idle_check_ = 0;             // monotonic
   gid_t operators_gid_ = 0;
   bool have_operators_ = false;
@@ -220,6 +236,11 @@ class Daemon {
   };
   std::unique_ptr<std::FILE, FileCloser> monitor_;  // Config::monitor_file, open while set
 
+  // NCI charging: nullptr without nci = yes
+  std::unique_ptr<LedgerBook> book_;
+  std::set<std::uint64_t> uncharged_;  // jobs whose charge failed (logged once)
+  bool ledger_full_ = false;           // the last ledger write found the state disk full
+
   // events
   EventPublisher pub_;
 };
@@ -228,5 +249,9 @@ class Daemon {
 // (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
 // none). --export-topology writes this.
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir);
+
+// A project plan file (docs/plan-file.md) with relative dates counted from `origin`. Throws
+// std::runtime_error("KEY FILE: why") when it cannot be read, has bad lines or no project.
+pba::ProjectPlan read_plan(const std::string& key, const std::string& path, Time origin);
 
 }  // namespace corral::agent

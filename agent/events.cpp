@@ -37,11 +37,20 @@ void EventPublisher::publish(proto::Event& e) {
   e.node = node_;
   e.boot = boot_;
   if (!zpub_) return;
-  out_.emplace_back("corral." + e.kind, proto::encode(e));
+  out_.push_back(e);
+}
+
+void EventPublisher::withdraw(std::uint64_t job) {
+  // The queue holds the last numbers given out, consecutive: renumbered from its first one.
+  std::uint64_t n = seq_ - out_.size();
+  std::erase_if(out_, [job](const proto::Event& e) { return e.job == job; });
+  for (auto& e : out_) e.seq = ++n;
+  seq_ = n;
 }
 
 void EventPublisher::flush() {
-  for (const auto& [topic, payload] : out_) {
+  for (const auto& e : out_) {
+    std::string topic = "corral." + e.kind, payload = proto::encode(e);
     zmq_send(zpub_, topic.data(), topic.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     zmq_send(zpub_, payload.data(), payload.size(), ZMQ_DONTWAIT);
   }

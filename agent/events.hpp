@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "proto/proto.hpp"
@@ -27,6 +26,9 @@ class EventPublisher {
   // any reply leaves, so that ZeroMQ's I/O threads do not compete for the
   // CPUs between a job's end and the next start on its slot.
   void publish(proto::Event& e);
+  // Drops the queued (unsent) events about `job`, a submit withdrawn before it was acknowledged,
+  // and numbers the later ones down: subscribers never hear of the job and see no gap.
+  void withdraw(std::uint64_t job);
   // Sends what is queued, in order. Never blocks on a slow subscriber: at the
   // high-water mark events are dropped (the subscriber sees the gap in seq).
   void flush();
@@ -39,7 +41,7 @@ class EventPublisher {
   std::uint64_t seq_ = 0;
   std::string node_;
   double boot_ = 0;
-  std::vector<std::pair<std::string, std::string>> out_;  // (topic, payload), not yet sent
+  std::vector<proto::Event> out_;  // numbered, not yet sent
 };
 
 }  // namespace corral::agent

@@ -120,10 +120,17 @@ void Daemon::accept_clients() {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        // The listener stays readable: polling it now would spin. Pause, say so once.
+        // The listener stays readable: polling it now would spin. Paused until a connection
+        // closes (a descriptor is free again) or a second has passed; said once until every
+        // waiting connection has been taken.
         accept_paused_until_ = mono_now() + kAcceptPause;
-        log_limited("accept", "accept: " + errno_text() + ": not accepting connections for " +
-                                  std::to_string(static_cast<int>(kAcceptPause)) + " s");
+        if (!accept_starved_)
+          log_line("accept: " + errno_text() + ": not accepting connections until one closes (retried every " +
+                   std::to_string(static_cast<int>(kAcceptPause)) + " s)");
+        accept_starved_ = true;
+      } else if ((errno == EAGAIN || errno == EWOULDBLOCK) && accept_starved_) {
+        log_line("accept: every waiting connection taken; accepting as usual again");
+        accept_starved_ = false;
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         log_limited("accept", "accept: " + errno_text());
       }
@@ -137,6 +144,7 @@ void Daemon::accept_clients() {
     }
     Peer peer{cr.uid, cr.gid, cr.pid};
     bool priv = privileged(peer);
+    peer.admin = priv;
     std::string why;
     if (!admit(peer, priv, why)) {
       log_limited("refused", "connection from " + uid_text(peer) + " refused: " + why);
@@ -196,6 +204,10 @@ bool Daemon::privileged(const Peer& p) {
   return member;
 }
 
+std::string Daemon::admins() const {
+  return have_operators_ ? "root or a member of group " + cfg_.operators : "root";
+}
+
 // Bytes this connection may still buffer: up to one whole frame; for other users than root and
 // operators also within their own and the shared budget.
 std::size_t Daemon::read_room(const Client& c) const {
@@ -253,6 +265,7 @@ void Daemon::reap_clients() {
     }
     ::close(it->first);
     it = clients_.erase(it);
+    if (accept_starved_) accept_paused_until_ = 0;  // a descriptor is free: try again now
   }
 }
 
@@ -355,6 +368,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
       send(c, on_node(c.peer, *nd));
     } else if (auto* ct = std::get_if<proto::ControlReq>(&m)) {
       send(c, on_control(c.peer, *ct));
+    } else if (auto* rp = std::get_if<proto::ReportReq>(&m)) {
+      send(c, on_report(c.peer, *rp));
     } else {
       send(c, proto::ErrorRep{"invalid", std::string("'") + std::string(proto::type_name(m)) +
                                              "' is not a request"});

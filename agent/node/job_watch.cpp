@@ -151,6 +151,7 @@ bool Launcher::Impl::ended(std::uint64_t id, Job& j) {
   // end record (or, for an adopted job, the pid gone) says it all; no exit-file open per poll.
   if (j.served && j.end_seen) return true;
   if (!j.served && read_exit(id)) return true;  // the job's main process ended; finish() winds the rest down
+  if (j.served && j.shepherd <= 0) return unseen_ended(id, j);
   if (j.served) {
     // Adopted: a pidfd from now on (the record's pid could be reused once the job is reaped).
     if (j.pidfd < 0 && (j.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, j.shepherd, 0))) < 0 && errno == ESRCH)
@@ -222,6 +223,23 @@ void Launcher::Impl::wind_down(std::uint64_t id, Job& j) {
 bool Launcher::Impl::served_gone(const Job& j) {
   if (j.pidfd >= 0) return ::syscall(SYS_pidfd_send_signal, j.pidfd, 0, nullptr, 0) != 0 && errno == ESRCH;
   return ::kill(j.shepherd, 0) != 0 && errno == ESRCH;
+}
+
+bool Launcher::Impl::unseen_ended(std::uint64_t id, Job& j) {
+  if (read_exit(id)) return j.reaped = true;
+  bool empty = true;
+  try {
+    empty = cg->pids(slot(id)).empty();
+  } catch (const std::exception&) {
+  }
+  if (!empty) {
+    j.gone_since_ms = -1;
+    return false;
+  }
+  std::int64_t now = now_ms();
+  if (j.gone_since_ms < 0) j.gone_since_ms = now;
+  // Its server died, or it is writing the status right now: a second covers the latter.
+  return j.reaped = now - j.gone_since_ms >= 1000;
 }
 
 JobEnd Launcher::Impl::finish(std::uint64_t id, Job& j) {

@@ -344,6 +344,15 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
   std::error_code ec;
   std::string fail_file = fail_path(id);
   fs::remove(fail_file, ec);
+  // Recorded before it is asked for (pid 0: not reported yet): an agent that dies before it reads
+  // the server's report finds the record, and adopts the job instead of killing it as a leftover
+  // (and then starting it a second time). The request names the record: a server that gets to it
+  // only after a restarted agent gave the job up (and removed the record) drops it.
+  j.our_child = false;
+  j.served = true;
+  j.shepherd = 0;
+  if (ensure_server().empty()) j.server = srv_pid;
+  save_record(id, j);
   std::string groups;
   for (gid_t g : u.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
   std::string req(4, '\0');
@@ -365,6 +374,10 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
   put(std::to_string(c.cpus.size()));  // where the server vforks it (no migration at its cpuset join)
   for (int cpu : c.cpus) put(std::to_string(cpu));
   put(std::to_string(c.umask));
+  if (j.rec_written) {
+    put(record_path(id));
+    for (std::int64_t v : {j.rec_sec, j.rec_nsec}) put(std::to_string(v));
+  }
   auto total = static_cast<std::uint32_t>(req.size() - 4);
   std::memcpy(req.data(), &total, 4);
   if (std::string send_err = send_request(req); !send_err.empty()) {
@@ -372,8 +385,6 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
     return "cannot start job " + std::to_string(id) + ": " + send_err;
   }
   j.pid_known = false;
-  j.our_child = false;
-  j.served = true;
   j.requested_ms = j.run_started_ms = now_ms();
   jobs.emplace(id, std::move(j));
   if (cfg.async_start) return {};

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -83,6 +84,8 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
   ::chmod(impl_->cfg.state_dir.c_str(), 0700);
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe: " + errstr(errno));
+  impl_->marks = static_cast<std::uint64_t>(now_ms()) ^ (static_cast<std::uint64_t>(::getpid()) << 40) ^
+                 std::random_device{}();
   impl_->wake_r = p[0];
   impl_->wake_w = p[1];
   // Shepherds block rather than lose a record when the pipe is full; room for many records.
@@ -150,7 +153,7 @@ std::vector<std::uint64_t> Launcher::jobs() const {
 
 // ---- job records: what a restarted agent adopts a job from ----------------------------------
 
-void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
+void Launcher::Impl::save_record(std::uint64_t id, Job& j) {
   std::string text;
   text.reserve(320);
   auto kv = [&text](const char* k, const std::string& v) {
@@ -179,6 +182,7 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   kv("acc_ms", std::to_string(j.acc_ms));
   kv("run_started_ms", std::to_string(j.run_started_ms));
   kv("ckpt_deadline_ms", std::to_string(j.ckpt_deadline_ms));
+  if (j.server > 0) kv("server", std::to_string(j.server));
   kv("served", j.served ? "1" : "0");
   std::string final_path = record_path(id);
   // The first record of a run is created whole by one write (O_EXCL: no earlier file there). A
@@ -186,10 +190,20 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   // and load_record() refuses those, which is what a missing record gives (the slot is
   // cleaned, not adopted): no temp file and rename needed. A later record replaces an existing
   // one, so it is written whole to a temp file, then renamed: a reader never sees half of it.
+  if (j.rec_sec == 0) {  // splitmix64: a fresh mark per run, never 0
+    std::uint64_t z = (marks += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    j.rec_sec = static_cast<std::int64_t>(1 + (z >> 33));
+    j.rec_nsec = static_cast<std::int64_t>(z % 1000000000ULL);
+  }
+  const struct timespec mark[2] = {{0, UTIME_OMIT}, {j.rec_sec, j.rec_nsec}};
   if (!j.rec_written) {
     int fd = ::open(final_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0) {
-      bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                ::futimens(fd, mark) == 0;
       ::close(fd);
       if (ok) {
         j.rec_written = true;
@@ -200,10 +214,9 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   std::string tmp = final_path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::futimens(fd, mark) == 0;
   ::close(fd);
-  if (ok) {
-    ::rename(tmp.c_str(), final_path.c_str());
+  if (ok && ::rename(tmp.c_str(), final_path.c_str()) == 0) {
     j.rec_written = true;
   } else {
     ::unlink(tmp.c_str());
@@ -247,6 +260,7 @@ std::optional<Launcher::Impl::Job> Launcher::Impl::load_record(std::uint64_t id)
     if (kv.count("ckpt_deadline_ms")) j.ckpt_deadline_ms = std::stoll(kv["ckpt_deadline_ms"]);
     // The last line: a record cut short (the agent died inside its first write) is refused.
     j.served = kv.at("served") == "1";
+    if (kv.count("server")) j.server = std::stoi(kv["server"]);
     j.rec_written = true;
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable record: the job is cleaned up instead of adopted
@@ -269,6 +283,29 @@ std::optional<int> Launcher::Impl::read_exit(std::uint64_t id) const {
   long st = std::strtol(buf, &end, 10);
   if (end == buf || errno != 0 || st < INT_MIN || st > INT_MAX) return std::nullopt;
   return static_cast<int>(st);
+}
+
+namespace {
+// Alive and not a zombie (a server let go by a launcher in this process is a zombie once it exits).
+bool running(pid_t pid) {
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string st;
+  std::getline(in, st);
+  auto close = st.rfind(')');
+  return close != std::string::npos && close + 2 < st.size() && st[close + 2] != 'Z' && st[close + 2] != 'X';
+}
+}  // namespace
+
+bool Launcher::Impl::await_requested(std::uint64_t id, const Job& rec) const {
+  // A server starts a request within milliseconds; a few seconds cover a loaded machine. A
+  // request that never went out (the agent died before sending it) costs that wait once.
+  for (int i = 0; i < 300 && running(rec.server); ++i) {
+    if (!cg->pids(slot(id)).empty() || read_exit(id)) return true;
+    if (fs::exists(fail_path(id))) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return !cg->pids(slot(id)).empty() || read_exit(id).has_value();
 }
 
 // ---- cleanup ---------------------------------------------------------------------------------
@@ -322,16 +359,25 @@ std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   I.tidy();  // slots of jobs already reported ended are not leftovers
   std::vector<Recovered> out;
   std::set<std::uint64_t> seen;
+  std::error_code ec;
   for (std::uint64_t id : list_existing(*I.cg)) {
     if (I.jobs.count(id)) continue;
     seen.insert(id);
     auto rec = I.load_record(id);
     bool alive = !I.cg->pids(I.slot(id)).empty();
     bool has_exit = I.read_exit(id).has_value();
+    // Asked of the server, no pid recorded (the agent died before the server's report): the
+    // job may be starting still; it is adopted once it runs, never killed and started again.
+    if (mode == RecoverMode::Adopt && rec && rec->served && rec->shepherd <= 0 && !alive && !has_exit &&
+        I.await_requested(id, *rec)) {
+      alive = !I.cg->pids(I.slot(id)).empty();
+      has_exit = I.read_exit(id).has_value();
+    }
     if (mode == RecoverMode::Adopt && rec && (alive || has_exit)) {
       Impl::Job j = std::move(*rec);
       int st = 0;
-      pid_t r = ::waitpid(j.shepherd, &st, WNOHANG);  // still our child if this process started it
+      // Still our child if this process started it (a pid of 0 would wait for any child).
+      pid_t r = j.shepherd > 0 ? ::waitpid(j.shepherd, &st, WNOHANG) : -1;
       j.our_child = r == 0;
       if (r == j.shepherd) {
         j.reaped = true;
@@ -347,13 +393,13 @@ std::vector<Recovered> Launcher::recover(RecoverMode mode) {
     }
     Impl::Job j = rec ? std::move(*rec) : Impl::Job{};
     std::string err = I.cleanup(id, j, true);
+    fs::remove(I.fail_path(id), ec);  // a launch that failed while nobody watched: started again
     if (j.our_child && j.shepherd > 0) ::waitpid(j.shepherd, nullptr, WNOHANG);
     out.push_back({id, false,
                    std::string(rec ? "killed and removed" : "no record: killed and removed") +
                        (err.empty() ? "" : "; " + err)});
   }
   // Records without a slot (agent died between writing the record and creating cgroups).
-  std::error_code ec;
   for (auto& e : fs::directory_iterator(I.cfg.state_dir, ec)) {
     std::string n = e.path().filename().string();
     if (n.rfind("job.", 0) != 0) continue;

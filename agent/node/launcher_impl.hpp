@@ -87,6 +87,14 @@ struct Launcher::Impl {
     bool end_seen = false;  // the server's "ended" record came (the exit file is written)
     std::optional<int> end_status;  // the wait status that record carried (no exit-file read)
     bool rec_written = false;       // its record exists (later writes go through a temp file)
+    // Served, adopted from a record written before the server reported the job's pid (shepherd
+    // is then 0): the server it was asked of, and when its slot was first seen empty without an
+    // exit file (the server writes that file a moment after the job left its cgroups).
+    pid_t server = -1;
+    std::int64_t gone_since_ms = -1;
+    // The record's mark, a random time set as its mtime: a start request names the record and
+    // its mark, and the server drops a request whose record is gone or another by then.
+    std::int64_t rec_sec = 0, rec_nsec = 0;
     std::int64_t requested_ms = 0;
     std::string binary, cwd, out_path, err_path;  // for a launch failure's message
   };
@@ -104,6 +112,7 @@ struct Launcher::Impl {
   bool nudge_owed = false;  // a wake-up was consumed outside poll(): put one back
   std::map<std::string, std::pair<std::int64_t, detail::UserInfo>> users;  // lookups, with their time
   NewFileOwner ckpt_owner;  // no chown of a checkpoint dir already the job user's
+  std::uint64_t marks = 0;  // the state of the records' marks (splitmix64)
   // Ended jobs whose cleanup() waits for tidy() (LauncherConfig::defer_cleanup).
   struct Untidy {
     std::uint64_t id;
@@ -122,10 +131,13 @@ struct Launcher::Impl {
 
   // ---- launcher.cpp: records, cleanup
   void find_shepherd();
-  void save_record(std::uint64_t id, Job& j) const;
+  void save_record(std::uint64_t id, Job& j);
   std::optional<Job> load_record(std::uint64_t id) const;
   // The job's raw wait status as the shepherd recorded it, if it did.
   std::optional<int> read_exit(std::uint64_t id) const;
+  // A job asked of a server (record without a pid) that has not shown up yet: waits, briefly and
+  // only while that server lives, for it to run, end or fail. True if it runs or ended.
+  bool await_requested(std::uint64_t id, const Job& rec) const;
   // Remove everything a job left: cgroups, jobfs, (ckpt dir if terminal), record, exit file.
   std::string cleanup(std::uint64_t id, const Job& j, bool terminal);
   // Runs the deferred cleanups (all, or only job `only`); returns the failures.
@@ -159,6 +171,9 @@ struct Launcher::Impl {
   bool ended(std::uint64_t id, Job& j);
   JobEnd finish(std::uint64_t id, Job& j);
   static bool served_gone(const Job& j);
+  // Adopted from a record without a pid: ended once the exit file is there, or the slot is
+  // empty and (after a grace for the server to write that file) none came.
+  bool unseen_ended(std::uint64_t id, Job& j);
 };
 
 }  // namespace corral::node

@@ -20,6 +20,8 @@
 // Request: u32 length, then strings (u32 length + bytes each):
 //   id exit_file fail_file uid gid groups(comma list) drop(0/1) cwd stdout stderr out_flags binary
 //   nprocs procs_file... nargv argv... nenv env... [ncpus cpu...]  (the job's CPUs: optional)
+//   [umask [record mtime_sec mtime_nsec]]  (optional: the job's umask; the agent's record of the
+//   job and its mark, which must still be there when the job starts, else the request is dropped)
 #include "child_fail.hpp"
 
 #include <fcntl.h>
@@ -77,6 +79,8 @@ struct Request {
   mode_t umask = 022;
   std::vector<std::string> procs, argv, env;
   std::vector<int> cpus;  // the job's CPUs (its slot's cpuset), a hint for where to vfork it
+  std::string record;     // "": no guard
+  std::int64_t rec_sec = 0, rec_nsec = 0;
 };
 
 bool parse(const std::string& payload, Request& r) {
@@ -113,6 +117,10 @@ bool parse(const std::string& payload, Request& r) {
   if (i < r.s.size() && !list(cpus)) return false;
   std::string mask;  // optional (the launcher sends it): the job's umask
   if (next(mask)) r.umask = static_cast<mode_t>(std::strtoul(mask.c_str(), nullptr, 10) & 0777);
+  std::string sec, nsec;
+  if (next(r.record) && (!next(sec) || !next(nsec))) return false;
+  r.rec_sec = std::strtoll(sec.c_str(), nullptr, 10);
+  r.rec_nsec = std::strtoll(nsec.c_str(), nullptr, 10);
   for (const auto& c : cpus) r.cpus.push_back(static_cast<int>(std::strtol(c.c_str(), nullptr, 10)));
   r.id = std::strtoull(id.c_str(), nullptr, 10);
   r.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
@@ -148,6 +156,16 @@ void report_fail(const Request& r, const char* stage, int err, std::int32_t pid)
   corral::node::send_wake(kWake, r.id, pid, corral::node::kWakeFailed);
 }
 
+// Whether the agent still stands behind the request: its record of the job is there with the
+// mark (mtime) it had when the request was sent (an agent restarted meanwhile may have given the
+// job up, removed the record, and started the job again). A syscall only: the vfork child calls it.
+bool current(const Request& r) {
+  if (r.record.empty()) return true;
+  struct stat st {};
+  return ::stat(r.record.c_str(), &st) == 0 && st.st_mtim.tv_sec == r.rec_sec && st.st_mtim.tv_nsec == r.rec_nsec;
+}
+const char kStale[] = "stale request";
+
 // The CPUs the server may use (at its start), and whether launch threads are pinned to some.
 cpu_set_t g_all_cpus;
 bool g_pinned = false;
@@ -170,6 +188,9 @@ bool g_pinned = false;
     if (f < 0 || ::write(f, "0", 1) != 1) job_fail(fail, "cgroup attach");
     ::close(f);
   }
+  // Checked again inside the slot: a restarted agent that gives the job up after this point
+  // finds it there and kills it with the slot.
+  if (!current(r)) job_fail(fail, kStale);
   // It inherited its launch thread's CPU pinning: back to the server's own set (the kernel
   // keeps it within the slot's cpuset, which the join above already applied).
   if (g_pinned) ::sched_setaffinity(0, sizeof g_all_cpus, &g_all_cpus);
@@ -233,6 +254,7 @@ void start(const Request& r) {
   argv.push_back(nullptr);
   for (const auto& e : r.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  if (!current(r)) return;  // given up by the agent: not started, not reported
   Fail fail;
   pid_t jp = ::vfork();
   if (jp == 0) exec_job(r, procs.data(), procs.size(), argv.data(), envp.data(), &fail);
@@ -244,7 +266,7 @@ void start(const Request& r) {
   if (const char* stage = fail.stage) {
     int e = fail.err;
     while (::waitpid(jp, nullptr, 0) < 0 && errno == EINTR) {}
-    report_fail(r, stage, e, -1);
+    if (stage != kStale) report_fail(r, stage, e, -1);
     return;
   }
   // Registered and reported under the lock: the main thread cannot reap it (and report it ended)

@@ -90,7 +90,9 @@ int GeneralPass::node_slots(std::uint32_t n, const Job& j, const Req& r, Time t,
   if (r.jobfs_slot > 0 && nd.jobfs_mb > 0)
     s = std::min(s, (nd.jobfs_mb - node_peak(n, t, e, [](const NodeAlloc& a) { return a.jobfs; })) / r.jobfs_slot);
   if (r.host_cons) {
-    for (const auto& [name, amt] : j.consumables) {
+    for (const auto& c : j.consumables) {
+      const std::string& name = c.first;  // a plain reference: clang 14 cannot capture a binding
+      const auto amt = c.second;
       auto it = nd.consumables.find(name);
       if (it == nd.consumables.end() || amt <= 0) continue;
       const std::int64_t used = node_peak(n, t, e, [&name](const NodeAlloc& a) -> std::int64_t {

@@ -262,7 +262,9 @@ Time Profile::earliest(std::int64_t need, Time dur, Time t0) const {
   // past the LAST shortage inside it and long stretches of short gaps are
   // skipped together (large profiles). Blocks whose max (seek) or
   // min (window) decides are skipped whole.
-  auto [b, i] = locate(t0);
+  // Plain variables, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const auto at = locate(t0);
+  std::size_t b = at.first, i = at.second;
   const std::size_t nb = blocks_.size();
   auto val = [&](std::size_t bb, std::size_t ii) { return blocks_[bb].p[ii].f + blocks_[bb].lazy; };
   // Advance (b, i) to the first point at/after it with free >= need.

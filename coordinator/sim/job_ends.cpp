@@ -29,9 +29,15 @@ void Simulator::add_running(std::size_t idx, Job& j, int slots, std::vector<Plac
   // Every member listed: GCC zeroes an aggregate given fewer first.
   static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: list every member here");
   static const RunningJob kDefault{};
+#if __cpp_aggregate_paren_init >= 201902L
   RunningJob& rj = snap_.running.emplace_back(MovedJob{j}, now_, expected_end, slots, std::move(place),
                                               /*suspended=*/false, backfilled, kDefault.suspended_for,
                                               kDefault.suspended_since, kDefault.stopping);
+#else  // clang before 16 cannot build an aggregate from parentheses: one move more
+  RunningJob& rj = snap_.running.emplace_back(RunningJob{MovedJob{j}, now_, expected_end, slots, std::move(place),
+                                                         /*suspended=*/false, backfilled, kDefault.suspended_for,
+                                                         kDefault.suspended_since, kDefault.stopping});
+#endif
   if (backfilled && cfg_.planner.backfill == Backfill::Checkpoint) {
     Time window_end = now_ + std::max<Time>(1, backfill_duration(rj.job, cfg_.planner));
     if (window_end < r.actual_end) wake_.push(window_end);

@@ -3,7 +3,6 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <zmq.h>
 
 #include <cstdio>
 #include <fstream>
@@ -228,42 +227,10 @@ TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
   SKIP_UNLESS_ROOT();
   Agent a("pub", {"--set", "heartbeat_interval=0.2", "--set", "usage_interval=0.3", "--set", "poll_interval=0.2"});
   a.start();
-  void* ctx = zmq_ctx_new();
-  void* sub = zmq_socket(ctx, ZMQ_SUB);
-  zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
-  int tmo = 200;
-  zmq_setsockopt(sub, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
-  REQUIRE(zmq_connect(sub, a.pub.c_str()) == 0);
-  // Wait for the subscription to take (a heartbeat arrives).
-  std::vector<corral::proto::Event> got;
-  auto recv_one = [&]() -> bool {
-    char topic[64];
-    int n = zmq_recv(sub, topic, sizeof topic, 0);
-    if (n < 0) return false;
-    zmq_msg_t m;
-    zmq_msg_init(&m);
-    zmq_msg_recv(&m, sub, 0);
-    std::string payload(static_cast<char*>(zmq_msg_data(&m)), zmq_msg_size(&m));
-    zmq_msg_close(&m);
-    auto msg = corral::proto::decode(payload);
-    REQUIRE(std::holds_alternative<corral::proto::Event>(msg));
-    auto& e = std::get<corral::proto::Event>(msg);
-    CHECK(std::string(topic, static_cast<std::size_t>(std::min(n, 64))) == "corral." + e.kind);
-    got.push_back(e);
-    return true;
-  };
-  auto find = [&](const std::string& kind, std::uint64_t job) -> const corral::proto::Event* {
-    for (const auto& e : got)
-      if (e.kind == kind && e.job == job) return &e;
-    return nullptr;
-  };
-  // Reads events (up to ~20 s) until `kind` of `job` has come.
-  auto await = [&](const std::string& kind, std::uint64_t job) -> const corral::proto::Event* {
-    for (int i = 0; i < 100 && !find(kind, job); ++i) recv_one();
-    return find(kind, job);
-  };
-  for (int i = 0; i < 50 && got.empty(); ++i) recv_one();
-  REQUIRE(!got.empty());
+  harness::Events ev(a);
+  auto& got = ev.got;
+  auto find = [&](const std::string& kind, std::uint64_t job) { return ev.find(kind, job); };
+  auto await = [&](const std::string& kind, std::uint64_t job) { return ev.await(kind, job); };
 
   // A running job, suspended, resumed (usage sampled meanwhile), requeued, cancelled.
   auto l = a.submit({"-N", "long", "-l", "ncpus=1,walltime=600", "--wrap", "sleep 300"});
@@ -321,8 +288,6 @@ TEST_CASE("ZeroMQ subscriber gets numbered job events", "[agent]") {
     INFO("kind " << k);
     CHECK(kinds.count(k));
   }
-  zmq_close(sub);
-  zmq_ctx_term(ctx);
 }
 
 TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[agent]") {

@@ -3,11 +3,13 @@
 // and a corrald that dies before answering a submit.
 #include <catch2/catch.hpp>
 
+#include <pwd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <climits>
 #include <cstdint>
+#include <filesystem>
 #include <thread>
 
 #include "harness.hpp"
@@ -39,13 +41,13 @@ double cpu_s(pid_t pid) {
   return static_cast<double>(ut + stt) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-// A child as `nobody` running `fn` (which returns a number for the parent), then holding what it
-// opened until killed. The parent gets the number once the child is done setting up.
+// A child as `nobody` (or `uid`) running `fn` (which returns a number for the parent), then holding
+// what it opened until killed. The parent gets the number once the child is done setting up.
 struct Hostile {
   pid_t pid = -1;
   long result = -1;
   template <class Fn>
-  explicit Hostile(Fn fn, rlim_t nofile = 8192) {
+  explicit Hostile(Fn fn, rlim_t nofile = 8192, int uid = kNobody) {
     int p[2];
     REQUIRE(::pipe(p) == 0);
     pid = ::fork();
@@ -54,7 +56,8 @@ struct Hostile {
       ::close(p[0]);
       rlimit rl{nofile, nofile};
       ::setrlimit(RLIMIT_NOFILE, &rl);
-      if (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) _exit(125);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(static_cast<gid_t>(uid)) != 0 || ::setuid(static_cast<uid_t>(uid)) != 0)
+        _exit(125);
       long r = fn();
       (void)!::write(p[1], &r, sizeof r);
       for (;;) ::pause();
@@ -96,6 +99,26 @@ std::size_t count_lines(const std::string& text, const std::string& needle) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
   return n;
+}
+
+// Open file descriptors of a process.
+int open_fds(pid_t pid) {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); ++it)
+    ++n;
+  return n;
+}
+
+// A system user (made if missing) in a system group (made if missing); its uid, or -1.
+int test_user_in(const std::string& user, const std::string& group) {
+  std::string cmd = "getent group " + group + " >/dev/null || groupadd --system " + group + "; " +
+                    "getent passwd " + user + " >/dev/null || useradd --system --no-create-home --shell "
+                    "/usr/sbin/nologin -G " + group + " " + user;
+  (void)!std::system(("(" + cmd + ") >/dev/null 2>&1").c_str());
+  passwd* pw = ::getpwnam(user.c_str());
+  return pw ? static_cast<int>(pw->pw_uid) : -1;
 }
 
 proto::JobSpec good_spec(const Agent& a) {
@@ -219,6 +242,93 @@ TEST_CASE("a connection flood under a low open-file limit: no busy loop, few log
   CHECK(count_lines(log, "accept:") <= 5);
   CHECK(count_lines(log, "refused") <= 8);
   CHECK(cpu < 1.5);
+}
+
+TEST_CASE("out of file descriptors (EMFILE): one log line, no busy loop, served once they close", "[agent]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("emfile");
+  a.start();
+  // Its limit lowered under it: the connection cap it computed at start no longer keeps it below
+  // the limit, so a flood runs it out of descriptors.
+  const int limit = open_fds(a.pid) + 16;
+  auto pl = harness::run({"/usr/bin/prlimit", "--pid", std::to_string(a.pid),
+                          "--nofile=" + std::to_string(limit) + ":" + std::to_string(limit)});
+  INFO(pl.err);
+  REQUIRE(pl.rc == 0);
+  std::string log;
+  {
+    Hostile flood([&] { return open_connections(a.socket, 300); });
+    INFO("connections made: " << flood.result);
+    for (int t = 0; t < 200 && log.find("Too many open files") == std::string::npos; ++t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      log = a.log();
+    }
+    REQUIRE(log.find("Too many open files") != std::string::npos);
+    double cpu0 = cpu_s(a.pid);
+    // The window is what is measured: a busy loop (accept failing at once, again and again)
+    // would burn the CPU in it.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    double cpu = cpu_s(a.pid) - cpu0;
+    INFO("corrald CPU over 3 s out of descriptors: " << cpu << " s");
+    CHECK(cpu < 0.5);
+  }  // the flood goes: its connections close
+  // Served again once the descriptors are free (within seconds, not one paused second per
+  // batch of the dead connections still queued).
+  harness::Result r;
+  for (int t = 0; t < 100 && (r = node_within(a, 10)).rc != 0; ++t)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  log = a.log();
+  INFO(log);
+  CHECK(count_lines(log, "Too many open files") == 1);
+}
+
+TEST_CASE("operators act on every job and are served past the per-user limit; others are not",
+          "[agent]") {
+  SKIP_UNLESS_ROOT();
+  const int op = test_user_in("corralop", "corralops");
+  if (op < 0) {
+    CORRAL_SKIP("cannot create the user corralop in group corralops (useradd, groupadd)");
+    return;
+  }
+  const int stranger = 4242;  // no account, no group
+  Agent a("operators", {"--set", "operators=corralops"});
+  a.start();
+  auto s = a.submit({"-l", "walltime=600", "--wrap", "sleep 300"}, kNobody);
+  REQUIRE(s.rc == 0);
+  std::string id = harness::trim(s.out);
+  REQUIRE(harness::wait_state(a, id, "running") == "running");
+
+  auto no = a.cli({"cancel", id}, stranger);
+  CHECK(no.rc != 0);
+  CHECK(no.err.find("only its owner, root or a member of group corralops may cancel it") != std::string::npos);
+  auto nosus = a.cli({"suspend", id}, stranger);
+  CHECK(nosus.rc != 0);
+  CHECK(nosus.err.find("only root or a member of group corralops may suspend jobs") != std::string::npos);
+  for (const char* act : {"suspend", "resume"}) {
+    auto r = a.cli({act, id}, op);
+    INFO(act << ": " << r.err);
+    CHECK(r.rc == 0);
+  }
+  auto c = a.cli({"cancel", id}, op);
+  INFO(c.err);
+  CHECK(c.rc == 0);
+  REQUIRE(harness::wait_state(a, id, "ended") == "ended");
+  CHECK(a.log().find("job " + id + " cancel requested by corralop") != std::string::npos);
+
+  // Past the per-user limit (128): the operator is served, another user is told why.
+  {
+    Hostile ops([&] { return open_connections(a.socket, 200); }, 8192, op);
+    CHECK(ops.result == 200);
+    auto r = node_within(a, 10, op);
+    INFO(r.err);
+    CHECK(r.rc == 0);
+  }
+  Hostile many([&] { return open_connections(a.socket, 200); }, 8192, stranger);
+  auto r = node_within(a, 10, stranger);
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("connections to corrald (at most 128)") != std::string::npos);
 }
 
 TEST_CASE("a newline sent to corrald cannot forge a log line", "[agent]") {

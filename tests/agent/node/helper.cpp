@@ -2,8 +2,9 @@
 //   hog MB              allocate and touch MB of memory, then sleep
 //   forks N FILE        fork N sleeping children, write their pids to FILE, sleep
 //   tick FILE           count forever, writing the counter to FILE every 10 ms
-//   ckpt N              count to N (10 ms steps); on SIGUSR1 save the count to $CORRAL_CKPT_DIR/state
-//                       and exit; on CORRAL_RESTART=1 start from the saved count
+//   ckpt N              count to N (10 ms steps, each written to $CORRAL_CKPT_DIR/at); on SIGUSR1 save
+//                       the count to $CORRAL_CKPT_DIR/state and exit; on CORRAL_RESTART=1 start from
+//                       the saved count
 //   fill MB             write MB into $CORRAL_JOBFS/fill, then sleep
 #include <signal.h>
 #include <unistd.h>
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
         std::printf("checkpointed at %ld\n", i);
         return 0;
       }
+      write_atomic(std::string(dir) + "/at", std::to_string(i));
       nap(10);
     }
     std::printf("finished %ld\n", i);

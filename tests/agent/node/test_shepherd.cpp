@@ -81,8 +81,9 @@ struct Server {
   std::string exit_file(std::uint64_t id) const { return dir.path + "/job." + std::to_string(id) + ".exit"; }
   std::string out_file(std::uint64_t id) const { return dir.path + "/job." + std::to_string(id) + ".out"; }
 
-  // The request as the launcher encodes it (launcher.cpp start()).
-  std::string encode(const Job& j) const {
+  // The request as the launcher encodes it (launch.cpp start_served()); with `record`, the guard:
+  // that file and its mtime now.
+  std::string encode(const Job& j, const std::string& record = "") const {
     std::string r(4, '\0');
     auto put = [&r](const std::string& x) {
       auto l = static_cast<std::uint32_t>(x.size());
@@ -102,6 +103,14 @@ struct Server {
     put("PATH=/usr/bin:/bin");
     put("1");
     put(std::to_string(j.cpu));
+    if (!record.empty()) {
+      struct stat st {};
+      REQUIRE(::stat(record.c_str(), &st) == 0);
+      put("18");  // umask 022
+      put(record);
+      put(std::to_string(st.st_mtim.tv_sec));
+      put(std::to_string(st.st_mtim.tv_nsec));
+    }
     auto total = static_cast<std::uint32_t>(r.size() - 4);
     std::memcpy(r.data(), &total, 4);
     return r;
@@ -109,7 +118,7 @@ struct Server {
   void send(const std::string& bytes) {
     REQUIRE(::write(req, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
   }
-  void start(const Job& j) { send(encode(j)); }
+  void start(const Job& j, const std::string& record = "") { send(encode(j, record)); }
 
   // Reads wake records until `pred` holds or the time is up.
   template <class P>
@@ -214,4 +223,37 @@ TEST_CASE("shepherd: without its agent the server stays until its last job and w
   REQUIRE(s.gone());
   CHECK(s.status(31) == (2 << 8));
   CHECK(s.status(33) == (3 << 8));
+}
+
+TEST_CASE("shepherd: a request whose record is gone or another by then is dropped, not started",
+          "[node][shepherd]") {
+  Server s;
+  auto record = [&](std::uint64_t id, std::int64_t mark) {
+    std::string path = s.dir.path + "/job." + std::to_string(id) + ".rec";
+    std::ofstream(path) << "id=" << id << "\n";
+    const struct timespec t[2] = {{0, UTIME_OMIT}, {mark, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), t, 0) == 0);
+    return path;
+  };
+  const std::vector<std::string> argv = {"/bin/sh", "-c", "echo ran"};
+  // The record as it was: the job runs.
+  s.start({41, argv, 0, {}}, record(41, 1000));
+  // Given up by its agent: the record removed, or removed and written again for another run.
+  std::string gone = s.encode({42, argv, 0, {}}, record(42, 2000));
+  ::unlink((s.dir.path + "/job.42.rec").c_str());
+  std::string other = s.encode({43, argv, 0, {}}, record(43, 3000));
+  record(43, 3001);
+  s.send(gone);
+  s.send(other);
+  // A job after them on the same launch thread (one CPU, one queue, in order): once it ended,
+  // the two before it were looked at.
+  s.start({44, argv, 0, {}});
+  REQUIRE(s.read_until([&] { return s.ended(41) && s.ended(44); }, 10000));
+  CHECK(slurp(s.out_file(41)) == "ran\n");
+  for (std::uint64_t id : {42, 43}) {
+    INFO("job " << id);
+    CHECK(s.count(id, kWakeRunning) + s.count(id, kWakeFailed) + s.count(id, kWakeEnded) == 0);
+    CHECK(!std::filesystem::exists(s.out_file(id)));
+    CHECK(!std::filesystem::exists(s.dir.path + "/job." + std::to_string(id) + ".fail"));
+  }
 }
