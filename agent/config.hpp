@@ -94,8 +94,8 @@ struct Config {
   // The node's default: a job's own choice (corral submit --preempt, CORRAL_PREEMPT, a
   // #CORRAL --preempt directive) wins.
   PreemptMode preempt_mode = PreemptMode::Requeue;
-  // Cooperative checkpoint (issue 3: "signal the job (configurable, default SIGUSR1), give it a
-  // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
+  // Cooperative checkpoint: the signal corrald sends the job (default SIGUSR1) and the grace
+  // period in seconds it waits before stopping it.
   int checkpoint_signal = SIGUSR1;
   int checkpoint_grace = 30;                  // s
   // The local socket: members of this group (and root) are always served, even while other

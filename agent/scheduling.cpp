@@ -316,14 +316,15 @@ void Daemon::cycle() {
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
   // A kept Planner and Plan (their buffers live across passes); the node never changes while
-  // corrald runs, so the planner may keep what it derived from it (nodes_version).
+  // corrald runs, so the planner may keep what it derived from it (PassHints::nodes_version).
   const Snapshot& snap = pass_snapshot(static_cast<Time>(now()));
-  snap_.nodes_version = 1;
   if (book_) {  // a project with no grant left runs in the bonus queue (nci_stage demotes it)
     charge_running(static_cast<double>(snap.now));
     sched_.nci.grant_left = book_->ledger().grants_left(snap.now);
   }
-  schedule(snap, sched_, ++passes_, planner_, plan_);
+  PassHints hints;
+  hints.nodes_version = 1;
+  schedule(snap, hints, sched_, ++passes_, planner_, plan_);
   if (monitor_) write_monitor(plan_.monitor);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
   apply(plan_);

@@ -137,62 +137,7 @@ struct Snapshot {
   std::vector<Queue> queues;
   Amounts global;                // cluster-wide consumables (licences)
   std::vector<RunningJob> running;   // running and suspended
-  std::vector<Job> pending;          // in submit order
-  // Optional, for callers that keep one Snapshot across passes (the
-  // simulator): a nonzero value promises that `nodes` are unchanged since the
-  // last pass given the same value, so a kept Planner reuses what it derived
-  // from them. 0 (default): the planner re-reads the nodes every pass.
-  std::uint64_t nodes_version = 0;
-  // Same for `running`: a nonzero value promises that `running` is unchanged
-  // (every field of every entry, same order) since the last pass given the
-  // same value; the caller never reuses a value for other content. Any nonzero
-  // value also promises that a running entry's placement never changes while
-  // its job id and start stay the same (the planner then skips comparing
-  // placements). 0 (default): everything is re-checked.
-  std::uint64_t running_version = 0;
-  // Optional, with running_version (the simulator): a nonzero running_since
-  // promises that `running` differs from its content of the pass given
-  // running_version == running_since only at the positions listed in
-  // running_touched and past the end of the shorter of the two (entries
-  // appended or removed at the end). A kept Planner then compares only those
-  // entries instead of all. 0 (default): every entry is compared.
-  std::uint64_t running_since = 0;
-  std::vector<std::uint32_t> running_touched;
-  // Optional (the simulator): true promises that `pending` is in FIFO order
-  // (submit, then id), so the order stage need not check it job by job.
-  // false (default): it is checked.
-  bool pending_fifo = false;
-  // Optional (the simulator): when its size is that of `pending` (> 0), the
-  // positions of `pending` in FIFO order (submit, then id), each once; the
-  // order stage then takes it as the FIFO order (pending itself may be in
-  // any order: the simulator fills the hole a job leaves with the last
-  // entry instead of moving every job behind it). Otherwise ignored.
-  std::vector<std::uint32_t> pending_order;
-  // Optional (the simulator): true promises that every pending job is valid
-  // and needs cores only (planner.hpp cores_only_job()), so the planner need
-  // not check each job it visits. false (default): each is checked.
-  bool pending_cores_only = false;
-  // Optional (the simulator), read only with pending_cores_only: when its
-  // size is that of `pending` (> 0), entry i is pending[i].slots_min, so the
-  // fast easy scan passes over jobs that need more than the free cores in
-  // this compact array instead of reading each Job. Otherwise ignored.
-  std::vector<int> pending_slots_min;
-  // Optional, with pending_slots_min: when its size is that of `pending`,
-  // entry i is at most the planned duration of pending[i] under any
-  // PlannerConfig (planner.hpp duration_floor()), so the fast easy scan also
-  // passes over jobs that fit now but would end after the reservation's
-  // start where they do not fit. Otherwise ignored.
-  std::vector<Time> pending_min_duration;
-  // Optional (the simulator), read only with pending_cores_only: when both
-  // sizes are that of pending_order (> 0), entry k of the first is the
-  // slots_min of pending[pending_order[k]] and entry k of the second at most
-  // its planned duration under any PlannerConfig (duration_floor(), capped
-  // at INT32_MAX): the figures above laid out in FIFO order, so a pass whose
-  // order is exactly pending_order scans them contiguously, several jobs an
-  // instruction, instead of one job at a time through the order. Otherwise
-  // ignored.
-  std::vector<std::int32_t> pending_order_slots_min;
-  std::vector<std::int32_t> pending_order_min_duration;
+  std::vector<Job> pending;          // usually in submit order (the order stage sorts)
 };
 
 // ----------------------------------------------------------------- output --
@@ -276,10 +221,11 @@ struct PassState {
   std::size_t pinned = 0;            // the first `pinned` jobs of order keep their
                                      // place and order in later policy stages
                                      // (PBA's allocated class; NCI's suspenders)
-  // Set by order_pending when `order` is exactly Snapshot::pending_order
-  // (fifo, nothing moved by aging); schedule() clears it when a later stage
-  // may reorder. The planner then takes it for the check it would make
-  // (one memcmp). A caller that changes `order` afterwards must clear it.
+  // Set by order_pending when `order` is exactly the caller's
+  // PassHints::pending.order (fifo, nothing moved by aging); schedule()
+  // clears it when a later stage may reorder. The planner then takes it for
+  // the check it would make (one memcmp). A caller that changes `order`
+  // afterwards must clear it.
   bool order_is_pending_order = false;
 };
 

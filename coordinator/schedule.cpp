@@ -21,11 +21,15 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
 }
 
 void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner, Plan& plan) {
+  schedule(snap, kNoHints, cfg, seed, planner, plan);
+}
+
+void schedule(const Snapshot& snap, const PassHints& hints, const SchedConfig& cfg, std::uint64_t seed,
+              Planner& planner, Plan& plan) {
   {
     // Back to defaults, the buffers kept. Member by member: `plan = Plan{}`
-    // zero-filled a whole temporary with `rep stos` every pass (~1.5 % of a
-    // CTC easy replay). The size check fails when Plan changes, so a new
-    // member is reset here too.
+    // would zero-fill a whole temporary every pass. The size check fails
+    // when Plan changes, so a new member is reset here too.
     static_assert(sizeof(Plan) == sizeof(Time) + 6 * sizeof(std::vector<int>),
                   "corral::Plan changed: reset the new member here");
     plan.now = 0;
@@ -47,22 +51,23 @@ void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
     st = PassState{};
     st.order = std::move(buf);
   }
-  order_pending(snap, cfg.order, st);
+  order_pending(snap, cfg.order, st, hints);
   // The stages below may reorder (PassState::order_is_pending_order).
   if (cfg.pba.enabled || cfg.nci.enabled || runs_selective_preemption(cfg)) st.order_is_pending_order = false;
   if (cfg.pba.enabled) pba_stage(snap, cfg.pba, st, plan);
   if (cfg.nci.enabled) nci_stage(snap, cfg.nci, seed, st, plan);
   // The planner starts what the stages ordered. With NCI, suspended jobs'
   // free cores stay theirs until they resume (nci_claims), and jobs left
-  // pending age (nci_settle).
+  // pending age (nci_settle). The hints about `running` hold only for the
+  // caller's snapshot, not for a stage's modified copy.
   auto finish = [&](const Snapshot& s) {
     if (!cfg.nci.enabled) {
-      planner.plan(s, cfg.planner, st, plan);
+      planner.plan(s, cfg.planner, st, plan, hints, &s == &snap);
       return;
     }
     Snapshot view;
     const bool claimed = nci_claims(s, cfg.nci, st, plan, view);
-    planner.plan(claimed ? view : s, cfg.planner, st, plan);
+    planner.plan(claimed ? view : s, cfg.planner, st, plan, hints, !claimed && &s == &snap);
     nci_settle(snap, cfg.nci, st, plan);
   };
   // Selective preemption (planner/preempt.hpp); not with NCI, whose

@@ -17,6 +17,7 @@
 #include "coordinator/nci/nci.hpp"
 #include "coordinator/pba/pba.hpp"
 #include "coordinator/planner/order.hpp"
+#include "coordinator/planner/pass_hints.hpp"
 #include "coordinator/planner/planner.hpp"
 #include "coordinator/planner/preempt.hpp"
 
@@ -48,5 +49,9 @@ Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, 
 // Same, into `out` (cleared first; its vectors keep their capacity, so a
 // caller running many passes allocates them once).
 void schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner, Plan& out);
+// Same, with the caller's promises about `snap` (planner/pass_hints.hpp), for
+// a caller that keeps one Snapshot across passes: the same Plan, sooner.
+void schedule(const Snapshot& snap, const PassHints& hints, const SchedConfig& cfg, std::uint64_t seed,
+              Planner& planner, Plan& out);
 
 }  // namespace corral

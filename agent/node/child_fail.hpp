@@ -60,7 +60,7 @@ enum WakeKind : std::int32_t {
   kWakeEnded = 3,    // the job's main process ended; its status is in the .exit file
   kWakeNudge = 4,    // no news: the agent put back a wake-up it had consumed
 };
-// An "ended" record may carry the wait status as well (the server's since round 8): kind =
+// An "ended" record may carry the wait status as well: kind =
 // kWakeEnded | kWakeHasStatus | status << 16, so the agent need not open the exit file on the
 // path from an end to the next start. The exit file is written first all the same (what an
 // agent that restarted reads). An agent that does not know the flag sees an unknown kind and

@@ -1,5 +1,5 @@
-// Whether CRIU could checkpoint jobs on this node (issue 3: "CRIU only where `criu check`
-// passes (it fails on this kernel); never depend on it"). corrald probes once at start and
+// Whether CRIU could checkpoint jobs on this node: CRIU is used only where `criu check` passes
+// (it fails on some kernels), never depended on. corrald probes once at start and
 // reports the result (log, `corral node --json`); checkpoints stay cooperative either way.
 #pragma once
 

@@ -1,7 +1,6 @@
 // Whether a file or dir the agent has just made in a dir already belongs to
 // a job's user and group, so that its chown can be left out (one system call
-// less per launch for the agent's own user's jobs: bench/launch/RESULTS.md,
-// round 8). Used for the scripts dir (daemon) and the checkpoint root
+// less per launch for the agent's own user's jobs). Used for the scripts dir (daemon) and the checkpoint root
 // (launcher).
 #pragma once
 

@@ -226,16 +226,15 @@ struct Kid {
 std::vector<Kid> g_kids;
 
 // The vfork happens on launch threads (vfork suspends only the calling thread): the job's setup
-// before its execve (cgroup joins: the cpuset one waits for an RCU grace period now and then,
-// up to ~4.6 ms measured, bench/launch/RESULTS.md round 3) no longer keeps the main thread from
-// reaping the other jobs, and with several launch threads one job's slow setup does not hold
-// up another slot's start (round 4). g_mu guards g_kids, g_queue, g_inflight.
+// before its execve (cgroup joins: the cpuset one waits for an RCU grace period now and then)
+// does not keep the main thread from reaping the other jobs, and with several launch threads
+// one job's slow setup does not hold up another slot's start. g_mu guards g_kids, g_queue,
+// g_inflight.
 std::mutex g_mu;
 // One queue per launch thread. Launch thread i is pinned to CPU i of the server's set (with more
 // CPUs than threads, to every nthreads-th one) and gets the jobs whose first CPU that is: the
 // job is vforked where its slot's cpuset puts it, so its cpuset join does not have to migrate it
-// (a wait for the migration thread and the target CPU: ~half of all launches blocked there
-// measured with 2 slots, bench/launch/RESULTS.md round 4).
+// (a wait for the migration thread and the target CPU, where many launches would block).
 struct LaunchQueue {
   std::condition_variable cv;
   std::deque<Request> q;

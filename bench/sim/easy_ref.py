@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Straightforward textbook EASY backfilling replay of an SWF trace.
 
-The reference for issue 2's "20x faster than a straightforward Python
-implementation of the same algorithm": plain lists and heapq, no numpy, no
-incremental tricks. SWF convention of issue 2 ("The simulator"):
+The reference that bench/sim/sim_speed is compared with: the same algorithm
+implemented straightforwardly, with plain lists and heapq, no numpy, no
+incremental tricks. SWF convention (bench/sim/RESULTS.md):
 procs = field 8 if > 0 else field 5; run = field 4; skip run <= 0, procs <= 0,
 procs > MaxProcs (else MaxNodes), submit < 0; estimate = field 9 if > 0 else
 run; run capped by estimate; queue order submit then id; at one instant:

@@ -107,7 +107,6 @@ bool nci_claims(const Snapshot& snap, const NciConfig& cfg, const PassState& st,
   });
   if (claims.empty()) return with_queues(false);
   view = snap;
-  view.running_version = 0;  // claims added: not what that version promised
   view.running.insert(view.running.end(), std::make_move_iterator(claims.begin()),
                       std::make_move_iterator(claims.end()));
   return with_queues(true);

@@ -1,5 +1,5 @@
-// NCI National Facility policy (nci-pbs-policy.txt). Owned by the nci part;
-// the planner part calls nci_stage() from schedule().
+// NCI National Facility policy (nci-pbs-policy.txt); schedule() calls
+// nci_stage().
 //
 // What lives here (all pure: no I/O, no clock; time is Snapshot::now):
 //   - validate_request(): the mandatory walltime/ncpus/vmem/jobfs requests and

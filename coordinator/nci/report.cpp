@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/json_text.hpp"
+
 namespace corral {
 
 namespace {
@@ -152,7 +154,7 @@ std::string render_report_json(const NciReport& r) {
   for (const ReportRow& x : r.projects) o["projects"].push_back(row(x, false));
   o["users"] = nlohmann::ordered_json::array();
   for (const ReportRow& x : r.users) o["users"].push_back(row(x, true));
-  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json_text(o);
 }
 
 }  // namespace corral

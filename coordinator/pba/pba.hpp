@@ -1,5 +1,5 @@
 // Priority-based allocation of job slots to projects (pba-synopsys-patent.txt).
-// Owned by the pba part; the planner part calls pba_stage() from schedule().
+// schedule() calls pba_stage().
 //
 // Contract with the caller (simulator / coordinator), who stores job state
 // between passes:

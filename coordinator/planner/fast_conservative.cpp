@@ -30,7 +30,7 @@ void FastPath::conservative(const Snapshot& s, const PlannerConfig& c, const Pas
     if (idx >= pend.size()) continue;
     const Job& j = pend[idx];
     const int smin = j.slots_min;
-    if (!s.pending_cores_only && !cores_only_job(j)) {  // model.hpp pending_cores_only
+    if (!pending_->cores_only && !cores_only_job(j)) {  // PendingHints::cores_only
       if (std::string err = check(j); !err.empty()) {
         reject(plan, j, "job " + std::to_string(j.id) + ": " + err);
         memo_.next.push_back({j.id, smin, j.slots_max, 0, Memo::kReject, 0, 0});

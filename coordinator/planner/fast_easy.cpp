@@ -15,8 +15,8 @@ namespace corral::planning {
 
 namespace {
 
-// The scan past the reservation over Snapshot::pending_order_slots_min /
-// pending_order_min_duration (model.hpp: contiguous, in the pass's order):
+// The scan past the reservation over PendingHints::order_slots_min /
+// order_min_duration (pass_hints.hpp: contiguous, in the pass's order):
 // the first position k' >= k whose job may do something, or `no`. A job is
 // passed over when lo < need <= total (fits neither now nor in the least
 // free count before the shadow time), and with kShadow also when ash < need
@@ -76,7 +76,7 @@ struct FastPath::EasyScan {
   bool all_plain = false;
   const std::uint32_t* ord = nullptr;
   std::size_t no = 0;
-  // Snapshot::pending_slots_min / pending_min_duration, by pending position
+  // PendingHints::slots_min / min_duration, by pending position
   // (null: not given), and the same laid out in the pass's order.
   const int* need = nullptr;
   const Time* mind = nullptr;
@@ -231,29 +231,29 @@ void FastPath::easy(const Snapshot& s, const PlannerConfig& c, const PassState& 
   e.free_now = std::min(cores_.sum_free(), layout_.total - cores_.used_now());
   e.reservations_left = pol == Backfill::Fcfs ? 0 : 1;
   e.np = pend.size();
-  e.all_plain = s.pending_cores_only;  // model.hpp: no job needs the check
+  const PendingHints& h = *pending_;
+  e.all_plain = h.cores_only;  // no job needs the check
   e.ord = st.order.data();
   e.no = st.order.size();
-  // Snapshot::pending_slots_min (model.hpp): past the reservation, the jobs
-  // that do nothing are passed over in this compact array without reading
-  // their Job: those that need more than the free cores (and no more than
-  // the machine), and with pending_min_duration those that fit now but not
-  // at the shadow time and surely end after it (the path below ends in the
-  // same `continue`).
-  if (e.all_plain && e.np > 0 && s.pending_slots_min.size() == e.np && pol != Backfill::Fcfs) {
-    e.need = s.pending_slots_min.data();
-    if (s.pending_min_duration.size() == e.np) e.mind = s.pending_min_duration.data();
+  // PendingHints::slots_min: past the reservation, the jobs that do nothing
+  // are passed over in this compact array without reading their Job: those
+  // that need more than the free cores (and no more than the machine), and
+  // with min_duration those that fit now but not at the shadow time and
+  // surely end after it (the path below ends in the same `continue`).
+  if (e.all_plain && e.np > 0 && h.slots_min.size() == e.np && pol != Backfill::Fcfs) {
+    e.need = h.slots_min.data();
+    if (h.min_duration.size() == e.np) e.mind = h.min_duration.data();
   }
-  // Snapshot::pending_order_slots_min / _min_duration (model.hpp): when this
-  // pass's order is exactly pending_order, the same figures in order
+  // PendingHints::order_slots_min / order_min_duration: when this pass's
+  // order is exactly the hints' order, the same figures in order
   // (scan_skip), checked by one memcmp unless order_pending says so
   // (PassState::order_is_pending_order).
   const std::size_t no = e.no;
-  if (e.all_plain && pol != Backfill::Fcfs && no > 0 && s.pending_order.size() == no &&
-      s.pending_order_slots_min.size() == no && s.pending_order_min_duration.size() == no &&
-      (st.order_is_pending_order || std::memcmp(e.ord, s.pending_order.data(), no * sizeof *e.ord) == 0)) {
-    e.oneed = s.pending_order_slots_min.data();
-    e.omind = s.pending_order_min_duration.data();
+  if (e.all_plain && pol != Backfill::Fcfs && no > 0 && h.order.size() == no && h.order_slots_min.size() == no &&
+      h.order_min_duration.size() == no &&
+      (st.order_is_pending_order || std::memcmp(e.ord, h.order.data(), no * sizeof *e.ord) == 0)) {
+    e.oneed = h.order_slots_min.data();
+    e.omind = h.order_min_duration.data();
   }
   for (std::size_t k = 0; k < no; ++k) {
     if ((e.oneed != nullptr || e.need != nullptr) && e.reservations_left == 0 && easy_skip(s, e, k)) return;

@@ -8,7 +8,8 @@
 
 namespace corral::planning {
 
-bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan) {
+bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan, const PassHints& hints,
+                    const RunningHints& running) {
   const Backfill pol = c.backfill;
   if (!enabled || c.monitor || !st.freed.empty() || !s.queues.empty() || !s.global.empty() ||
       (pol != Backfill::Fcfs && pol != Backfill::Easy && pol != Backfill::Conservative)) {
@@ -16,7 +17,7 @@ bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& 
     return false;
   }
   // A -now y job is rejected where it cannot start: the general path's rule.
-  if (!s.pending_cores_only)
+  if (!hints.pending.cores_only)
     for (const Job& j : s.pending)
       if (j.immediate) {
         memo_.valid = false;
@@ -27,16 +28,17 @@ bool FastPath::plan(const Snapshot& s, const PlannerConfig& c, const PassState& 
       memo_.valid = false;
       return false;
     }
-  if (layout_.stale(s)) {
-    layout_.build(s);
+  if (layout_.stale(s, hints.nodes_version)) {
+    layout_.build(s, hints.nodes_version);
     cores_.reset();  // the update below adds every running job
     memo_.valid = false;
   }
-  if (!layout_.plain || !cores_.update(s, pol == Backfill::Conservative)) {
+  if (!layout_.plain || !cores_.update(s, running, pol == Backfill::Conservative)) {
     memo_.valid = false;
     return false;
   }
   cfg = &c;
+  pending_ = &hints.pending;
   now = s.now;
   if (pol == Backfill::Conservative) {
     conservative(s, c, st, plan);
@@ -98,8 +100,8 @@ void FastPath::reserve(Plan& plan, const Job& j, Time at, int slots) const {
     return;
   }
   // Not emplace_back(), with or without arguments: value-initialization
-  // (and parenthesized aggregate initialization too, GCC 12) zero-fills
-  // the whole Decision first with `rep stos`, few instructions but slow.
+  // (and parenthesized aggregate initialization) zero-fills the whole
+  // Decision first, a cost on every reservation.
   Decision dec;
   dec.action = Action::Reserve;
   dec.job = j.id;

@@ -28,7 +28,10 @@ class FastPath {
   bool enabled = true;  // Planner::set_incremental
   // Plans the pass when it is for the fast path; false (nothing changed in
   // `plan`) when it is not.
-  bool plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan);
+  // `hints` are the caller's promises about s (pass_hints.hpp), `running`
+  // those about s.running.
+  bool plan(const Snapshot& s, const PlannerConfig& c, const PassState& st, Plan& plan, const PassHints& hints,
+            const RunningHints& running);
   // Forgets everything kept across passes.
   void reset() {
     memo_.valid = false;
@@ -37,8 +40,9 @@ class FastPath {
 
  private:
   const PlannerConfig* cfg = nullptr;
+  const PendingHints* pending_ = nullptr;  // this pass's
   Time now = 0;
-  NodeLayout layout_;               // rebuilt when Snapshot::nodes_version is 0 or changes
+  NodeLayout layout_;               // rebuilt when PassHints::nodes_version is 0 or changes
   FreeCores cores_{layout_};
   std::vector<std::pair<Time, std::int64_t>> pass_ends_;  // (now + d, slots) of this pass's starts
   Profile prof_;                    // conservative/easy profile

@@ -33,18 +33,18 @@ void FreeCores::reset() {
   ends_.clear();
 }
 
-bool FreeCores::update(const Snapshot& s, bool track) {
+bool FreeCores::update(const Snapshot& s, const RunningHints& run, bool track) {
   track_ = track;
-  // Snapshot::running_version: the same nonzero value promises an unchanged
+  // RunningHints::version: the same nonzero value promises an unchanged
   // running set, so the entry-by-entry diff is skipped (nothing changed).
-  if (s.running_version != 0 && s.running_version == version_ && mirror_.size() == s.running.size()) {
+  if (run.version != 0 && run.version == version_ && mirror_.size() == s.running.size()) {
     removed_.clear();
     added_.clear();
   } else {
-    diff(s);
+    diff(s, run);
   }
   settle();  // provisional starts not found in running
-  version_ = s.running_version;
+  version_ = run.version;
   return bad_ == 0;
 }
 
@@ -254,7 +254,7 @@ void FreeCores::apply_end(const RunRec& r, int sign) {
 bool FreeCores::same(const RunRec& r, const RunningJob& rj, std::uint64_t version) const {
   return rj.job.id == r.id && rj.expected_end == r.end && rj.slots == r.slots && rj.start == r.start &&
          rj.suspended == r.suspended && rj.backfilled == r.backfilled &&
-         (version != 0 || r.same(rj.placement));  // model.hpp: placement fixed per (id, start)
+         (version != 0 || r.same(rj.placement));  // RunningHints: placement fixed per (id, start)
 }
 
 // Adopts a provisional record as mirror_[k]'s.
@@ -287,18 +287,18 @@ void FreeCores::settle() {
 // Brings the mirror up to snap.running; records the net changes. An entry
 // that only moved (a swap-remove by the caller) is found among the removed
 // ones and moved with its record: its cores are not released and re-taken.
-void FreeCores::diff(const Snapshot& s) {
+void FreeCores::diff(const Snapshot& s, const RunningHints& run) {
   removed_.clear();
   added_.clear();
   changed_.clear();
   const std::size_t nr = s.running.size(), no = mirror_.size();
   const std::size_t lo = std::min(nr, no), hi = std::max(nr, no);
-  if (s.running_version != 0 && s.running_since != 0 && s.running_since == version_) {
-    // model.hpp running_touched: only the listed entries and the tail can differ.
+  if (run.version != 0 && run.since != 0 && run.since == version_) {
+    // RunningHints::touched: only the listed entries and the tail can differ.
     // Kept sorted and unique as it grows (a pass touches a few entries: an
     // insertion costs less than std::sort and std::unique's calls).
-    for (std::uint32_t k : s.running_touched) {
-      if (k >= lo || same(recs_[mirror_[k]], s.running[k], s.running_version)) continue;
+    for (std::uint32_t k : run.touched) {
+      if (k >= lo || same(recs_[mirror_[k]], s.running[k], run.version)) continue;
       std::size_t at = changed_.size();
       while (at > 0 && changed_[at - 1] > k) --at;
       if (at > 0 && changed_[at - 1] == k) continue;
@@ -307,7 +307,7 @@ void FreeCores::diff(const Snapshot& s) {
     for (std::size_t k = lo; k < hi; ++k) changed_.push_back(static_cast<std::uint32_t>(k));
   } else {
     for (std::size_t k = 0; k < hi; ++k)
-      if (k >= lo || !same(recs_[mirror_[k]], s.running[k], s.running_version)) changed_.push_back(static_cast<std::uint32_t>(k));
+      if (k >= lo || !same(recs_[mirror_[k]], s.running[k], run.version)) changed_.push_back(static_cast<std::uint32_t>(k));
   }
   if (changed_.empty()) return;
   pool_.clear();
@@ -321,7 +321,7 @@ void FreeCores::diff(const Snapshot& s) {
     const RunningJob& rj = s.running[k];
     bool moved = false;
     for (std::size_t m = 0; m < pool_.size(); ++m)
-      if (same(recs_[pool_[m]], rj, s.running_version)) {
+      if (same(recs_[pool_[m]], rj, run.version)) {
         mirror_[k] = pool_[m];
         pool_[m] = pool_.back();
         pool_.pop_back();

@@ -14,6 +14,7 @@
 #include "coordinator/model.hpp"
 #include "coordinator/planner/node_layout.hpp"
 #include "coordinator/planner/node_sets.hpp"
+#include "coordinator/planner/pass_hints.hpp"
 #include "coordinator/planner/run_record.hpp"
 
 namespace corral::planning {
@@ -44,10 +45,11 @@ class FreeCores {
   // Empty state for the layout (just rebuilt): the next update adds every
   // running job.
   void reset();
-  // Brings the state up to s.running; `track`: list the net changes
+  // Brings the state up to s.running, which `run` describes
+  // (pass_hints.hpp); `track`: list the net changes
   // (removed(), added()). False when a job holds cores without a placement
   // (the pass then needs the general path).
-  bool update(const Snapshot& s, bool track);
+  bool update(const Snapshot& s, const RunningHints& run, bool track);
   // Takes sl slots now for job `id`: its placement is appended to `buf`
   // (compact) or made in `buf` (empty), cores picked on s's nodes when
   // `pick`, consecutive nodes as ranges when `ranges`; the start is kept as
@@ -75,7 +77,7 @@ class FreeCores {
   std::vector<std::uint32_t> spare_;
   std::uint32_t new_rec();  // may grow recs_: no RunRec& held across it
   std::vector<std::uint32_t> mirror_;  // arena index per position of running
-  std::uint64_t version_ = 0;          // Snapshot::running_version mirror_ mirrors (0: none)
+  std::uint64_t version_ = 0;          // RunningHints::version mirror_ mirrors (0: none)
   std::size_t bad_ = 0;                // holding jobs without a placement (general path)
   std::vector<int> used_;              // per node: slots held (may exceed cores)
   std::vector<int> free_;              // per node: clamped free cores
@@ -119,7 +121,7 @@ class FreeCores {
   bool same(const RunRec& r, const RunningJob& rj, std::uint64_t version) const;
   bool adopt(std::uint32_t k, const RunningJob& rj);
   void settle();
-  void diff(const Snapshot& s);
+  void diff(const Snapshot& s, const RunningHints& run);
   int take1(std::vector<Placement>& out, int sl);
 };
 

@@ -5,10 +5,10 @@
 
 namespace corral::planning {
 
-void NodeLayout::build(const Snapshot& s) {
+void NodeLayout::build(const Snapshot& s, std::uint64_t nodes_version) {
   const std::size_t n_nodes = s.nodes.size();
   built = true;
-  version = s.nodes_version;
+  version = nodes_version;
   nn = n_nodes;
   plain = true;
   total = 0;

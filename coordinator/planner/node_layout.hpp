@@ -1,5 +1,5 @@
 // The nodes as the planner's fast path reads them: capacities, up flags and
-// core offsets, kept across passes while Snapshot::nodes_version says the
+// core offsets, kept across passes while PassHints::nodes_version says the
 // nodes are unchanged.
 #pragma once
 
@@ -12,7 +12,7 @@
 namespace corral::planning {
 
 struct NodeLayout {
-  std::uint64_t version = 0;      // Snapshot::nodes_version it was built from
+  std::uint64_t version = 0;      // PassHints::nodes_version it was built from
   bool built = false;
   bool plain = false;             // no node tracks memory, jobfs or consumables
   std::size_t nn = 0;
@@ -23,11 +23,12 @@ struct NodeLayout {
   std::vector<std::uint8_t> up;
   std::vector<std::uint32_t> coff;
 
-  // Whether the layout must be rebuilt for snapshot s.
-  bool stale(const Snapshot& s) const {
-    return !built || s.nodes_version == 0 || s.nodes_version != version || s.nodes.size() != nn;
+  // Whether the layout must be rebuilt for snapshot s, whose nodes the
+  // caller versions as `nodes_version`.
+  bool stale(const Snapshot& s, std::uint64_t nodes_version) const {
+    return !built || nodes_version == 0 || nodes_version != version || s.nodes.size() != nn;
   }
-  void build(const Snapshot& s);
+  void build(const Snapshot& s, std::uint64_t nodes_version);
 };
 
 }  // namespace corral::planning

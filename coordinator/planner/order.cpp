@@ -30,23 +30,24 @@ std::int64_t up_cores(const Snapshot& snap) {
   return c;
 }
 
-void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) {
+void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st, const PassHints& hints) {
   const auto& pend = snap.pending;
   const std::size_t n = pend.size();
   const Order pol = cfg.policy;
 
   st.order.resize(n);
   st.order_is_pending_order = false;
-  bool given = false;  // order is pending_order so far
+  bool given = false;  // order is hints.pending.order so far
   // FIFO order first (callers usually keep pending in submit order already):
   // one sweep numbers the jobs and checks that, unless the caller promises
-  // it (Snapshot::pending_fifo): then no job is read.
+  // it (PendingHints::fifo): then no job is read.
   bool sorted = true;
   std::uint32_t* o = st.order.data();
-  if (n > 0 && snap.pending_order.size() == n) {  // the caller's FIFO order (model.hpp)
-    std::copy(snap.pending_order.begin(), snap.pending_order.end(), o);
+  const std::vector<std::uint32_t>& fifo = hints.pending.order;
+  if (n > 0 && fifo.size() == n) {  // the caller's FIFO order
+    std::copy(fifo.begin(), fifo.end(), o);
     given = true;
-  } else if (snap.pending_fifo) {
+  } else if (hints.pending.fifo) {
     // Four at a time (one vector store at -O2).
     std::uint32_t i = 0;
     for (; i + 4 <= n; i += 4) {

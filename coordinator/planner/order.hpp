@@ -1,4 +1,4 @@
-// Queue-ordering policies (owned by the sim part): the order in which the
+// Queue-ordering policies: the order in which the
 // planner considers pending jobs when no allocation policy reorders them.
 // Pure: the only time used is Snapshot::now.
 #pragma once
@@ -7,6 +7,7 @@
 
 #include "coordinator/model.hpp"
 #include "coordinator/names.hpp"  // Order
+#include "coordinator/planner/pass_hints.hpp"
 
 namespace corral {
 
@@ -43,7 +44,8 @@ std::int64_t up_cores(const Snapshot& snap);
 // FIFO order of pending jobs ("fifo" above): submit time, then job id.
 inline bool fifo_less(const Job& x, const Job& y) { return x.submit != y.submit ? x.submit < y.submit : x.id < y.id; }
 
-// Fills st.order with every pending job, best first.
-void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st);
+// Fills st.order with every pending job, best first; `hints` (pass_hints.hpp)
+// may spare it the FIFO check.
+void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st, const PassHints& hints = kNoHints);
 
 }  // namespace corral

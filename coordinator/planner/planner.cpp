@@ -54,11 +54,12 @@ void expand_ranges(std::vector<RunningJob>& running) {
 }
 }  // namespace
 
-void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan) {
+void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan,
+                   const PassHints& hints, bool running_hinted) {
   Impl& m = *impl_;
   plan.now = snap.now;
   if (st.order.empty() && !cfg.monitor) return;  // nothing to plan
-  if (m.fast.plan(snap, cfg, st, plan)) {
+  if (m.fast.plan(snap, cfg, st, plan, hints, running_hinted ? hints.running : kNoHints.running)) {
     m.general.forget_pins();  // a cores-only pass pins nothing
     return;
   }
@@ -66,7 +67,6 @@ void Planner::plan(const Snapshot& snap, const PlannerConfig& cfg, const PassSta
   // (the fast path's ranges meet it only when a pass falls back to it).
   if (has_ranges(snap)) {
     Snapshot expanded = snap;
-    expanded.running_version = expanded.running_since = 0;
     expand_ranges(expanded.running);
     m.general.plan(expanded, cfg, st, plan);
     return;

@@ -1,4 +1,4 @@
-// Reservation planning and backfilling (owned by the planner part).
+// Reservation planning and backfilling.
 //
 // Implements sge6-reservation-backfill.txt (resource utilization diagrams per
 // resource instance, reservations, max_reservation, default_duration,
@@ -62,6 +62,7 @@
 
 #include "coordinator/model.hpp"
 #include "coordinator/names.hpp"  // Backfill
+#include "coordinator/planner/pass_hints.hpp"
 #include "coordinator/planner/profile.hpp"  // sat_add
 
 namespace corral {
@@ -104,7 +105,7 @@ struct PlannerConfig {
   // (the simulator, which does not read them; conservative makes one for
   // every waiting job every pass).
   bool compact_reserves = false;
-  // --- hook added by the pba part (PBA placeholder slots) ---
+  // --- PBA placeholder slots ---
   // Optional: when set, a node-bound job may take `slots` cores on node
   // `node` only if this returns true; `plan` holds this pass's decisions so
   // far. pba sets it to pba::may_place_now (coordinator/pba/pba.hpp).
@@ -114,8 +115,8 @@ struct PlannerConfig {
 
 // A valid job that needs cores only: slot range 1 <= min <= max, no negative
 // request, the default queue, no consumables, not -now y (the planner's fast
-// path plans it from the free cores alone; Snapshot::pending_cores_only
-// promises it).
+// path plans it from the free cores alone; PendingHints::cores_only promises
+// it).
 inline bool cores_only_job(const Job& j) {
   // Sign tests or'ed together: one branch for the four non-negative fields.
   return j.slots_min >= 1 && j.slots_max >= j.slots_min && (j.mem_mb | j.jobfs_mb | j.walltime | j.estimate) >= 0 &&
@@ -123,7 +124,7 @@ inline bool cores_only_job(const Job& j) {
 }
 
 // A lower bound of planned_duration(job, cfg) whatever cfg says (offsets,
-// the default duration and restart costs left out): Snapshot::pending_min_duration.
+// the default duration and restart costs left out): PendingHints::min_duration.
 inline Time duration_floor(const Job& j) {
   if (j.work_done > 0) return 1;
   return j.estimate > 0 ? j.estimate : j.walltime > 0 ? j.walltime : 1;
@@ -163,7 +164,14 @@ class Planner {
   ~Planner();
   Planner(Planner&&) noexcept;
   Planner& operator=(Planner&&) noexcept;
-  void plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan);
+  void plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan) {
+    this->plan(snap, cfg, st, plan, kNoHints, false);
+  }
+  // The same with the caller's promises about `snap` (pass_hints.hpp): the
+  // same Plan, sooner. `running_hinted` false: snap.running is not the one
+  // hints.running describes (a stage's modified copy); the rest still holds.
+  void plan(const Snapshot& snap, const PlannerConfig& cfg, const PassState& st, Plan& plan, const PassHints& hints,
+            bool running_hinted = true);
   // On by default: cores-only passes under fcfs, easy and conservative take
   // the incremental path (same decisions). Off: every pass is planned from
   // scratch by the general path (tests and benchmarks compare the two).

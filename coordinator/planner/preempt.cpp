@@ -151,7 +151,6 @@ bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const OrderCo
     return false;
   }
   out = snap;
-  out.running_version = 0;  // a modified copy: not what that version promised
   for (std::size_t ri : victims) {
     RunningJob& rj = out.running[ri];
     rj.expected_end = now + cost;

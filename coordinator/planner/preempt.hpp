@@ -1,4 +1,4 @@
-// Selective preemption by checkpoint (owned by the sim/quality part): an
+// Selective preemption by checkpoint: an
 // optional, pure stage between the ordering stages and the planner.
 //
 // Policy (Kettimuthu, Subramani, Srinivasan, Gopalsamy, Panda, Sadayappan,

@@ -31,7 +31,7 @@ void Simulator::arrive(std::size_t idx) {
   j.checkpointable = true;
   if (opt_.on_arrival) opt_.on_arrival(j, s);
   // A hook may have changed its submit time.
-  if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) snap_.pending_fifo = false;
+  if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) hints_.pending.fifo = false;
   if (opt_.projects) arrive_project(idx, j);
   // Time-based policy thresholds need a pass when they are crossed, even
   // if no job arrives or ends then: PBA's pending threshold ("pending for

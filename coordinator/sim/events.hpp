@@ -22,8 +22,8 @@ struct Ev {
 
 // Events, earliest (t, idx) first. While small, an array sorted latest
 // first: a push is a binary search and a short move of the entries after
-// it, a pop takes the last entry (a binary heap's sift loops cost more
-// instructions with the 30-400 running jobs of the archive traces). Past
+// it, a pop takes the last entry (cheaper than a binary heap's sift loops
+// with the 30-400 running jobs of the archive traces). Past
 // kSortedMax entries, a binary heap (std::push_heap / pop_heap) from then
 // on. Pops come in the order of std::priority_queue<Ev, ..., std::greater<Ev>>:
 // (t, idx) is a total order except between events of one job at one time
@@ -47,8 +47,8 @@ class EventQueue {
       return;
     }
     // The first entry e is later than (the entries are latest first): a
-    // binary search without branches on the entries (a select a step: the
-    // steps' branches on the compares mispredicted about 2.6 times a push).
+    // binary search without branches on the entries (a select a step), as
+    // branches on these compares are unpredictable.
     std::size_t pos = 0;
     if (!v_.empty()) {
       const Ev* b = v_.data();

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/json_text.hpp"
+
 namespace corral::sim {
 
 namespace {
@@ -78,7 +80,7 @@ std::string to_json(const SimResult& r, const nlohmann::ordered_json& labels) {
     for (const ProjectResult& x : r.projects) p[x.name] = project_json(x);
     o["projects"] = std::move(p);
   }
-  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json_text(o);
 }
 
 std::string starts_csv(const SimResult& r) {

@@ -53,13 +53,14 @@ void Simulator::pass() {
   extend_predictions();
   snap_.now = now_;
   if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
+  if (opt_.on_pass) [[unlikely]] opt_.on_pass(snap_, hints_);
   if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
-  else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
+  else schedule(snap_, hints_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
   if (opt_.on_monitor) [[unlikely]] report_monitor();
   if (opt_.record_segments) [[unlikely]] note_reservations();
   // Changes from here on are relative to what this pass saw.
-  snap_.running_since = snap_.running_version;
-  snap_.running_touched.clear();
+  hints_.running.since = hints_.running.version;
+  hints_.running.touched.clear();
   Plan& plan = plan_;
   ++res_.passes;
   bool any_start = false;
@@ -187,7 +188,7 @@ void Simulator::pass() {
     }
   }
   pend.resize(w);
-  if (pend.empty()) snap_.pending_fifo = true;
+  if (pend.empty()) hints_.pending.fifo = true;
 }
 
 }  // namespace corral::sim::detail

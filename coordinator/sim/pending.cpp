@@ -5,22 +5,22 @@
 namespace corral::sim::detail {
 
 void Simulator::fifo_insert(std::size_t pos) {
-  auto& ord = snap_.pending_order;
+  auto& ord = hints_.pending.order;
   const auto& pend = snap_.pending;
   if (fifo_at_.size() < pend.size()) fifo_at_.resize(pend.size() + pend.size() / 2 + 16);
   const Job& j = pend[pos];
   pend_pos_[j.id - 1] = static_cast<std::int32_t>(pos);
-  // Snapshot::pending_slots_min (model.hpp): parallel to pending; pos is
+  // PendingHints::slots_min: parallel to pending; pos is
   // its last entry (both callers append), so the arrays grow by one.
   const Time floor = duration_floor(j);
   const auto floor32 = static_cast<std::int32_t>(std::min<Time>(floor, INT32_MAX));
-  snap_.pending_slots_min.push_back(j.slots_min);
-  snap_.pending_min_duration.push_back(floor);
+  hints_.pending.slots_min.push_back(j.slots_min);
+  hints_.pending.min_duration.push_back(floor);
   if (ord.empty() || !fifo_less(j, pend[ord.back()])) {  // arrivals: at the end
     fifo_at_[pos] = static_cast<std::uint32_t>(ord.size());
     ord.push_back(static_cast<std::uint32_t>(pos));
-    snap_.pending_order_slots_min.push_back(j.slots_min);
-    snap_.pending_order_min_duration.push_back(floor32);
+    hints_.pending.order_slots_min.push_back(j.slots_min);
+    hints_.pending.order_min_duration.push_back(floor32);
     return;
   }
   auto it = std::upper_bound(ord.begin(), ord.end(), pos,
@@ -28,8 +28,8 @@ void Simulator::fifo_insert(std::size_t pos) {
   const std::size_t k = static_cast<std::size_t>(it - ord.begin());
   ord.insert(it, static_cast<std::uint32_t>(pos));
   const auto at = static_cast<std::ptrdiff_t>(k);
-  snap_.pending_order_slots_min.insert(snap_.pending_order_slots_min.begin() + at, j.slots_min);
-  snap_.pending_order_min_duration.insert(snap_.pending_order_min_duration.begin() + at, floor32);
+  hints_.pending.order_slots_min.insert(hints_.pending.order_slots_min.begin() + at, j.slots_min);
+  hints_.pending.order_min_duration.insert(hints_.pending.order_min_duration.begin() + at, floor32);
   for (std::size_t m = k; m < ord.size(); ++m) fifo_at_[ord[m]] = static_cast<std::uint32_t>(m);
 }
 
@@ -72,7 +72,7 @@ bool Simulator::leave(std::size_t idx, Job& job) {
 
 void Simulator::leave_swapped() {
   auto& pend = snap_.pending;
-  auto& ord = snap_.pending_order;
+  auto& ord = hints_.pending.order;
   std::sort(leaving_.begin(), leaving_.end());
   leaving_.erase(std::unique(leaving_.begin(), leaving_.end()), leaving_.end());
   // The FIFO places that empty (the order list ahead of the first stays).
@@ -91,8 +91,8 @@ void Simulator::leave_swapped() {
       put_need(p, pend[p]);
     }
     pend.pop_back();
-    snap_.pending_slots_min.pop_back();
-    snap_.pending_min_duration.pop_back();
+    hints_.pending.slots_min.pop_back();
+    hints_.pending.min_duration.pop_back();
     pend_pos_[idx] = -1;
   }
   leaving_.clear();
@@ -102,8 +102,8 @@ void Simulator::leave_swapped() {
   std::sort(gone_.begin(), gone_.end());
   std::size_t w = gone_.front();
   std::uint32_t* const o = ord.data();
-  std::int32_t* const on = snap_.pending_order_slots_min.data();
-  std::int32_t* const od = snap_.pending_order_min_duration.data();
+  std::int32_t* const on = hints_.pending.order_slots_min.data();
+  std::int32_t* const od = hints_.pending.order_min_duration.data();
   std::uint32_t* const at = fifo_at_.data();
   for (std::size_t g = 0; g < gone_.size(); ++g) {
     const std::size_t end = g + 1 < gone_.size() ? gone_[g + 1] : ord.size();
@@ -133,8 +133,8 @@ void Simulator::leave_swapped() {
     }
   }
   ord.resize(w);
-  snap_.pending_order_slots_min.resize(w);
-  snap_.pending_order_min_duration.resize(w);
+  hints_.pending.order_slots_min.resize(w);
+  hints_.pending.order_min_duration.resize(w);
 }
 
 }  // namespace corral::sim::detail

@@ -36,9 +36,9 @@ Simulator::Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o)
   if (opt_.on_setup) opt_.on_setup(snap_, cfg_);
   // Pending stays in FIFO order (arrivals in trace order, requeues at
   // their place, starts removed in place): the order stage need not check
-  // it (model.hpp pending_fifo); arrive() keeps the promise true.
-  snap_.pending_fifo = std::is_sorted(snap_.pending.begin(), snap_.pending.end(), fifo_less);
-  snap_.nodes_version = 1;  // the nodes never change during a replay (a kept Planner reuses them)
+  // it (PendingHints::fifo); arrive() keeps the promise true.
+  hints_.pending.fifo = std::is_sorted(snap_.pending.begin(), snap_.pending.end(), fifo_less);
+  hints_.nodes_version = 1;  // the nodes never change during a replay (a kept Planner reuses them)
   if (cfg_.pba.enabled && !cfg_.planner.may_place &&
       std::any_of(snap_.nodes.begin(), snap_.nodes.end(), [](const Node& nd) { return nd.mem_mb > 0; }))
     cfg_.planner.may_place = pba::may_place_now;  // placeholder slots need node memory
@@ -83,25 +83,25 @@ Simulator::Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o)
   run_pos_.assign(n_, -1);
   // Pending kept unordered (a job that leaves is replaced by the last one:
   // one Job moved, not every job behind it), its FIFO order given in
-  // Snapshot::pending_order (model.hpp). Not with PBA or NCI (their stages
+  // PendingHints::order. Not with PBA or NCI (their stages
   // read pending in vector order), nor for a caller's own pass function.
   swap_pending_ = !cfg_.pba.enabled && !cfg_.nci.enabled && !opt_.scheduler && snap_.pending.empty();
   cores_only_ok_ = snap_.pending.empty();
-  snap_.pending_cores_only = cores_only_ok_;
+  hints_.pending.cores_only = cores_only_ok_;
   if (swap_pending_) {
-    snap_.pending_fifo = false;
+    hints_.pending.fifo = false;
     pend_pos_.assign(n_, -1);
-    snap_.pending_slots_min.clear();
-    snap_.pending_min_duration.clear();
-    snap_.pending_order_slots_min.clear();
-    snap_.pending_order_min_duration.clear();
+    hints_.pending.slots_min.clear();
+    hints_.pending.min_duration.clear();
+    hints_.pending.order_slots_min.clear();
+    hints_.pending.order_min_duration.clear();
   }
   res_.machine_procs = static_cast<int>(total_);
   // User and group names: read by NCI (per-user limits and shares), PBA
   // (project membership, the projects plan) and whatever a caller's hooks
   // or pass function do. The plain planner policies never read them, and
   // without them a queued job's strings are all empty: nothing to copy on
-  // each move between pending and running (~5 % of an easy replay).
+  // each move between pending and running.
   names_ = cfg_.nci.enabled || cfg_.pba.enabled || opt_.projects || opt_.scheduler || opt_.on_arrival || opt_.on_setup;
 }
 

@@ -53,8 +53,12 @@ struct SimOptions {
   // part can set projects, queues and allocations. Empty: nothing.
   std::function<void(Snapshot&, SchedConfig&)> on_setup;
   std::function<void(Job&, const SwfJob&)> on_arrival;
-  // The pass to run; empty: corral::schedule (tests script their own).
+  // The pass to run; empty: corral::schedule (tests script their own). It
+  // gets the snapshot alone, as any caller of schedule() has it.
   std::function<Plan(const Snapshot&, const SchedConfig&, std::uint64_t)> scheduler;
+  // Called before every pass with the snapshot and the promises the replay
+  // makes about it (planner/pass_hints.hpp), so tests can check them.
+  std::function<void(const Snapshot&, const PassHints&)> on_pass;
   // Project allocations (`corral sim --projects FILE`, set by use_projects):
   // jobs get their project from sched.pba.plan (ProjectPlan::project_of),
   // service units are charged with the NCI ledger (the plan's queues and

@@ -82,6 +82,7 @@ class Simulator {
   std::int64_t total_ = 0, used_ = 0;
   std::vector<int> node_used_;
   Snapshot snap_;
+  PassHints hints_;  // what the planner may take as given about snap_ (pass_hints.hpp)
   std::vector<Rec> recs_;
   std::vector<Hot> hot_;  // parallel to recs_
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
@@ -165,9 +166,9 @@ class Simulator {
   // without a vector destroyed).
   std::vector<std::vector<Placement>> place_pool_;
   std::size_t pool_n_ = 0;
-  bool swap_pending_ = false;           // pending unordered, FIFO order in snap_.pending_order
+  bool swap_pending_ = false;           // pending unordered, FIFO order in hints_.pending.order
   // Pending jobs that are not cores_only_job(); at 0 the snapshot promises
-  // pending_cores_only (model.hpp). Jobs put in pending by on_setup have no
+  // PendingHints::cores_only. Jobs put in pending by on_setup have no
   // record: with any, the promise is never made.
   std::size_t odd_pending_ = 0;
   bool cores_only_ok_ = true;
@@ -178,9 +179,9 @@ class Simulator {
       if (odd) ++odd_pending_;
       else --odd_pending_;
     }
-    snap_.pending_cores_only = cores_only_ok_ && odd_pending_ == 0;
+    hints_.pending.cores_only = cores_only_ok_ && odd_pending_ == 0;
     // Every change of a queued job passes here: its entry of
-    // Snapshot::pending_slots_min follows (arrivals and requeues get theirs
+    // PendingHints::slots_min follows (arrivals and requeues get theirs
     // in fifo_insert()).
     if (swap_pending_ && pend_pos_[idx] >= 0) {
       const auto pos = static_cast<std::size_t>(pend_pos_[idx]);
@@ -188,26 +189,26 @@ class Simulator {
       put_order_need(fifo_at_[pos], j);
     }
   }
-  // Pending position pos's entries of Snapshot::pending_slots_min and
-  // pending_min_duration (model.hpp), from its job j.
+  // Pending position pos's entries of PendingHints::slots_min and
+  // min_duration, from its job j.
   void put_need(std::size_t pos, const Job& j) {
-    snap_.pending_slots_min[pos] = j.slots_min;
-    snap_.pending_min_duration[pos] = duration_floor(j);
+    hints_.pending.slots_min[pos] = j.slots_min;
+    hints_.pending.min_duration[pos] = duration_floor(j);
   }
-  // The same at FIFO place m: Snapshot::pending_order_slots_min and
-  // pending_order_min_duration (model.hpp) follow pending_order.
+  // The same at FIFO place m: PendingHints::order_slots_min and
+  // order_min_duration follow PendingHints::order.
   static std::int32_t min_duration32(const Job& j) {
     return static_cast<std::int32_t>(std::min<Time>(duration_floor(j), INT32_MAX));
   }
   void put_order_need(std::size_t m, const Job& j) {
-    snap_.pending_order_slots_min[m] = j.slots_min;
-    snap_.pending_order_min_duration[m] = min_duration32(j);
+    hints_.pending.order_slots_min[m] = j.slots_min;
+    hints_.pending.order_min_duration[m] = min_duration32(j);
   }
   void clear_odd(std::size_t idx) {  // job idx leaves pending
     if (!hot_[idx].odd) return;
     hot_[idx].odd = false;
     --odd_pending_;
-    snap_.pending_cores_only = cores_only_ok_ && odd_pending_ == 0;
+    hints_.pending.cores_only = cores_only_ok_ && odd_pending_ == 0;
   }
   std::vector<std::int32_t> pend_pos_;  // swap_pending_: per job, its position in pending (-1: none)
   std::vector<std::uint32_t> fifo_at_;  // swap_pending_: per pending position, its place in pending_order
@@ -264,11 +265,11 @@ class Simulator {
 
   static JobId jid(std::size_t idx) { return static_cast<JobId>(idx + 1); }
 
-  // Every change of snap_.running: a new running_version, and the position
-  // in running_touched (model.hpp), so a kept Planner compares only these.
+  // Every change of snap_.running: a new RunningHints::version, and the position
+  // in RunningHints::touched, so a kept Planner compares only these.
   void touch_running(std::int32_t pos) {
-    ++snap_.running_version;
-    snap_.running_touched.push_back(static_cast<std::uint32_t>(pos));
+    ++hints_.running.version;
+    hints_.running.touched.push_back(static_cast<std::uint32_t>(pos));
   }
 
   void slots_add(int slots, int d) {
@@ -334,8 +335,7 @@ class Simulator {
   // Placements name nodes p.node .. p.node + p.count - 1 (model.hpp).
   // Single-core nodes (cpn_ == 1) hold 0 or 1 slot each, so the nodes in use
   // are a bitset (busy_) and a range is checked, taken and released a word
-  // at a time: the per-node loops mispredicted their exits (~0.6 M branches
-  // of a CTC replay). Other machines count slots per node (node_used_), and
+  // at a time, not node by node. Other machines count slots per node (node_used_), and
   // so does a single-core one from the first start whose placement lists a
   // node twice (only a caller's pass function makes one; a count of 2 is
   // then possible, which the bitset cannot hold).

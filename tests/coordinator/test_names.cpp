@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+
+#include "coordinator/json_text.hpp"
 #include <string>
 
 #include "coordinator/names.hpp"
@@ -96,7 +98,7 @@ TEST_CASE("JSON output escapes control characters (nlohmann)", "[names][json]") 
   std::string s;
   for (int c = 1; c < 0x20; ++c) s += static_cast<char>(c);
   s += "\"\\\x7f";
-  const std::string text = nlohmann::ordered_json{{"k", s}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = json_text(nlohmann::ordered_json{{"k", s}});
   for (char c : text) CHECK(static_cast<unsigned char>(c) >= 0x20);
   CHECK(text.find("\\u0001") != std::string::npos);
   CHECK(text.find("\\n") != std::string::npos);

@@ -22,7 +22,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "coordinator/json_text.hpp"
 #include "coordinator/names.hpp"
+
 #include "tools/cli_args.hpp"
 #include "tools/cli_error.hpp"
 
@@ -589,7 +591,7 @@ proto::Message request(const std::string& path, const proto::Message& req) {
   return proto::decode(frame);
 }
 
-std::string to_json(const proto::JobInfo& j) { return job_json(j).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string to_json(const proto::JobInfo& j) { return json_text(job_json(j)); }
 
 std::string to_json(const proto::NodeStatus& n) {
   Json o;
@@ -610,7 +612,7 @@ std::string to_json(const proto::NodeStatus& n) {
   o["agent_uptime"] = micro(n.agent_uptime);
   o["version"] = n.version;
   o["criu"] = Json{{"available", n.criu_available}, {"why", n.criu_why}};
-  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json_text(o);
 }
 
 }  // namespace corral::cli

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/json_text.hpp"
+
 #include "coordinator/sim/pictures/compare.hpp"
 #include "coordinator/sim/pictures/svg.hpp"
 #include "coordinator/sim/swf.hpp"
@@ -153,7 +155,7 @@ std::string json(const Args& a, const std::vector<sim::PolicyRun>& runs) {
                     {"unstarted", r.unstarted}});
   }
   o["policies"] = std::move(list);
-  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return json_text(o);
 }
 
 }  // namespace

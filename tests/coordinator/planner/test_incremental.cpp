@@ -44,17 +44,18 @@ std::string describe(const Plan& p) {
 struct World {
   std::mt19937_64 rng;
   Snapshot snap;
+  PassHints hints;               // kept like the simulator's, as the flags below say
   std::vector<Time> actual_end;  // per running job (parallel to snap.running)
   JobId next_id = 1;
   int max_slots = 1;
-  std::uint64_t version = 1;     // Snapshot::nodes_version values are never reused
-  bool track_running = false;    // keep Snapshot::running_version like the simulator
+  std::uint64_t version = 1;     // PassHints::nodes_version values are never reused
+  bool track_running = false;    // keep RunningHints::version like the simulator
   bool run_changed = false;      // running touched since the last version
-  bool track_log = false;        // also Snapshot::running_since / running_touched
+  bool track_log = false;        // also RunningHints::since / touched
   bool defer_some = false;       // the caller skips some starts or starts them a second later
 
   void touched(std::size_t k) {
-    if (track_log) snap.running_touched.push_back(static_cast<std::uint32_t>(k));
+    if (track_log) hints.running.touched.push_back(static_cast<std::uint32_t>(k));
   }
 
   long U(long a, long b) { return a + static_cast<long>(rng() % static_cast<std::uint64_t>(b - a + 1)); }
@@ -69,7 +70,7 @@ struct World {
       max_slots += n.cores;
       snap.nodes.push_back(n);
     }
-    snap.nodes_version = 1;
+    hints.nodes_version = 1;
     snap.now = 1000;
   }
 
@@ -165,21 +166,21 @@ struct World {
     } else if (r == 1) {  // a node goes down or comes back
       Node& n = snap.nodes[static_cast<std::size_t>(U(0, static_cast<long>(snap.nodes.size()) - 1))];
       n.up = !n.up;
-      snap.nodes_version = ++version;
+      hints.nodes_version = ++version;
     } else if (r == 2) {  // a caller that does not track node changes (for a while)
-      snap.nodes_version = 0;
-    } else if (r == 3 && snap.nodes_version == 0) {
-      snap.nodes_version = ++version;
+      hints.nodes_version = 0;
+    } else if (r == 3 && hints.nodes_version == 0) {
+      hints.nodes_version = ++version;
     } else if (r == 4 && !snap.running.empty()) {  // an estimate extended in place
       snap.running[0].expected_end += U(1, 100);
       touched(0);
       run_changed = true;
-    } else if (r == 5 && track_running) {  // running_version forgotten for a pass
-      snap.running_version = 0;
+    } else if (r == 5 && track_running) {  // RunningHints::version forgotten for a pass
+      hints.running.version = 0;
       return;
     }
-    // running_version: a new value whenever running changed (or was 0).
-    if (track_running && (run_changed || snap.running_version == 0)) snap.running_version = ++version;
+    // RunningHints::version: a new value whenever running changed (or was 0).
+    if (track_running && (run_changed || hints.running.version == 0)) hints.running.version = ++version;
     run_changed = false;
   }
 };
@@ -201,16 +202,16 @@ void drive(Backfill b, Time offset, std::uint64_t seed, int passes, bool track_r
     PassState st;
     order_pending(w.snap, OrderConfig{}, st);
     Plan a, f, c;
-    kept.plan(w.snap, cfg, st, a);
-    full.plan(w.snap, cfg, st, f);
+    kept.plan(w.snap, cfg, st, a, w.hints);
+    full.plan(w.snap, cfg, st, f, w.hints);
     Planner fresh;
-    fresh.plan(w.snap, cfg, st, c);
+    fresh.plan(w.snap, cfg, st, c);  // no hints
     INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     REQUIRE(describe(a) == describe(f));
     REQUIRE(describe(c) == describe(f));
     if (track_log) {  // later changes are relative to what this pass saw
-      w.snap.running_since = w.snap.running_version;
-      w.snap.running_touched.clear();
+      w.hints.running.since = w.hints.running.version;
+      w.hints.running.touched.clear();
     }
     w.apply(a, cfg);
     w.step();
@@ -268,9 +269,9 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
     PassState st;
     order_pending(w.snap, OrderConfig{}, st);
     Plan a, n, f, c;
-    kept.plan(w.snap, cfg, st, a);
-    by_node.plan(w.snap, per_node, st, n);
-    full.plan(w.snap, cfg, st, f);
+    kept.plan(w.snap, cfg, st, a, w.hints);
+    by_node.plan(w.snap, per_node, st, n, w.hints);
+    full.plan(w.snap, cfg, st, f, w.hints);
     Planner fresh;
     fresh.plan(w.snap, cfg, st, c);
     INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
@@ -282,8 +283,8 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
     REQUIRE(describe_nodes(f) == describe_nodes(n));
     REQUIRE(describe_nodes(c) == describe_nodes(n));
     if (w.track_log) {
-      w.snap.running_since = w.snap.running_version;
-      w.snap.running_touched.clear();
+      w.hints.running.since = w.hints.running.version;
+      w.hints.running.touched.clear();
     }
     w.apply(a, cfg);
     w.step();
@@ -356,8 +357,6 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
     }
     std::vector<int> count(w.snap.nodes.size(), 0);
     Snapshot plain = w.snap;
-    plain.running_version = 0;
-    plain.nodes_version = 0;
     for (RunningJob& r : plain.running) {
       std::vector<Placement> one;
       for (const Placement& p : r.placement)
@@ -371,7 +370,7 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
     PassState st;
     order_pending(w.snap, OrderConfig{}, st);
     Plan a, c;
-    kept.plan(w.snap, cfg, st, a);
+    kept.plan(w.snap, cfg, st, a, w.hints);
     Planner fresh;
     fresh.plan(plain, per_node, st, c);
     INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
@@ -388,17 +387,17 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
   return odd_passes;
 }
 
-// Snapshot::pending_slots_min (with pending_cores_only): the fast easy scan
+// PendingHints::slots_min (with cores_only): the fast easy scan
 // passes over jobs that need more than the free cores in the array. A kept
 // Planner given the array must plan exactly as kept and fresh Planners
 // given the same snapshot without it (which read every job). The world's
 // jobs are all cores-only (some need more than the machine: rejected);
 // pending is shuffled now and then (the array follows pending's positions,
-// not the order) and the queue order policy varies; pending_min_duration
+// not the order) and the queue order policy varies; min_duration
 // lets it also pass over jobs that fit now but end after the shadow time. Returns the passes that
 // had a job past the reservation that needs more than the free cores.
 std::size_t long_fit_passes = 0;  // passes with a job left that fits now
-std::size_t order_array_passes = 0;  // passes given the order arrays, order == pending_order
+std::size_t order_array_passes = 0;  // passes given the order arrays, order == PendingHints::order
 std::size_t drive_slots_min(Backfill b, Order order, std::uint64_t seed, int passes) {
   World w(seed, seed % 2 == 0 ? 40 : 12);
   w.track_running = w.track_log = seed % 2 == 0;
@@ -426,46 +425,47 @@ std::size_t drive_slots_min(Backfill b, Order order, std::uint64_t seed, int pas
   for (int i = 0; i < 12; ++i) arrive_plain();
   for (int pass = 0; pass < passes; ++pass) {
     Snapshot& s = w.snap;
+    PendingHints& h = w.hints.pending;
     for (const Job& j : s.pending) REQUIRE(cores_only_job(j));
-    s.pending_cores_only = true;
-    s.pending_slots_min.clear();
-    s.pending_min_duration.clear();
+    h.cores_only = true;
+    h.slots_min.clear();
+    h.min_duration.clear();
     for (const Job& j : s.pending) {
-      s.pending_slots_min.push_back(j.slots_min);
+      h.slots_min.push_back(j.slots_min);
       // A lower bound of the planned duration: the floor, or less (seed % 5
       // == 0: none given).
-      if (seed % 5 != 0) s.pending_min_duration.push_back(seed % 5 == 1 ? duration_floor(j) / 2 : duration_floor(j));
+      if (seed % 5 != 0) h.min_duration.push_back(seed % 5 == 1 ? duration_floor(j) / 2 : duration_floor(j));
     }
-    // Snapshot::pending_order with pending_order_slots_min / _min_duration
+    // PendingHints::order with order_slots_min / order_min_duration
     // (seed % 3 != 2): the same figures in FIFO order, read contiguously
-    // when the pass's order is exactly pending_order (fifo, no aging moves).
-    s.pending_order.clear();
-    s.pending_order_slots_min.clear();
-    s.pending_order_min_duration.clear();
+    // when the pass's order is exactly that order (fifo, no aging moves).
+    h.order.clear();
+    h.order_slots_min.clear();
+    h.order_min_duration.clear();
     if (seed % 3 != 2) {
-      for (std::uint32_t k = 0; k < s.pending.size(); ++k) s.pending_order.push_back(k);
-      std::stable_sort(s.pending_order.begin(), s.pending_order.end(),
+      for (std::uint32_t k = 0; k < s.pending.size(); ++k) h.order.push_back(k);
+      std::stable_sort(h.order.begin(), h.order.end(),
                        [&](std::uint32_t x, std::uint32_t y) { return fifo_less(s.pending[x], s.pending[y]); });
-      for (std::uint32_t k : s.pending_order) {
+      for (std::uint32_t k : h.order) {
         const Job& j = s.pending[k];
-        s.pending_order_slots_min.push_back(j.slots_min);
+        h.order_slots_min.push_back(j.slots_min);
         const Time d = seed % 5 == 0 ? 0 : seed % 5 == 1 ? duration_floor(j) / 2 : duration_floor(j);
-        s.pending_order_min_duration.push_back(static_cast<std::int32_t>(std::min<Time>(d, INT32_MAX)));
+        h.order_min_duration.push_back(static_cast<std::int32_t>(std::min<Time>(d, INT32_MAX)));
       }
     }
     PassState st;
-    order_pending(s, oc, st);
-    if (!s.pending_order.empty() && st.order == s.pending_order) ++order_array_passes;
-    Snapshot without = s;
-    without.pending_slots_min.clear();
-    without.pending_min_duration.clear();
-    without.pending_order_slots_min.clear();
-    without.pending_order_min_duration.clear();
+    order_pending(s, oc, st, w.hints);
+    if (!h.order.empty() && st.order == h.order) ++order_array_passes;
+    PassHints without = w.hints;
+    without.pending.slots_min.clear();
+    without.pending.min_duration.clear();
+    without.pending.order_slots_min.clear();
+    without.pending.order_min_duration.clear();
     Plan a, p, c;
-    kept.plan(s, cfg, st, a);
-    plain.plan(without, cfg, st, p);
+    kept.plan(s, cfg, st, a, w.hints);
+    plain.plan(s, cfg, st, p, without);
     Planner fresh;
-    fresh.plan(without, cfg, st, c);
+    fresh.plan(s, cfg, st, c);  // no hints
     INFO("policy " << name(b) << " order " << name(order) << " seed " << seed << " pass " << pass << " now " << s.now);
     REQUIRE(describe(a) == describe(p));
     REQUIRE(describe(a) == describe(c));
@@ -488,8 +488,8 @@ std::size_t drive_slots_min(Backfill b, Order order, std::uint64_t seed, int pas
       long_fits += fits > 0;
     }
     if (w.track_log) {
-      s.running_since = s.running_version;
-      s.running_touched.clear();
+      w.hints.running.since = w.hints.running.version;
+      w.hints.running.touched.clear();
     }
     w.apply(a, cfg);
     w.step();
@@ -536,11 +536,11 @@ std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
   std::size_t starts = 0;
   for (int i = 0; i < 8; ++i) w.arrive();
   for (int pass = 0; pass < passes; ++pass) {
-    schedule(w.snap, sc, 1, compact, kept);
+    schedule(w.snap, w.hints, sc, 1, compact, kept);
     PassState st;
     order_pending(w.snap, OrderConfig{}, st);
     Plan p;
-    plain.plan(w.snap, plain_cfg, st, p);
+    plain.plan(w.snap, plain_cfg, st, p, w.hints);
     INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     // The compact plan as Start decisions, in order, after the others.
     // (A pass of the general path gives Start decisions and no records.)
@@ -579,8 +579,8 @@ std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
     REQUIRE(others == plain_others);
     REQUIRE(compact_starts == plain_starts);
     if (w.track_log) {
-      w.snap.running_since = w.snap.running_version;
-      w.snap.running_touched.clear();
+      w.hints.running.since = w.hints.running.version;
+      w.hints.running.touched.clear();
     }
     w.apply(e, sc.planner);
     w.step();
@@ -601,7 +601,7 @@ TEST_CASE("incremental planner: PlannerConfig::compact_starts and compact_reserv
   CHECK(compact_reserves_seen > 5000);
 }
 
-TEST_CASE("incremental planner: Snapshot::pending_slots_min and pending_order_slots_min pass over jobs as the full scan", "[planner][incremental]") {
+TEST_CASE("incremental planner: PendingHints::slots_min and order_slots_min pass over jobs as the full scan", "[planner][incremental]") {
   std::size_t skippable = 0;
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (Order order : {Order::Fifo, Order::Lxf, Order::Sjbf})
@@ -613,11 +613,11 @@ TEST_CASE("incremental planner: Snapshot::pending_slots_min and pending_order_sl
 }
 
 // PassState::order_is_pending_order: order_pending says the order is
-// exactly Snapshot::pending_order only when it is (fifo, or every job aged or
+// exactly PendingHints::order only when it is (fifo, or every job aged or
 // none; wide jobs aging sooner move ahead of older narrow ones), and a
 // Planner trusting it plans as one given the same order without it (the
-// memcmp path). pending is shuffled and pending_order gives its FIFO order.
-TEST_CASE("incremental planner: PassState::order_is_pending_order only when the order is pending_order", "[planner][incremental]") {
+// memcmp path). pending is shuffled and PendingHints::order gives its FIFO order.
+TEST_CASE("incremental planner: PassState::order_is_pending_order only when the order is the hints' order", "[planner][incremental]") {
   std::mt19937_64 rng(4242);
   auto U = [&](long a, long b) { return a + static_cast<long>(rng() % static_cast<std::uint64_t>(b - a + 1)); };
   std::size_t trusted = 0, moved = 0;
@@ -641,13 +641,15 @@ TEST_CASE("incremental planner: PassState::order_is_pending_order only when the 
       s.pending.push_back(j);
     }
     std::shuffle(s.pending.begin(), s.pending.end(), rng);
-    for (std::uint32_t i = 0; i < s.pending.size(); ++i) s.pending_order.push_back(i);
-    std::sort(s.pending_order.begin(), s.pending_order.end(),
+    PassHints hints;
+    PendingHints& h = hints.pending;
+    for (std::uint32_t i = 0; i < s.pending.size(); ++i) h.order.push_back(i);
+    std::sort(h.order.begin(), h.order.end(),
               [&](std::uint32_t a, std::uint32_t b) { return fifo_less(s.pending[a], s.pending[b]); });
-    s.pending_cores_only = true;
-    for (std::uint32_t i : s.pending_order) {
-      s.pending_order_slots_min.push_back(s.pending[i].slots_min);
-      s.pending_order_min_duration.push_back(static_cast<std::int32_t>(duration_floor(s.pending[i])));
+    h.cores_only = true;
+    for (std::uint32_t i : h.order) {
+      h.order_slots_min.push_back(s.pending[i].slots_min);
+      h.order_min_duration.push_back(static_cast<std::int32_t>(duration_floor(s.pending[i])));
     }
     for (int k = static_cast<int>(U(0, 3)); k > 0; --k) {  // a few running jobs
       RunningJob r;
@@ -664,11 +666,11 @@ TEST_CASE("incremental planner: PassState::order_is_pending_order only when the 
     if (U(0, 2) != 0) oc.aging = U(1, 5000);
     if (U(0, 1) == 0) oc.aging_wide = U(1, 3000);
     PassState st;
-    order_pending(s, oc, st);
+    order_pending(s, oc, st, hints);
     INFO("round " << round << " policy " << name(oc.policy) << " aging " << oc.aging << "/" << oc.aging_wide);
-    if (st.order_is_pending_order) REQUIRE(st.order == s.pending_order);
+    if (st.order_is_pending_order) REQUIRE(st.order == h.order);
     trusted += st.order_is_pending_order;
-    moved += oc.policy == Order::Fifo && st.order != s.pending_order;
+    moved += oc.policy == Order::Fifo && st.order != h.order;
     PassState plain = st;
     plain.order_is_pending_order = false;
     PlannerConfig cfg;
@@ -676,8 +678,8 @@ TEST_CASE("incremental planner: PassState::order_is_pending_order only when the 
     cfg.pick_cores = false;
     Planner a, b;
     Plan pa, pb;
-    a.plan(s, cfg, st, pa);
-    b.plan(s, cfg, plain, pb);
+    a.plan(s, cfg, st, pa, hints);
+    b.plan(s, cfg, plain, pb, hints);
     REQUIRE(describe(pa) == describe(pb));
   }
   CHECK(trusted > 500);
@@ -709,16 +711,16 @@ TEST_CASE("incremental planner: same plans as a from-scratch pass over random wo
     for (std::uint64_t seed = 1; seed <= 30; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 7919 + static_cast<int>(b), 600);
 }
 
-TEST_CASE("incremental planner: Snapshot::running_version skips the diff, same plans", "[planner][incremental]") {
-  // The caller bumps running_version on every change of running (as the
+TEST_CASE("incremental planner: RunningHints::version skips the diff, same plans", "[planner][incremental]") {
+  // The caller bumps RunningHints::version on every change of running (as the
   // simulator does) and sometimes sends 0; a kept Planner must plan exactly
   // as a from-scratch one.
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 12; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 104729 + static_cast<int>(b), 600, true);
 }
 
-TEST_CASE("incremental planner: Snapshot::running_touched limits the diff, same plans", "[planner][incremental]") {
-  // As the simulator: every change of running bumps running_version and
+TEST_CASE("incremental planner: RunningHints::touched limits the diff, same plans", "[planner][incremental]") {
+  // As the simulator: every change of running bumps RunningHints::version and
   // lists its position; the kept Planner compares only those entries.
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
     for (std::uint64_t seed = 1; seed <= 12; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 15485863 + static_cast<int>(b), 600, true, true);
@@ -733,9 +735,10 @@ TEST_CASE("incremental planner: starts the caller skips or runs at another time 
       drive(b, seed % 3 == 0 ? 60 : 0, seed * 7727 + static_cast<int>(b), 600, seed % 2 == 0, seed % 4 == 0, true);
 }
 
-TEST_CASE("incremental planner: a copy with running changed and running_version 0 is re-read", "[planner][incremental]") {
+TEST_CASE("incremental planner: a copy with running changed, its running not hinted, is re-read", "[planner][incremental]") {
   // A stage that hands the planner a modified copy (preempt, nci claims)
-  // resets running_version; the kept Planner must see the change.
+  // has schedule() say the hints about running do not describe it; the kept
+  // Planner must see the change.
   Snapshot s;
   for (int i = 0; i < 4; ++i) {
     Node n;
@@ -743,8 +746,9 @@ TEST_CASE("incremental planner: a copy with running changed and running_version 
     n.cores = 1;
     s.nodes.push_back(n);
   }
-  s.nodes_version = 1;
-  s.running_version = 7;
+  PassHints hints;
+  hints.nodes_version = 1;
+  hints.running.version = 7;
   s.now = 100;
   for (int i = 0; i < 4; ++i) {
     RunningJob r;
@@ -770,19 +774,18 @@ TEST_CASE("incremental planner: a copy with running changed and running_version 
   PassState st;
   order_pending(s, OrderConfig{}, st);
   Plan p1;
-  kept.plan(s, cfg, st, p1);
+  kept.plan(s, cfg, st, p1, hints);
   REQUIRE(p1.decisions.size() == 1);
   CHECK(p1.decisions[0].action == Action::Reserve);
   CHECK(p1.decisions[0].at == 1000);
   Snapshot copy = s;  // two jobs' ends moved earlier in a copy
-  copy.running_version = 0;
   copy.running[0].expected_end = copy.running[1].expected_end = 300;
   Plan p2;
-  kept.plan(copy, cfg, st, p2);
+  kept.plan(copy, cfg, st, p2, hints, false);
   REQUIRE(p2.decisions.size() == 1);
   CHECK(p2.decisions[0].at == 300);
   Plan p3;  // the original again, same version as the first pass: re-read too
-  kept.plan(s, cfg, st, p3);
+  kept.plan(s, cfg, st, p3, hints);
   REQUIRE(p3.decisions.size() == 1);
   CHECK(p3.decisions[0].at == 1000);
 }
@@ -792,7 +795,6 @@ TEST_CASE("incremental planner: general-path features still planned from scratch
   // pass to the general path and give the same plan as a fresh one.
   Snapshot s;
   s.now = 100;
-  s.nodes_version = 1;
   for (int i = 0; i < 4; ++i) {
     Node n;
     n.name = "n" + std::to_string(i);

@@ -355,7 +355,7 @@ TEST_CASE("sim: preemption passes give the same schedule with a kept planner as 
   }
   SwfTrace tr = parse_swf(text);
   // fifo under easy: the planner's scan reads the simulator's
-  // pending_order_slots_min / _min_duration (model.hpp), which checkpointed
+  // PendingHints::order_slots_min / order_min_duration, which checkpointed
   // jobs re-enter at their FIFO place (not at the end); a pass function of
   // the caller's gets no such arrays, so both replays agree only if the
   // simulator keeps them right through requeues.

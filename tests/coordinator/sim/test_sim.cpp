@@ -337,9 +337,9 @@ Snapshot order_snap() {
   s.pending = {job(1, 0, 500, 4), job(2, 100, 100, 8), job(3, 200, 50, 1), job(4, 900, 50, 2), job(5, 950, 300, 1)};
   return s;
 }
-std::vector<JobId> ids(const Snapshot& s, const OrderConfig& c) {
+std::vector<JobId> ids(const Snapshot& s, const OrderConfig& c, const PassHints& h = kNoHints) {
   PassState st;
-  order_pending(s, c, st);
+  order_pending(s, c, st, h);
   std::vector<JobId> v;
   for (auto i : st.order) v.push_back(s.pending[i].id);
   return v;
@@ -376,30 +376,32 @@ TEST_CASE("order: fifo, sjf, saf, wfp3, sjbf and the aging bound", "[sim][order]
   CHECK_FALSE(find_name<Order>("random"));
 }
 
-TEST_CASE("order: Snapshot::pending_fifo skips the check, the policies still apply", "[sim][order]") {
+TEST_CASE("order: PendingHints::fifo skips the check, the policies still apply", "[sim][order]") {
   Snapshot s = order_snap();
+  PassHints h;
   OrderConfig c;
   for (Order pol : {Order::Fifo, Order::Sjf, Order::Saf, Order::Wfp3, Order::Lxf, Order::Sjbf})
     for (Time aging : {Time{0}, Time{950}}) {
       c.policy = pol;
       c.aging = aging;
-      s.pending_fifo = false;
-      const std::vector<JobId> checked = ids(s, c);
-      s.pending_fifo = true;  // true of order_snap(): submit order
-      CHECK(ids(s, c) == checked);
+      h.pending.fifo = false;
+      const std::vector<JobId> checked = ids(s, c, h);
+      h.pending.fifo = true;  // true of order_snap(): submit order
+      CHECK(ids(s, c, h) == checked);
     }
   // The promise is taken as given (no job is read for it): a caller that
   // breaks it gets its own order back under fifo.
   c.policy = Order::Fifo;
   c.aging = 0;
   std::swap(s.pending[0], s.pending[3]);
-  s.pending_fifo = true;
-  CHECK(ids(s, c) == std::vector<JobId>{4, 2, 3, 1, 5});
-  s.pending_fifo = false;
-  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  h.pending.fifo = true;
+  CHECK(ids(s, c, h) == std::vector<JobId>{4, 2, 3, 1, 5});
+  h.pending.fifo = false;
+  CHECK(ids(s, c, h) == std::vector<JobId>{1, 2, 3, 4, 5});
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});  // no hints
 }
 
-TEST_CASE("sim: the simulator promises pending_fifo only when pending is in FIFO order", "[sim][order]") {
+TEST_CASE("sim: the simulator promises PendingHints::fifo only when pending is in FIFO order", "[sim][order]") {
   // Random jobs on a small machine under the checkpoint policy (requeues put
   // jobs back in the middle of pending); a hook makes some arrivals older
   // than the jobs queued before them, which breaks FIFO order until the
@@ -415,15 +417,17 @@ TEST_CASE("sim: the simulator promises pending_fifo only when pending is in FIFO
         if (sj.id % 7 == 0) j.submit -= 500;
       };
     std::size_t promised = 0, unsorted = 0, broken = 0;
-    opt.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) {
+    opt.on_pass = [&](const Snapshot& s, const PassHints& h) {
       const bool sorted = std::is_sorted(s.pending.begin(), s.pending.end(), [](const Job& a, const Job& b) {
         return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
       });
-      if (s.pending_fifo) ++promised;
+      if (h.pending.fifo) ++promised;
       if (!sorted) ++unsorted;
-      if (s.pending_fifo && !sorted) ++broken;
-      return schedule(s, cfg, seed);
+      if (h.pending.fifo && !sorted) ++broken;
     };
+    // A pass function of the caller's: pending stays a vector in FIFO order
+    // (the replay's own passes keep it unordered with PendingHints::order).
+    opt.scheduler = [](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) { return schedule(s, cfg, seed); };
     const SimResult r = simulate(tr, opt);
     CHECK(r.finished == 400);
     CHECK(r.checkpoints > 0);
@@ -433,30 +437,30 @@ TEST_CASE("sim: the simulator promises pending_fifo only when pending is in FIFO
   }
 }
 
-TEST_CASE("order: Snapshot::pending_order is taken as the FIFO order", "[sim][order]") {
+TEST_CASE("order: PendingHints::order is taken as the FIFO order", "[sim][order]") {
   Snapshot s = order_snap();
   std::swap(s.pending[0], s.pending[3]);  // ids 4 2 3 1 5
   std::swap(s.pending[1], s.pending[4]);  // ids 4 5 3 1 2
+  PassHints h;
   OrderConfig c;
   for (Order pol : {Order::Fifo, Order::Sjf, Order::Saf, Order::Wfp3, Order::Lxf, Order::Sjbf})
     for (Time aging : {Time{0}, Time{950}}) {
       c.policy = pol;
       c.aging = aging;
-      s.pending_order.clear();
       const std::vector<JobId> checked = ids(s, c);
-      s.pending_order = {3, 4, 2, 0, 1};  // the positions of ids 1 2 3 4 5
-      CHECK(ids(s, c) == checked);
+      h.pending.order = {3, 4, 2, 0, 1};  // the positions of ids 1 2 3 4 5
+      CHECK(ids(s, c, h) == checked);
     }
   c.policy = Order::Fifo;
   c.aging = 0;
-  s.pending_order = {4, 3, 2, 1, 0};  // taken as given
-  CHECK(ids(s, c) == std::vector<JobId>{2, 1, 3, 5, 4});
-  s.pending_order = {0, 1};  // not one entry per job: ignored
-  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  h.pending.order = {4, 3, 2, 1, 0};  // taken as given
+  CHECK(ids(s, c, h) == std::vector<JobId>{2, 1, 3, 5, 4});
+  h.pending.order = {0, 1};  // not one entry per job: ignored
+  CHECK(ids(s, c, h) == std::vector<JobId>{1, 2, 3, 4, 5});
 }
 
-TEST_CASE("sim: pending kept unordered with pending_order gives the replay of a sorted queue", "[sim][order]") {
-  // The simulator's own passes keep pending unordered (pending_order); a
+TEST_CASE("sim: pending kept unordered with PendingHints::order gives the replay of a sorted queue", "[sim][order]") {
+  // The simulator's own passes keep pending unordered (PendingHints::order); a
   // pass function of the caller's gets it sorted. Both must replay alike:
   // random traces under easy, conservative and checkpoint (requeues back
   // into the queue), with a hook that makes some arrivals older than jobs
@@ -475,13 +479,11 @@ TEST_CASE("sim: pending kept unordered with pending_order gives the replay of a 
       const SimResult own = simulate(tr, opt);
       SimOptions sorted = opt;
       std::size_t with_order = 0;
-      sorted.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
-        with_order += !s.pending_order.empty();
-        return schedule(s, cfg, sd);
-      };
+      sorted.on_pass = [&](const Snapshot&, const PassHints& h) { with_order += !h.pending.order.empty(); };
+      sorted.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) { return schedule(s, cfg, sd); };
       const SimResult ref = simulate(tr, sorted);
       INFO("seed " << seed << " policy " << name(b));
-      CHECK(with_order == 0);  // the caller's pass function sees pending in vector order
+      CHECK(with_order == 0);  // with a caller's pass function, pending stays sorted
       CHECK(own.finished == 200);
       CHECK(starts_csv(own) == starts_csv(ref));
       CHECK(own.mean_bsld == ref.mean_bsld);
@@ -836,11 +838,11 @@ TEST_CASE("sim: jobs carry their trace user and group ids as names", "[sim]") {
   }
 }
 
-TEST_CASE("sim: pending_cores_only is promised only when every pending job needs cores only", "[sim][order]") {
+TEST_CASE("sim: PendingHints::cores_only is promised only when every pending job needs cores only", "[sim][order]") {
   // A hook gives some arrivals an unknown queue or a consumable (the planner
   // rejects them); while one of them waits, the simulator must not promise
-  // Snapshot::pending_cores_only. The replay must equal one where the planner
-  // checks every job (a pass function that drops the promise).
+  // PendingHints::cores_only. The replay must equal one where the planner
+  // checks every job (a pass function without hints).
   const SwfTrace tr = uniform_trace(11, 8, 300, 40, 300);
   for (Backfill b : {Backfill::Easy, Backfill::Conservative}) {
     SimOptions opt;
@@ -851,15 +853,13 @@ TEST_CASE("sim: pending_cores_only is promised only when every pending job needs
     };
     std::size_t promised = 0, odd_seen = 0, broken = 0;
     SimOptions checked = opt;
-    checked.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) {
+    checked.on_pass = [&](const Snapshot& s, const PassHints& h) {
       const bool all = std::all_of(s.pending.begin(), s.pending.end(), [](const Job& j) { return cores_only_job(j); });
-      promised += s.pending_cores_only;
+      promised += h.pending.cores_only;
       odd_seen += !all;
-      broken += s.pending_cores_only && !all;
-      Snapshot copy = s;
-      copy.pending_cores_only = false;
-      return schedule(copy, cfg, seed);
+      broken += h.pending.cores_only && !all;
     };
+    checked.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) { return schedule(s, cfg, seed); };
     const SimResult ref = simulate(tr, checked);
     const SimResult own = simulate(tr, opt);
     INFO("policy " << name(b));
@@ -872,8 +872,8 @@ TEST_CASE("sim: pending_cores_only is promised only when every pending job needs
   }
 }
 
-TEST_CASE("sim: pending_slots_min and pending_min_duration follow pending", "[sim][order]") {
-  // The simulator's own easy passes get the two arrays (model.hpp) and the
+TEST_CASE("sim: PendingHints::slots_min and min_duration follow pending", "[sim][order]") {
+  // The simulator's own easy passes get the two arrays (pass_hints.hpp) and the
   // planner passes over jobs with them; a caller's pass function gets none
   // (every job read). Both replays must be equal: re-predictions change
   // queued estimates, a hook makes some arrivals older (they take a FIFO
@@ -903,10 +903,10 @@ TEST_CASE("sim: pending_slots_min and pending_min_duration follow pending", "[si
       const SimResult own = simulate(tr, opt);
       SimOptions ref_opt = opt;
       std::size_t with_arrays = 0;
-      ref_opt.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) {
-        with_arrays += !s.pending_slots_min.empty() || !s.pending_min_duration.empty();
-        return schedule(s, cfg, sd);
+      ref_opt.on_pass = [&](const Snapshot&, const PassHints& h) {
+        with_arrays += !h.pending.slots_min.empty() || !h.pending.min_duration.empty();
       };
+      ref_opt.scheduler = [&](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) { return schedule(s, cfg, sd); };
       const SimResult ref = simulate(tr, ref_opt);
       INFO("seed " << seed << " order " << name(order));
       CHECK(with_arrays == 0);
