@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "coordinator/nci/ledger.hpp"
+#include "coordinator/sim/checkpointable.hpp"
 #include "coordinator/sim/events.hpp"
 #include "coordinator/planner/order.hpp"
 
@@ -250,6 +251,7 @@ class Simulator {
     slots_lo_ = slots_n_.size();
     recs_.resize(n_);
     hot_.resize(n_);
+    ckpt_mark_ = mark_checkpointable(n_, opt_.checkpointable, opt_.seed);
     run_pos_.assign(n_, -1);
     // Pending kept unordered (a job that leaves is replaced by the last one:
     // one Job moved, not every job behind it), its FIFO order given in
@@ -336,6 +338,7 @@ class Simulator {
   std::vector<int> node_used_;
   Snapshot snap_;
   std::vector<Rec> recs_;
+  std::vector<std::uint8_t> ckpt_mark_;  // job i may be checkpointed (checkpointable.hpp)
   std::vector<Hot> hot_;  // parallel to recs_
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
   EventQueue heap_;    // completions / checkpoint ends
@@ -343,8 +346,7 @@ class Simulator {
   // Extra pass times: the end of a backfilled job's window (checkpoint policy),
   // when the planner may checkpoint it for the head job.
   std::priority_queue<Time, std::vector<Time>, std::greater<Time>> wake_;
-  std::unordered_map<long, std::pair<Time, Time>> history_;  // user -> last two runs
-  std::unordered_map<long, int> history_n_;
+  RunPredictor predictor_{opt_.predictor};  // users' run history (predict.hpp)
   std::unordered_map<long, int> pend_of_user_;  // queued jobs per user (repredict)
   // Trace user and group ids as names: SWF numbers them 1, 2, ..., so a
   // table indexed by the id (no hash lookup, no number formatting per
@@ -654,12 +656,8 @@ class Simulator {
   }
 
   Time predict(const SwfJob& s) const {
-    if (!opt_.predict || s.user < 0) return 0;
-    auto it = history_.find(s.user);
-    if (it == history_.end()) return 0;  // no history: the requested time is the estimate
-    int n = history_n_.at(s.user);
-    Time mean = n >= 2 ? (it->second.first + it->second.second + 1) / 2 : it->second.second;
-    return std::clamp<Time>(mean, 1, s.estimate);
+    if (!opt_.predict) return 0;
+    return predictor_.predict(s);  // 0: no history, the requested time is the estimate
   }
 
   void arrive(std::size_t idx) {
@@ -677,7 +675,7 @@ class Simulator {
     j.walltime = s.estimate;
     j.estimate = predict(s);
     j.slots_min = j.slots_max = s.procs;
-    j.checkpointable = true;
+    j.checkpointable = ckpt_mark_[idx] != 0;
     if (opt_.on_arrival) opt_.on_arrival(j, s);
     // A hook may have changed its submit time.
     if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) snap_.pending_fifo = false;
@@ -896,13 +894,8 @@ class Simulator {
     ++h.gen;
     if (!opt_.predict && !opt_.repredict) return;  // the trace job is not read (a cache miss an end)
     const SwfJob& s = tr_.jobs[idx];
-    if (s.user >= 0) {  // EASY++ history: the user's last two run times (read by predict() only)
-      if (opt_.predict) {
-        auto& h = history_[s.user];
-        h.first = h.second;
-        h.second = s.run;
-        ++history_n_[s.user];
-      }
+    if (s.user >= 0) {  // run history (read by predict() only)
+      if (opt_.predict) predictor_.record(s);
       if (opt_.repredict) repredict(s.user);
     }
   }
@@ -963,6 +956,7 @@ class Simulator {
     pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
     ++r.requeues;
     res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
+    res_.checkpoint_seconds += opt_.checkpoint_cost;
     ++h.gen;
     if (opt_.checkpoint_cost > 0) {
       // It holds its resources while the checkpoint is written.
@@ -1299,6 +1293,8 @@ class Simulator {
     s.per_job.resize(n_);
     double wsum = 0, bsum = 0, work = 0;
     std::size_t started = 0;
+    std::vector<Time> waits;
+    waits.reserve(n_);
     Time first_submit = n_ ? tr_.jobs[0].submit : 0, last_end = first_submit;
     for (std::size_t i = 0; i < n_; ++i) {
       const SwfJob& j = tr_.jobs[i];
@@ -1306,12 +1302,15 @@ class Simulator {
       const Hot& h = hot_[i];
       JobResult& o = s.per_job[i];
       o = {j.id, j.submit, j.run, j.estimate, j.procs, r.first_start, r.end, r.checkpoints, r.requeues,
-           h.st == St::Rejected};
+           h.st == St::Rejected, ckpt_mark_[i] != 0};
+      s.jobs_checkpointable += ckpt_mark_[i];
+      if (r.checkpoints > 0) ++s.jobs_checkpointed;
       if (h.st == St::Pending) ++s.unstarted;
       if (r.first_start >= 0) {
         Time w = r.first_start - j.submit;
         wsum += static_cast<double>(w);
         s.max_wait = std::max(s.max_wait, w);
+        waits.push_back(w);
         ++started;
       }
       if (r.end >= 0) {
@@ -1325,6 +1324,12 @@ class Simulator {
       }
     }
     s.mean_wait = started ? wsum / static_cast<double>(started) : 0;
+    if (!waits.empty()) {
+      // Nearest rank: the smallest wait at or above 99 % of the started jobs.
+      const std::size_t k = (waits.size() * 99 + 99) / 100 - 1;
+      std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(k), waits.end());
+      s.p99_wait = waits[k];
+    }
     s.mean_bsld = s.finished ? bsum / static_cast<double>(s.finished) : 0;
     s.makespan = last_end - first_submit;
     s.utilization = s.makespan > 0 ? work / (static_cast<double>(total_) * static_cast<double>(s.makespan)) : 0;
@@ -1486,13 +1491,17 @@ std::string to_json(const SimResult& r, const JsonFields& labels) {
   kv("utilization", num(r.utilization));
   kv("mean_wait", num(r.mean_wait));
   kv("max_wait", std::to_string(r.max_wait));
+  kv("p99_wait", std::to_string(r.p99_wait));
   kv("mean_bsld", num(r.mean_bsld));
   kv("max_bsld", num(r.max_bsld));
   kv("makespan", std::to_string(r.makespan));
   kv("preemptions", std::to_string(r.preemptions));
   kv("checkpoints", std::to_string(r.checkpoints));
   kv("checkpoint_cost_total", std::to_string(r.checkpoint_cost_total));
-  kv("idle_while_waiting", num(r.idle_while_waiting));
+  kv("idle_core_seconds_waiting", num(r.idle_while_waiting));
+  kv("jobs_checkpointable", std::to_string(r.jobs_checkpointable));
+  kv("jobs_checkpointed", std::to_string(r.jobs_checkpointed));
+  kv("checkpoint_seconds", std::to_string(r.checkpoint_seconds));
   kv("restart_cost_total", std::to_string(r.restart_cost_total));
   kv("deferred_starts", std::to_string(r.deferred_starts));
   kv("passes", std::to_string(r.passes));

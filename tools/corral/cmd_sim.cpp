@@ -67,6 +67,10 @@ const char* kHelp =
     "                       then expected to end at its run time)\n"
     "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
     "  --no-predict         use the requested times as estimates\n"
+    "  --predictor NAME     with --predict: mean2 (EASY++, the default), max3 (the\n"
+    "                       longest of the user's last three runs), similar (the\n"
+    "                       longest of the last three of the user's jobs with the\n"
+    "                       same request and size, else max3); coordinator/sim/predict.hpp\n"
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
     "                       user's job ends (--no-repredict: at submit only)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
@@ -74,6 +78,8 @@ const char* kHelp =
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
     "                       (default 0.1)\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
+    "  --reserve-depth N    checkpoint policy: reservations per pass, the head's and\n"
+    "                       the next N - 1 blocked jobs' in queue order (default 1)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
     "                       default with --policy checkpoint only\n"
     "  --no-preempt         no selective preemption\n"
@@ -86,7 +92,12 @@ const char* kHelp =
     "  --nodes N            machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
     "  --cores C            cores per node (default 1)\n"
     "  --max-jobs N         replay only the first N usable jobs\n"
-    "  --seed N             seed handed to every scheduling pass (default 1)\n"
+    "  --seed N             seed handed to every scheduling pass and to the draw of\n"
+    "                       --checkpointable (default 1)\n"
+    "  --checkpointable F   mark the fraction F of the jobs checkpointable, drawn at\n"
+    "                       random from --seed (the same F and seed: the same jobs);\n"
+    "                       only those are ever checkpointed, by any policy\n"
+    "                       (default 1: every job; 0: none)\n"
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
     "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
     "  --from T, --to T     time range of the chart (default: the first day)\n"
@@ -120,6 +131,17 @@ const char* kHelp =
     "                       preempted again (default 3)\n"
     "  --help               this text\n"
     "Times accept a suffix s, m, h or d (e.g. --aging 24h).\n"
+    "\n"
+    "JSON figures (besides the options given): wait = first start - submit;\n"
+    "max_wait, p99_wait (99th percentile, nearest rank) over the started jobs;\n"
+    "mean_bsld = mean of max(1, (end - submit) / max(run, 10 s)) over finished jobs;\n"
+    "utilization = useful core-seconds / (cores x makespan);\n"
+    "idle_core_seconds_waiting = the integral over simulated time of the cores held\n"
+    "by no job (running, or writing a checkpoint), counted only while at least one\n"
+    "job is queued; jobs_checkpointable = jobs marked; jobs_checkpointed = jobs\n"
+    "checkpointed at least once; checkpoints = checkpoints taken; checkpoint_seconds\n"
+    "= their writing time summed (checkpoints x --checkpoint-cost), and\n"
+    "checkpoint_cost_total / restart_cost_total the same in core-seconds.\n"
     "Default: --policy checkpoint --order lxf --predict --repredict --preempt\n"
     "--split-factor 0.1 --aging 14d --aging-wide 7d --wide-fraction 0.1, the best\n"
     "setting measured on every trace (bench/sim/RESULTS.md).\n";
@@ -253,6 +275,10 @@ int cmd_sim(int argc, char** argv) {
         opt.repredict = true;
       } else if (a == "--no-repredict") {
         opt.repredict = false;
+      } else if (a == "--predictor") {
+        std::string v = value();
+        if (!sim::parse_predict_kind(v, opt.predictor))
+          throw UsageError("--predictor: unknown predictor '" + v + "' (mean2, max3, similar)");
       } else if (a == "--no-predict") {
         opt.predict = false;
       } else if (a == "--checkpoint-cost") {
@@ -268,6 +294,8 @@ int cmd_sim(int argc, char** argv) {
         opt.sched.planner.checkpoint_split = p;
       } else if (a == "--split-threshold") {
         opt.sched.planner.checkpoint_threshold = parse_time(a, value());
+      } else if (a == "--reserve-depth") {
+        opt.sched.planner.reserve_depth = static_cast<int>(parse_int(a, value(), 1, 1 << 20));
       } else if (a == "--preempt") {
         if (has_eq) throw UsageError("--preempt takes no value");
         preempt = 1;
@@ -298,6 +326,13 @@ int cmd_sim(int argc, char** argv) {
         opt.max_jobs = static_cast<std::size_t>(parse_int(a, value(), 1, 1LL << 40));
       } else if (a == "--seed") {
         opt.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, (1LL << 62)));
+      } else if (a == "--checkpointable") {
+        std::string v = value();
+        char* end = nullptr;
+        double f = std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size() || !(f >= 0 && f <= 1))
+          throw UsageError("--checkpointable: '" + v + "' is not a fraction in [0, 1]");
+        opt.checkpointable = f;
       } else if (a == "--starts") {
         starts_path = value();
       } else if (a == "--report") {
@@ -476,9 +511,13 @@ int cmd_sim(int argc, char** argv) {
         {"aging_wide", std::to_string(opt.sched.order.aging_wide)},
         {"wide_fraction", json_num(opt.sched.order.wide_fraction)},
         {"split_factor", json_num(opt.sched.planner.checkpoint_split)},
+        {"reserve_depth", std::to_string(opt.sched.planner.reserve_depth)},
         {"predict", opt.predict ? "true" : "false"},
+        {"predictor", sim::json_string(sim::predict_kind_name(opt.predictor))},
         {"preempt", opt.sched.preempt.enabled ? "true" : "false"},
         {"repredict", opt.repredict && opt.predict ? "true" : "false"},
+        {"checkpointable", json_num(opt.checkpointable)},
+        {"seed", std::to_string(opt.seed)},
         {"checkpoint_cost", std::to_string(opt.checkpoint_cost)},
         {"restart_cost", std::to_string(opt.restart_cost)},
         {"bad_lines", std::to_string(trace.bad_lines)},

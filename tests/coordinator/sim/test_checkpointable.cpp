@@ -1,0 +1,182 @@
+// Checkpointability per job (`corral sim --checkpointable F`, checkpointable.hpp),
+// the figures that go with it (jobs_checkpointed, checkpoint_seconds, p99_wait,
+// idle core-seconds while jobs wait) and run-time predictors (predict.hpp).
+#include <catch2/catch.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "coordinator/sim/checkpointable.hpp"
+#include "coordinator/sim/predict.hpp"
+#include "coordinator/sim/sim.hpp"
+
+using namespace corral;
+using namespace corral::sim;
+
+namespace {
+
+std::string line(long id, long submit, long run, long procs, long req, long user) {
+  std::ostringstream o;
+  o << id << ' ' << submit << " -1 " << run << ' ' << procs << " -1 -1 " << procs << ' ' << req << " -1 1 " << user
+    << " -1 -1 -1 -1 -1 -1\n";
+  return o.str();
+}
+
+std::size_t count(const std::vector<std::uint8_t>& m) {
+  std::size_t n = 0;
+  for (auto x : m) n += x;
+  return n;
+}
+
+// A random workload on 32 procs: a third short jobs, requests 1-4 x the run.
+SwfTrace random_trace(unsigned seed, int jobs) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> procs(1, 16), user(1, 6);
+  std::uniform_int_distribution<long> shortrun(10, 600), longrun(600, 20000), gap(0, 1500);
+  std::string text = "; MaxProcs: 32\n";
+  long t = 0;
+  for (int i = 1; i <= jobs; ++i) {
+    t += gap(rng);
+    const long r = rng() % 3 == 0 ? shortrun(rng) : longrun(rng);
+    const long req = std::min<long>(40000, r * (1 + static_cast<long>(rng() % 4)) + static_cast<long>(rng() % 600));
+    const long p = procs(rng), u = user(rng);
+    text += line(i, t, r, p, req, u);
+  }
+  return parse_swf(text);
+}
+
+}  // namespace
+
+TEST_CASE("checkpointable: the seed decides which jobs, the fraction how many", "[sim][checkpointable]") {
+  const auto a = mark_checkpointable(1000, 0.3, 7);
+  REQUIRE(a.size() == 1000);
+  REQUIRE(count(a) == 300);
+  REQUIRE(mark_checkpointable(1000, 0.3, 7) == a);  // reproducible
+  const auto b = mark_checkpointable(1000, 0.3, 8);
+  REQUIRE(count(b) == 300);
+  REQUIRE(b != a);                                  // another seed, other jobs
+  REQUIRE(count(mark_checkpointable(1000, 0, 7)) == 0);
+  REQUIRE(count(mark_checkpointable(1000, 1, 7)) == 1000);
+  REQUIRE(count(mark_checkpointable(7, 0.5, 1)) == 4);  // rounded to nearest
+  // Spread over the trace, not a block at its start.
+  std::size_t first_half = 0;
+  for (std::size_t i = 0; i < 500; ++i) first_half += a[i];
+  REQUIRE(first_half > 100);
+  REQUIRE(first_half < 200);
+}
+
+TEST_CASE("checkpointable: only marked jobs are ever checkpointed, by any policy (random workloads)",
+          "[sim][checkpointable][property]") {
+  struct Setting {
+    const char* name;
+    Backfill b;
+    bool preempt;
+  };
+  const Setting settings[] = {{"checkpoint", Backfill::Checkpoint, false},
+                              {"easy --preempt", Backfill::Easy, true},
+                              {"checkpoint --preempt", Backfill::Checkpoint, true}};
+  std::size_t checkpointed = 0;
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    const SwfTrace tr = random_trace(seed, 150);
+    for (const Setting& st : settings) {
+      SimOptions opt;
+      opt.sched.planner.backfill = st.b;
+      opt.sched.planner.checkpoint_split = 0.1;
+      opt.sched.planner.checkpoint_threshold = 900;
+      opt.sched.preempt.enabled = st.preempt;
+      opt.sched.order.policy = "lxf";
+      opt.sched.order.aging = 6 * 3600;
+      opt.predict = opt.repredict = true;
+      opt.checkpointable = 0.3;
+      opt.seed = seed;
+      const SimResult r = simulate(tr, opt);
+      INFO("seed " << seed << ", " << st.name);
+      REQUIRE(r.finished == tr.jobs.size());
+      REQUIRE(r.jobs_checkpointable == 45);
+      std::size_t marked = 0, ckj = 0, ck = 0;
+      for (const JobResult& j : r.per_job) {
+        marked += j.checkpointable;
+        if (j.checkpoints > 0 || j.requeues > 0) REQUIRE(j.checkpointable);
+        ckj += j.checkpoints > 0;
+        ck += static_cast<std::size_t>(j.checkpoints);
+      }
+      REQUIRE(marked == 45);
+      REQUIRE(r.jobs_checkpointed == ckj);
+      REQUIRE(r.checkpoints == ck);
+      REQUIRE(r.checkpoint_seconds == static_cast<Time>(ck) * opt.checkpoint_cost);
+      checkpointed += ckj;
+      // The same seed marks the same jobs and gives the same schedule.
+      const SimResult again = simulate(tr, opt);
+      for (std::size_t i = 0; i < r.per_job.size(); ++i) {
+        REQUIRE(again.per_job[i].checkpointable == r.per_job[i].checkpointable);
+        REQUIRE(again.per_job[i].first_start == r.per_job[i].first_start);
+      }
+      // None marked: nothing is ever checkpointed.
+      opt.checkpointable = 0;
+      const SimResult none = simulate(tr, opt);
+      REQUIRE(none.checkpoints == 0);
+      REQUIRE(none.jobs_checkpointed == 0);
+      REQUIRE(none.preemptions == 0);
+    }
+  }
+  REQUIRE(checkpointed >= 20);  // not vacuous: marked jobs were checkpointed
+}
+
+TEST_CASE("sim: p99_wait, idle core-seconds while jobs wait and the new JSON fields", "[sim][checkpointable]") {
+  // One processor, 200 jobs of 10 s all submitted at 0: waits 0, 10, ...,
+  // 1990; the 99th percentile (nearest rank: the 198th smallest) is 1970.
+  std::string text = "; MaxProcs: 1\n";
+  for (int i = 1; i <= 200; ++i) text += line(i, 0, 10, 1, 10, 1);
+  SimOptions opt;
+  opt.sched.planner.backfill = Backfill::Easy;
+  SimResult r = simulate(parse_swf(text), opt);
+  REQUIRE(r.max_wait == 1990);
+  REQUIRE(r.p99_wait == 1970);
+  REQUIRE(r.idle_while_waiting == 0);  // the one core is always busy
+  // Two processors: a 1-proc job runs 0..100, a 2-proc job waits for it:
+  // one core idle for 100 s while a job waits; then none waits.
+  text = "; MaxProcs: 2\n" + line(1, 0, 100, 1, 100, 1) + line(2, 0, 50, 2, 50, 2) + line(3, 500, 10, 1, 10, 1);
+  r = simulate(parse_swf(text), opt);
+  REQUIRE(r.per_job[1].first_start == 100);
+  REQUIRE(r.idle_while_waiting == 100);
+  const std::string js = to_json(r);
+  for (const char* k : {"\"p99_wait\": 100", "\"idle_core_seconds_waiting\": 100", "\"jobs_checkpointable\": 3",
+                        "\"jobs_checkpointed\": 0", "\"checkpoint_seconds\": 0"}) {
+    INFO(k);
+    REQUIRE(js.find(k) != std::string::npos);
+  }
+}
+
+TEST_CASE("predict: mean2 (EASY++), max3 and similar on a hand-built history", "[sim][predict]") {
+  auto job = [](long user, Time run, Time req, int procs) {
+    SwfJob s;
+    s.user = user;
+    s.run = run;
+    s.estimate = req;
+    s.procs = procs;
+    return s;
+  };
+  RunPredictor mean2(PredictKind::Mean2), max3(PredictKind::Max3), similar(PredictKind::Similar);
+  const SwfJob q = job(1, 0, 5000, 4);  // the job to predict: 5000 s asked, 4 procs
+  for (RunPredictor* p : {&mean2, &max3, &similar}) REQUIRE(p->predict(q) == 0);  // no history
+  // User 1's history: a 4-proc 5000-s job ran 900 s, then two 1-proc 100-s
+  // jobs ran 100 and 200 s.
+  for (RunPredictor* p : {&mean2, &max3, &similar}) {
+    p->record(job(1, 900, 5000, 4));
+    p->record(job(1, 100, 100, 1));
+    p->record(job(1, 200, 1000, 1));
+  }
+  REQUIRE(mean2.predict(q) == 150);    // (100 + 200) / 2
+  REQUIRE(max3.predict(q) == 900);     // the longest of the last three
+  REQUIRE(similar.predict(q) == 900);  // the same request and size: 900
+  similar.record(job(1, 3000, 1000, 1));
+  max3.record(job(1, 3000, 1000, 1));
+  REQUIRE(max3.predict(q) == 3000);     // 100, 200, 3000
+  REQUIRE(similar.predict(q) == 900);   // still its own kind's runs only
+  REQUIRE(similar.predict(job(1, 0, 300, 2)) == 300);  // no such kind: max3, capped by the request
+  REQUIRE(mean2.predict(job(2, 0, 300, 2)) == 0);      // another user: no history
+  PredictKind k;
+  REQUIRE(parse_predict_kind("similar", k));
+  REQUIRE(k == PredictKind::Similar);
+  REQUIRE_FALSE(parse_predict_kind("oracle", k));
+}
