@@ -3,8 +3,15 @@
 # every policy setting below, one run at a time (others share the machine),
 # each run timed (about 4 minutes on a quiet 2-core machine).
 # Usage: bench/sim/table.sh [CORRAL_BINARY]   (default build/tools/corral)
+#        bench/sim/table.sh --checkpointable [CORRAL_BINARY]
+#   (the quality table with checkpointable jobs only: EASY, EASY++, the
+#   previous default and the default at 30 % and 0 % checkpointable jobs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${1:-}" = "--checkpointable" ]; then
+  shift
+  exec bench/sim/checkpointable_table.sh "$@"
+fi
 CORRAL=${1:-build/tools/corral}
 TRACES=${TRACES:-../shared/traces}
 OUT=bench/sim/RESULTS.md

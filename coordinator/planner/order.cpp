@@ -25,7 +25,7 @@ Pol parse(std::string_view p) {
 }
 
 Time est_of(const Job& j) {
-  Time e = j.estimate > 0 ? j.estimate : j.walltime;
+  Time e = j.predicted > 0 ? j.predicted : j.estimate > 0 ? j.estimate : j.walltime;
   return std::max<Time>(1, e - j.work_done);
 }
 

@@ -82,7 +82,7 @@ constexpr std::size_t field_count() {
 // instructions went to them). Lists every member of model.hpp's Job: the
 // member count and size checks fail when Job changes, so this is updated with it.
 void shift_job(Job& d, Job& s) {
-  static_assert(field_count<Job>() == 26 && sizeof(Job) == 384, "corral::Job changed: update shift_job()");
+  static_assert(field_count<Job>() == 27 && sizeof(Job) == 392, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
     if ((a.size() | b.size()) != 0) a = std::move(b);  // one branch: both empty, nothing to do
   };
@@ -97,6 +97,7 @@ void shift_job(Job& d, Job& s) {
   d.submit = s.submit;
   d.walltime = s.walltime;
   d.estimate = s.estimate;
+  d.predicted = s.predicted;
   d.slots_min = s.slots_min;
   d.slots_max = s.slots_max;
   d.mem_mb = s.mem_mb;
@@ -141,7 +142,7 @@ struct NewJob {
 // The same for a running entry (finish() moves the last entry into the
 // place of the one that ended).
 void shift_running(RunningJob& d, RunningJob& s) {
-  static_assert(field_count<RunningJob>() == 10 && sizeof(RunningJob) == 464,
+  static_assert(field_count<RunningJob>() == 10 && sizeof(RunningJob) == 472,
                 "corral::RunningJob changed: update shift_running()");
   shift_job(d.job, s.job);
   d.start = s.start;
@@ -660,6 +661,14 @@ class Simulator {
     return predictor_.predict(s);  // 0: no history, the requested time is the estimate
   }
 
+  // The prediction plans the job, or with predict_order_only only orders it
+  // (the planner then plans with the request: no reservation slips when a
+  // job outlives its prediction).
+  void set_prediction(Job& j, const SwfJob& s) const {
+    if (opt_.predict_order_only) j.predicted = predict(s);
+    else j.estimate = predict(s);
+  }
+
   void arrive(std::size_t idx) {
     const SwfJob& s = tr_.jobs[idx];
     Rec& r = recs_[idx];
@@ -673,7 +682,7 @@ class Simulator {
     }
     j.submit = s.submit;
     j.walltime = s.estimate;
-    j.estimate = predict(s);
+    set_prediction(j, s);
     j.slots_min = j.slots_max = s.procs;
     j.checkpointable = ckpt_mark_[idx] != 0;
     if (opt_.on_arrival) opt_.on_arrival(j, s);
@@ -908,7 +917,7 @@ class Simulator {
     for (Job& j : snap_.pending) {
       const std::size_t k = static_cast<std::size_t>(j.id - 1);
       if (tr_.jobs[k].user != user) continue;
-      j.estimate = predict(tr_.jobs[k]);
+      set_prediction(j, tr_.jobs[k]);
       recs_[k].plan_est = j.estimate > 0 ? j.estimate : j.walltime;
       set_odd(k, j);
     }

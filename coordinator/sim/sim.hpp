@@ -27,6 +27,9 @@ struct SimOptions {
   int cores = 1;               // cores per node
   bool predict = false;        // run-time prediction from users' history (predict.hpp)
   PredictKind predictor = PredictKind::Mean2;  // with `predict`: which (default EASY++)
+  // With `predict`: the prediction orders the queue (OrderConfig, Job::predicted)
+  // but plans nothing: reservations and backfills use the requested times.
+  bool predict_order_only = false;
   // With `predict`: when a user's job ends, that user's queued jobs are
   // predicted again from the new history (EASY++ predicts only at submit).
   bool repredict = false;

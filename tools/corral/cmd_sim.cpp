@@ -67,6 +67,8 @@ const char* kHelp =
     "                       then expected to end at its run time)\n"
     "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
     "  --no-predict         use the requested times as estimates\n"
+    "  --predict-order-only with --predict: predictions order the queue only; plans\n"
+    "                       (reservations, backfills) use the requested times\n"
     "  --predictor NAME     with --predict: mean2 (EASY++, the default), max3 (the\n"
     "                       longest of the user's last three runs), similar (the\n"
     "                       longest of the last three of the user's jobs with the\n"
@@ -279,6 +281,8 @@ int cmd_sim(int argc, char** argv) {
         std::string v = value();
         if (!sim::parse_predict_kind(v, opt.predictor))
           throw UsageError("--predictor: unknown predictor '" + v + "' (mean2, max3, similar)");
+      } else if (a == "--predict-order-only") {
+        opt.predict_order_only = true;
       } else if (a == "--no-predict") {
         opt.predict = false;
       } else if (a == "--checkpoint-cost") {
@@ -514,6 +518,7 @@ int cmd_sim(int argc, char** argv) {
         {"reserve_depth", std::to_string(opt.sched.planner.reserve_depth)},
         {"predict", opt.predict ? "true" : "false"},
         {"predictor", sim::json_string(sim::predict_kind_name(opt.predictor))},
+        {"predict_order_only", opt.predict_order_only ? "true" : "false"},
         {"preempt", opt.sched.preempt.enabled ? "true" : "false"},
         {"repredict", opt.repredict && opt.predict ? "true" : "false"},
         {"checkpointable", json_num(opt.checkpointable)},
