@@ -15,11 +15,12 @@ trap 'rm -rf "$TMP"' EXIT
 
 # label|options. The previous default spells out every option, so the row
 # keeps its meaning as the default moves.
-PREV="--policy checkpoint --order lxf --predict --predictor mean2 --repredict --preempt --split-factor 0.1"
+PREV="--policy checkpoint --order lxf --predict --predictor mean2 --no-predict-order-only --repredict --preempt"
+PREV="$PREV --split-factor 0.1"
 PREV="$PREV --aging 14d --aging-wide 7d --wide-fraction 0.1 --reserve-depth 1"
 SETTINGS=(
   "EASY|--policy easy --order fifo --aging 0 --no-predict"
-  "EASY++|--policy easy --order sjbf --aging 0 --predict --predictor mean2 --no-repredict --no-preempt"
+  "EASY++|--policy easy --order sjbf --aging 0 --predict --predictor mean2 --no-predict-order-only --no-repredict --no-preempt"
   "previous default, 30 %|$PREV --checkpointable 0.3"
   "default, 30 %|--checkpointable 0.3"
   "default, 0 %|--checkpointable 0"

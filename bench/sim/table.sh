@@ -22,7 +22,8 @@ trap 'rm -rf "$TMP"' EXIT
 # label|options (the first is the baseline; "default" runs corral sim without
 # options). Every other row spells out each option whose default changed, so
 # a row keeps its meaning when the default moves.
-OLD="--no-repredict --no-preempt --split-factor 0.5 --aging-wide 0"
+EASYPP="--predictor mean2 --no-predict-order-only --reserve-depth 1"
+OLD="--no-repredict --no-preempt --split-factor 0.5 --aging-wide 0 $EASYPP"
 SETTINGS=(
   "easy|--policy easy --order fifo --aging 0 --no-predict"
   "fcfs|--policy fcfs --order fifo --aging 0 --no-predict"
@@ -38,9 +39,9 @@ SETTINGS=(
   "easy sjf+predict aging 3d|--policy easy --order sjf --aging 3d --predict $OLD"
   "easy lxf+predict aging 14d|--policy easy --order lxf --aging 14d --predict $OLD"
   "checkpoint lxf+predict aging 14d (old default)|--policy checkpoint --order lxf --aging 14d --predict $OLD"
-  "+ repredict|--policy checkpoint --order lxf --aging 14d --predict --repredict --no-preempt --split-factor 0.5 --aging-wide 0"
-  "+ repredict + preempt|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.5 --aging-wide 0"
-  "+ repredict + preempt + split 0.1|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.1 --aging-wide 0"
+  "+ repredict|--policy checkpoint --order lxf --aging 14d --predict --repredict --no-preempt --split-factor 0.5 --aging-wide 0 $EASYPP"
+  "+ repredict + preempt|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.5 --aging-wide 0 $EASYPP"
+  "+ repredict + preempt + split 0.1|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.1 --aging-wide 0 $EASYPP"
   "default|"
 )
 

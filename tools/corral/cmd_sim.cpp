@@ -21,25 +21,31 @@ namespace corral::cli {
 
 namespace {
 
-// The default is the best setting measured on all seven traces
-// (bench/sim/RESULTS.md): checkpoint-based aggressive backfilling (EASY's
-// reservation for the head, backfill candidates longer than 1 h planned at
-// p = 0.1 x estimate, checkpointed and requeued at the window's end), queue
-// ordered by largest expansion factor on EASY++ predicted run times (queued
-// jobs re-predicted as their user's jobs end), selective preemption by
-// checkpoint (planner/preempt.hpp), and aging bounds (jobs waiting longer go
-// first in FIFO order): 14 days, 7 days for jobs of >= 10 % of the machine.
+// The default is the best setting measured on all seven traces with 30 % and
+// with no job checkpointable (bench/sim/RESULTS.md): checkpoint-based
+// aggressive backfilling (backfill candidates longer than 1 h planned at
+// p = 0.25 x their request, or their predicted run if shorter, checkpointed
+// at the window's end; only checkpointable jobs), reservations for the head
+// and the next two blocked jobs, queue ordered by largest expansion factor on
+// predicted run times (the longest of the last three runs of the user's
+// similar jobs, re-predicted as they end) that order only: plans use the
+// requested times, so a job outliving its prediction delays no reservation;
+// jobs waiting 2 days go first in FIFO order. No selective preemption: with
+// few checkpointable jobs it checkpointed more jobs for no gain.
 constexpr const char* kDefaultPolicy = "checkpoint";
 constexpr const char* kDefaultOrder = "lxf";
-constexpr Time kDefaultAging = 14 * 86400;
-constexpr Time kDefaultAgingWide = 7 * 86400;
+constexpr Time kDefaultAging = 2 * 86400;
+constexpr Time kDefaultAgingWide = 0;
 constexpr double kDefaultWideFraction = 0.1;
-constexpr double kDefaultSplit = 0.1;
+constexpr double kDefaultSplit = 0.25;
+constexpr int kDefaultReserveDepth = 3;
 constexpr bool kDefaultPredict = true;
+constexpr sim::PredictKind kDefaultPredictor = sim::PredictKind::Similar;
+constexpr bool kDefaultPredictOrderOnly = true;
 constexpr bool kDefaultRepredict = true;
-// Selective preemption is on by default with the checkpoint policy only, so
+// Selective preemption is never on by default, so
 // `--policy easy --order fifo --aging 0 --no-predict` stays textbook EASY.
-constexpr bool kDefaultPreemptWithCheckpoint = true;
+constexpr bool kDefaultPreemptWithCheckpoint = false;
 
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
@@ -65,25 +71,27 @@ const char* kHelp =
     "                       are planned with T, not with their run time (Grid Engine\n"
     "                       default_duration; not enforced: a job running longer is\n"
     "                       then expected to end at its run time)\n"
-    "  --predict            EASY++ run-time prediction (mean of the user's last two runs)\n"
+    "  --predict            run-time prediction from users' history (default)\n"
     "  --no-predict         use the requested times as estimates\n"
     "  --predict-order-only with --predict: predictions order the queue only; plans\n"
-    "                       (reservations, backfills) use the requested times\n"
-    "  --predictor NAME     with --predict: mean2 (EASY++, the default), max3 (the\n"
+    "                       (reservations, backfills) use the requested times (default)\n"
+    "  --no-predict-order-only  predictions plan too (EASY++)\n"
+    "  --predictor NAME     with --predict: mean2 (EASY++), max3 (the\n"
     "                       longest of the user's last three runs), similar (the\n"
     "                       longest of the last three of the user's jobs with the\n"
-    "                       same request and size, else max3); coordinator/sim/predict.hpp\n"
+    "                       same request and size, else max3; the default);\n"
+    "                       coordinator/sim/predict.hpp\n"
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
     "                       user's job ends (--no-repredict: at submit only)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
-    "                       (default 0.1)\n"
+    "                       or their predicted run if shorter (default 0.25)\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
     "  --reserve-depth N    checkpoint policy: reservations per pass, the head's and\n"
-    "                       the next N - 1 blocked jobs' in queue order (default 1)\n"
+    "                       the next N - 1 blocked jobs' in queue order (default 3)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
-    "                       default with --policy checkpoint only\n"
+    "                       off by default\n"
     "  --no-preempt         no selective preemption\n"
     "  --preempt-factor F   a blocked job preempts jobs whose expansion factor x F is\n"
     "                       below its own (default 2)\n"
@@ -144,9 +152,10 @@ const char* kHelp =
     "checkpointed at least once; checkpoints = checkpoints taken; checkpoint_seconds\n"
     "= their writing time summed (checkpoints x --checkpoint-cost), and\n"
     "checkpoint_cost_total / restart_cost_total the same in core-seconds.\n"
-    "Default: --policy checkpoint --order lxf --predict --repredict --preempt\n"
-    "--split-factor 0.1 --aging 14d --aging-wide 7d --wide-fraction 0.1, the best\n"
-    "setting measured on every trace (bench/sim/RESULTS.md).\n";
+    "Default: --policy checkpoint --order lxf --aging 2d --aging-wide 0 --predict\n"
+    "--predictor similar --predict-order-only --repredict --no-preempt\n"
+    "--split-factor 0.25 --reserve-depth 3, the best setting measured on every\n"
+    "trace with 30 % and with no job checkpointable (bench/sim/RESULTS.md).\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -217,7 +226,10 @@ int cmd_sim(int argc, char** argv) {
   opt.sched.order.aging_wide = kDefaultAgingWide;
   opt.sched.order.wide_fraction = kDefaultWideFraction;
   opt.sched.planner.checkpoint_split = kDefaultSplit;
+  opt.sched.planner.reserve_depth = kDefaultReserveDepth;
   opt.predict = kDefaultPredict;
+  opt.predictor = kDefaultPredictor;
+  opt.predict_order_only = kDefaultPredictOrderOnly;
   opt.repredict = kDefaultRepredict;
   int preempt = -1;  // -1: the default for the policy
   Time from = -1, to = -1;
@@ -283,6 +295,8 @@ int cmd_sim(int argc, char** argv) {
           throw UsageError("--predictor: unknown predictor '" + v + "' (mean2, max3, similar)");
       } else if (a == "--predict-order-only") {
         opt.predict_order_only = true;
+      } else if (a == "--no-predict-order-only") {
+        opt.predict_order_only = false;
       } else if (a == "--no-predict") {
         opt.predict = false;
       } else if (a == "--checkpoint-cost") {
