@@ -228,7 +228,7 @@ const char* const kUsage =
     "  --config FILE           key = value settings (see corrald.conf.example); flags override.\n"
     "                          Without it /etc/corral/corrald.conf is read if it exists\n"
     "  --no-config             do not read /etc/corral/corrald.conf: built-in defaults and flags\n"
-    "  --set KEY=VALUE         any config key (agent/CONFIG.md)\n"
+    "  --set KEY=VALUE         any config key (docs/configuration.md)\n"
     "  --state-dir DIR         journal of jobs (default /var/lib/corral)\n"
     "  --socket PATH           local command socket (default /run/corral/corrald.sock)\n"
     "  --pub ENDPOINT          ZeroMQ PUB endpoint for events, tcp:// or ipc://, or none\n"

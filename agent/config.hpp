@@ -61,7 +61,7 @@ struct Config {
   // window closes after NciConfig::window_cycles pending cycles instead.
   std::int64_t nci_start_window = 0;
   // PBA (coordinator/pba, pba-synopsys-patent.txt): project allocations from a plan file
-  // (coordinator/pba/PLANFILE.md), pre-qualification, priority arithmetic, one-for-one preemption
+  // (docs/plan-file.md), pre-qualification, priority arithmetic, one-for-one preemption
   // of normal jobs for an allocated job pending longer than pba_preempt_after.
   bool pba = false;
   std::string pba_plan;                       // required with pba = yes

@@ -1,4 +1,4 @@
-// corrald: the Corral node agent. See agent/daemon.hpp and agent/CONFIG.md.
+// corrald: the Corral node agent. See agent/daemon.hpp and docs/configuration.md.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,7 +1,13 @@
 // corrald: the node agent. In standalone mode it is a whole Corral on one
-// node: it keeps its jobs (Store), serves the local socket, publishes events
-// over ZeroMQ PUB, runs the scheduling core each cycle and applies the plan
-// through the node part's Launcher.
+// node. Daemon is the composition of the agent's parts, each in its own file:
+//   daemon.cpp        setup, the loop, the write-ahead commit before replies
+//   local_socket.cpp  the local socket: connections, framing, peer credentials
+//   commands.cpp      the commands users send over it (submit, stat, ...)
+//   job_state.cpp     the job store bridge: a job's state changes, its script
+//   node_bridge.cpp   the node and launcher bridge: starting, ending, limits,
+//                     usage, adopting jobs after a restart
+//   scheduling.cpp    the scheduling cycle: snapshot() and apply()
+//   events.hpp        the event publisher (ZeroMQ PUB)
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
 // jobs, as the core sees them) and apply() (decisions in). In standalone mode
@@ -18,7 +24,6 @@
 
 #include <sys/types.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -28,6 +33,9 @@
 #include <vector>
 
 #include "agent/config.hpp"
+#include "agent/events.hpp"
+#include "agent/id_set.hpp"
+#include "agent/log.hpp"
 #include "agent/node/criu.hpp"
 #include "agent/node/owner.hpp"
 #include "agent/store.hpp"
@@ -50,39 +58,6 @@ struct Peer {
   pid_t pid = 0;
 };
 
-// Job ids in increasing order in one sorted vector (the pending queue): every scheduling pass
-// walks all of them, and a std::set's node-by-node walk was ~8 % of the agent's CPU per launch
-// with 2,000 jobs queued. New submits have the largest id (an append); a start erases near the
-// front (a move of 8-byte ids).
-class IdSet {
- public:
-  using const_iterator = std::vector<std::uint64_t>::const_iterator;
-  bool insert(std::uint64_t id) {
-    if (v_.empty() || v_.back() < id) {
-      v_.push_back(id);
-      return true;
-    }
-    auto it = std::lower_bound(v_.begin(), v_.end(), id);
-    if (it != v_.end() && *it == id) return false;
-    v_.insert(it, id);
-    return true;
-  }
-  std::size_t erase(std::uint64_t id) {
-    auto it = std::lower_bound(v_.begin(), v_.end(), id);
-    if (it == v_.end() || *it != id) return 0;
-    v_.erase(it);
-    return 1;
-  }
-  std::size_t count(std::uint64_t id) const { return std::binary_search(v_.begin(), v_.end(), id) ? 1 : 0; }
-  bool empty() const { return v_.empty(); }
-  std::size_t size() const { return v_.size(); }
-  const_iterator begin() const { return v_.begin(); }
-  const_iterator end() const { return v_.end(); }
-
- private:
-  std::vector<std::uint64_t> v_;
-};
-
 class Daemon {
  public:
   // Opens the state, the Launcher (recovering leftovers of a previous run),
@@ -97,7 +72,7 @@ class Daemon {
   int run();
   void stop() { stop_ = true; }
 
-  // ---- the mesh boundary ------------------------------------------------
+  // ---- the mesh boundary (scheduling.cpp) -------------------------------
   // State out: this node and its pending/running jobs at wall time `now`.
   Snapshot snapshot(Time now) const;
   // Decisions in (from the local core in standalone mode, later from the
@@ -105,75 +80,101 @@ class Daemon {
   // skipped; a plan can never corrupt the state.
   void apply(const Plan& plan);
 
-  // Handles one decoded request from `peer`; returns the reply, or nothing
-  // when the reply is deferred (wait on a running job). Exposed for tests.
+  // A connection on the local socket (local_socket.cpp).
   struct Client;
 
  private:
+  // ---- composition (daemon.cpp) -----------------------------------------
+  void setup_signals();
+  void on_signals();
+  bool commit_and_reply();
+  double now() const;
+
+  // ---- the local socket (local_socket.cpp) ------------------------------
+  static constexpr std::size_t kMaxClients = 4096;
   void setup_socket();
-  void setup_pba();
-  void setup_pub();
-  void recover();
+  void close_socket();
   void accept_clients();
   void read_client(Client& c);
   void handle(Client& c, const std::string& frame);
   void send(Client& c, const proto::Message& m);
   void write_client(Client& c);
+  void notify_waiters(const JobRecord& rec);
+
+  // ---- the commands (commands.cpp) --------------------------------------
   proto::Message on_submit(const Peer& p, proto::SubmitReq& r);
   proto::Message on_stat(const Peer& p, const proto::StatReq& r);
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
-  proto::Message on_node(const Peer& p, const proto::NodeReq& r);
-  void cycle();
-  bool commit_and_reply();
-  void poll_launcher();
-  void on_end(const node::JobEnd& e);
-  void start_job(JobRecord& rec, const Decision& d);
-  std::string suspend_resume(JobRecord& rec, bool suspend, const std::string& reason);
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
-  std::vector<Queue> snapshot_queues() const;
-  void snapshot_fixed(Snapshot& s, Time t) const;  // everything but the pending jobs
-  const Snapshot& pass_snapshot(Time t);
+  proto::Message on_node(const Peer& p, const proto::NodeReq& r);
+
+  // ---- the job store bridge (job_state.cpp) -----------------------------
+  void load_jobs();
   void finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg);
-  // A running job back to pending: its run ends "preempted" (issue 3: every end records why).
+  // A running job back to pending: its run ends "preempted" (every end records why).
   void requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code = -1);
-  void notify_waiters(const JobRecord& rec);
-  void heartbeat();
-  void sample_usage(bool publish);
-  void publish(proto::Event& e);
-  void send_events();
   proto::JobInfo info(const JobRecord& rec) const;
   std::string write_script(const JobRecord& rec);
   void remove_script(std::uint64_t id);
-  int slots_used() const;
-  double now() const;
 
+  // ---- the node and launcher bridge (node_bridge.cpp) -------------------
+  void setup_launcher();
+  void recover();
+  void start_job(JobRecord& rec, const Decision& d);
+  std::vector<int> start_cores(const JobRecord& rec, const Decision& d, int& want) const;
+  std::string suspend_resume(JobRecord& rec, bool suspend, const std::string& reason);
+  void poll_launcher();
+  void on_end(const node::JobEnd& e);
+  void heartbeat();
+  void sample_usage(bool publish);
+  int slots_used() const;
+
+  // ---- the scheduling cycle (scheduling.cpp) ----------------------------
+  void setup_scheduling();
+  void setup_pba();
+  Time pba_origin();
+  void cycle();
+  std::vector<Queue> snapshot_queues() const;
+  void snapshot_fixed(Snapshot& s, Time t) const;  // everything but the pending jobs
+  const Snapshot& pass_snapshot(Time t);
+  void drop_pass_snapshot();
+  void open_monitor();
+  void write_monitor(const std::vector<std::string>& lines);
+
+  // ---- state --------------------------------------------------------------
   Config cfg_;
-  SchedConfig sched_;
-  PreemptMode preempt_mode_ = PreemptMode::Requeue;  // preempt_mode, for every job
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<node::Launcher> launcher_;
-  IdSet pending_;                     // ids, submit order
-  std::set<std::uint64_t> active_;    // running or suspended
-  std::set<std::uint64_t> discard_end_;  // ends to ignore (stray adopted jobs)
-  std::map<int, std::unique_ptr<Client>> clients_;
-  int listen_fd_ = -1;
-  int sig_pipe_[2] = {-1, -1};
-  void* zctx_ = nullptr;              // zmq context / PUB socket (raw API keeps the header light)
-  void* zpub_ = nullptr;
-  std::uint64_t seq_ = 0;
   double boot_ = 0;
   double boot_mono_ = 0;
   std::string hostname_;
-  bool dirty_ = true;                 // schedule at the next iteration
-  bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   bool stop_ = false;
-  node::CriuProbe criu_;              // `criu check` at start (reported; never used)
+  int sig_pipe_[2] = {-1, -1};
+  double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
+
+  // local socket
+  std::map<int, std::unique_ptr<Client>> clients_;
+  int listen_fd_ = -1;
+
+  // job store
+  std::unique_ptr<Store> store_;
+  IdSet pending_;                     // ids, submit order
+  std::set<std::uint64_t> active_;    // running or suspended
+  bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
+
+  // node and launcher
+  std::unique_ptr<node::Launcher> launcher_;
+  std::set<std::uint64_t> discard_end_;  // ends to ignore (stray adopted jobs)
+  node::CriuProbe criu_;              // `criu check` at start (reported; never used)
+
+  // scheduling
+  SchedConfig sched_;
+  PreemptMode preempt_mode_ = PreemptMode::Requeue;  // preempt_mode, for every job
+  bool dirty_ = true;                 // schedule at the next iteration
   std::uint64_t passes_ = 0;
   // The pass's Snapshot, kept between passes: its pending jobs follow pending_ (new ones
   // converted, started ones dropped, the rest refreshed in place) instead of being rebuilt from
-  // the store each pass (~20 % of the agent's CPU per launch with 2,000 queued). snap_recs_[i] is
-  // the store record of snap_.pending[i] (std::map nodes stay put; a pending job is never erased).
+  // the store each pass. snap_recs_[i] is the store record of snap_.pending[i] (std::map nodes
+  // stay put; a pending job is never erased).
   Snapshot snap_;
   std::vector<const JobRecord*> snap_recs_;
   // Ids whose record changed in a way the core sees (policy updates, a Demote, a requeue) since
@@ -186,21 +187,14 @@ class Daemon {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
   std::unique_ptr<std::FILE, FileCloser> monitor_;  // Config::monitor_file, open while set
-  void open_monitor();
-  Time pba_origin();
-  void write_monitor(const std::vector<std::string>& lines);
-  std::vector<std::pair<std::string, std::string>> events_out_;  // published, not yet sent (topic, payload)
-  double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
+
+  // events
+  EventPublisher pub_;
 };
 
 // The node as corrald sees it: the declared shape (declare_cores), the recorded XML
 // (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
 // none). --export-topology writes this.
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir);
-
-// Log one line to the daemon log ("2026-01-02T03:04:05.678Z corrald: ...").
-void log_line(const std::string& msg);
-// Sends the log to `path` (append) instead of stderr; "" keeps stderr.
-void log_to(const std::string& path);
 
 }  // namespace corral::agent

@@ -1,7 +1,7 @@
 // The project plan: projects, members, flows, the weekly allocation calendar,
 // service levels (PBA, pba-synopsys-patent.txt), and the NCI grants and queue
 // charge factors (nci-pbs-policy.txt) read from one plan file. Format: see
-// coordinator/pba/PLANFILE.md. Parsing is pure (text in, struct out).
+// docs/plan-file.md. Parsing is pure (text in, struct out).
 #pragma once
 
 #include <map>

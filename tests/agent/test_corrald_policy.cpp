@@ -281,7 +281,7 @@ TEST_CASE("NCI start window through corrald: an overdue job suspends the one hol
   REQUIRE(a.cli({"cancel", hog}).rc == 0);
 }
 
-// checkpoint_signal / checkpoint_grace (agent/CONFIG.md): corrald sends the configured signal, a
+// checkpoint_signal / checkpoint_grace (docs/configuration.md): corrald sends the configured signal, a
 // job that traps it writes its checkpoint dir and the restart sees it; a job that ignores it is
 // stopped once the configured grace is over (not the default 30 s).
 TEST_CASE("checkpoint_signal and checkpoint_grace from corrald's config", "[agent]") {
@@ -445,7 +445,7 @@ TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; t
   a.cli({"cancel", trim(blk.out)});
 }
 
-// PBA from corrald's config (pba, pba_plan, pba_preempt_after, preempt_mode; agent/CONFIG.md):
+// PBA from corrald's config (pba, pba_plan, pba_preempt_after, preempt_mode; docs/configuration.md):
 // a project job within its allocation that waits longer than pba_preempt_after takes the cores
 // of a job of no project (pba-synopsys-patent.txt: "free up one over-subscribed job slot for
 // each under-subscribed job that has been pending for more than a configurable time period"),

@@ -117,7 +117,7 @@ const char* kHelp =
     "                       file (sge6-reservation-backfill.txt 2d); slower replay,\n"
     "                       the same schedule (a cores-only reservation's lines name\n"
     "                       the hosts it would get, without holding them)\n"
-    "  --projects FILE      project plan (coordinator/pba/PLANFILE.md): PBA allocations,\n"
+    "  --projects FILE      project plan (docs/plan-file.md): PBA allocations,\n"
     "                       service units charged; adds a `projects` object to the JSON\n"
     "  --report FILE        with --projects: the weekly per-project and per-user\n"
     "                       report (allocation, slots used, over/under-subscription,\n"

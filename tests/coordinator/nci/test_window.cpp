@@ -122,7 +122,7 @@ Outcome simulate(std::uint64_t seed, const NciConfig& cfg, int njobs, Time horiz
           for (Live& l : live)
             if (l.rj.job.id == d.job) {
               l.rj.suspended = d.action == Action::Suspend;
-              l.rj.suspended_since = l.rj.suspended ? t : -1;  // the caller's part (NCI.md)
+              l.rj.suspended_since = l.rj.suspended ? t : -1;  // the caller's part (docs/nci.md)
             }
           (d.action == Action::Suspend ? out.suspensions : out.resumes)++;
           break;

@@ -1214,7 +1214,7 @@ TEST_CASE("fcfs and easy reproduce the textbook algorithms: real traces", "[sim]
 // job by job as `corral sim --starts` writes it (id,first start).
 
 TEST_CASE("conservative: a hand-built trace replays to its known schedule", "[sim][handbuilt]") {
-  // Issue 2 / README policy table: conservative makes a reservation for
+  // Issue 2 / docs/policies.md policy table: conservative makes a reservation for
   // every pending job and starts a job early only if that delays none of
   // them (Mu'alem & Feitelson 2001).
   // Machine 10.           id submit run est procs

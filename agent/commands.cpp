@@ -1,0 +1,275 @@
+// The commands users send over the local socket: submit, stat, cancel,
+// suspend/resume/requeue/checkpoint, node. Each checks who asks (the peer's
+// uid) and what is asked, and answers with a reply or a clear error.
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "agent/daemon.hpp"
+#include "agent/job_accounting.hpp"
+#include "agent/node/launcher.hpp"
+#include "agent/node/topology.hpp"
+
+namespace corral::agent {
+
+namespace {
+std::string user_name(uid_t uid) {
+  passwd pw{}, *res = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return pw.pw_name;
+  return "";
+}
+std::string group_name(gid_t gid) {
+  group gr{}, *res = nullptr;
+  char buf[4096];
+  if (getgrgid_r(gid, &gr, buf, sizeof buf, &res) == 0 && res) return gr.gr_name;
+  return std::to_string(gid);
+}
+}  // namespace
+
+proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
+  proto::JobSpec& s = r.spec;
+  const node::Topology& topo = launcher_->topology();
+  auto bad = [](std::string msg) -> proto::Message { return proto::ErrorRep{"invalid", std::move(msg)}; };
+  if (s.ncpus < 1) return bad("ncpus must be at least 1");
+  const int node_cores = static_cast<int>(topo.cores.size());
+  if (!s.pe.empty() || s.slots_min != 0 || s.slots_max != 0) {
+    // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
+    // at this node's cores; the count itself is the planner's choice.
+    if (s.pe.empty()) return bad("a slot range needs a parallel environment name (-pe NAME RANGE)");
+    if (s.slots_min < 1) return bad("-pe " + s.pe + ": the slot range must start at 1 or more");
+    if (s.slots_max < s.slots_min)
+      return bad("-pe " + s.pe + ": the slot range " + std::to_string(s.slots_min) + "-" +
+                 std::to_string(s.slots_max) + " is empty (maximum below minimum)");
+    if (s.ncpus != 1 && s.ncpus != s.slots_min)
+      return bad("give either ncpus or a -pe slot range, not both");
+    if (s.slots_min > node_cores)
+      return bad("-pe " + s.pe + " " + std::to_string(s.slots_min) + "-: the minimum of " +
+                 std::to_string(s.slots_min) + " slots exceeds this node's " +
+                 std::to_string(node_cores) + " cores");
+    s.slots_max = std::min(s.slots_max, node_cores);
+    s.ncpus = s.slots_min;
+  }
+  if (s.ncpus > node_cores)
+    return bad("ncpus=" + std::to_string(s.ncpus) + " exceeds this node's " +
+               std::to_string(topo.cores.size()) + " cores");
+  if (s.mem_mb < 0) return bad("mem must not be negative");
+  if (topo.mem_mb > 0 && s.mem_mb > topo.mem_mb)
+    return bad("mem=" + std::to_string(s.mem_mb) + "mb exceeds this node's " +
+               std::to_string(topo.mem_mb) + "mb");
+  if (s.jobfs_mb < 0) return bad("jobfs must not be negative");
+  if (topo.jobfs_mb > 0 && s.jobfs_mb > topo.jobfs_mb)
+    return bad("jobfs=" + std::to_string(s.jobfs_mb) + "mb exceeds this node's " +
+               std::to_string(topo.jobfs_mb) + "mb");
+  if (s.walltime < 0) return bad("walltime must not be negative");
+  if (s.walltime == 0) s.walltime = cfg_.default_walltime;
+  if (s.walltime == 0 && cfg_.require_walltime)
+    return bad("a walltime is required here (-l walltime=HH:MM:SS)");
+  if (s.script.empty()) return bad("the job script is empty");
+  if (s.cwd.empty() || s.cwd[0] != '/') return bad("the working directory must be an absolute path");
+  if (s.name.size() > 255) return bad("the job name is longer than 255 characters");
+  for (const auto& e : s.env)
+    if (e.find('=') == std::string::npos || e[0] == '=')
+      return bad("environment entry '" + e.substr(0, 40) + "' is not KEY=VALUE");
+  if (s.queue.empty()) s.queue = cfg_.queues.front().name;
+  bool known = false;
+  std::string names;
+  for (const auto& q : cfg_.queues) {
+    known |= q.name == s.queue;
+    names += (names.empty() ? "" : ", ") + q.name;
+  }
+  if (!known) return bad("unknown queue '" + s.queue + "' (queues here: " + names + ")");
+
+  if (sched_.nci.enabled) {
+    // NCI: mandatory requests and queue bounds are refused at submit
+    // (nci-pbs-policy.txt "Resource limits").
+    Job j;
+    j.queue = s.queue;
+    j.walltime = s.walltime;
+    std::tie(j.slots_min, j.slots_max) = slot_range(s);
+    j.mem_mb = s.mem_mb;
+    j.jobfs_mb = s.jobfs_mb;
+    NciVerdict v = validate_request(j, snapshot_queues(), sched_.nci);
+    if (!v.ok) return bad("refused by the NCI policy: " + v.reason);
+  }
+
+  JobRecord rec;
+  rec.id = store_->next_id();
+  if (s.name.empty()) s.name = "job";
+  for (std::string* path : {&s.stdout_path, &s.stderr_path})
+    if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;
+  if (s.stdout_path.empty()) s.stdout_path = s.cwd + "/" + s.name + ".o" + std::to_string(rec.id);
+  if (s.stderr_path.empty()) s.stderr_path = s.cwd + "/" + s.name + ".e" + std::to_string(rec.id);
+  for (const auto& e : s.env) {
+    rec.env_blob += e;
+    rec.env_blob.push_back('\0');
+  }
+  s.env.clear();
+  rec.spec = std::move(s);
+  rec.uid = p.uid;
+  rec.gid = p.gid;
+  rec.user = user_name(p.uid);
+  if (rec.user.empty()) rec.user = std::to_string(p.uid);
+  rec.group = group_name(p.gid);
+  rec.submit_time = now();
+  store_->put(rec);  // flushed before the reply leaves (run())
+  pending_.insert(rec.id);
+  dirty_ = true;
+  log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + rec.spec.name +
+           (rec.spec.pe.empty() ? " ncpus=" + std::to_string(rec.spec.ncpus)
+                                : " pe=" + rec.spec.pe + " slots=" + std::to_string(rec.spec.slots_min) +
+                                      "-" + std::to_string(rec.spec.slots_max)) +
+           " queue=" + rec.spec.queue);
+  proto::Event e;
+  e.kind = "submitted";
+  e.job = rec.id;
+  e.user = rec.user;
+  e.submit_time = rec.submit_time;
+  pub_.publish(e);
+  return proto::SubmitRep{rec.id};
+}
+
+proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
+  // Like qstat, everyone sees every job (never scripts or environments).
+  proto::StatRep rep;
+  if (r.id != 0) {
+    const JobRecord* rec = store_->find(r.id);
+    if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)};
+    rep.jobs.push_back(info(*rec));
+    return rep;
+  }
+  rep.jobs.reserve(store_->jobs().size());
+  for (const auto& [id, rec] : store_->jobs()) rep.jobs.push_back(info(rec));
+  return rep;
+}
+
+proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
+  JobRecord* rec = store_->find(r.id);
+  if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)};
+  if (p.uid != 0 && p.uid != rec->uid)
+    return proto::ErrorRep{"permission", "job " + std::to_string(r.id) + " belongs to " +
+                                             rec->user + "; only its owner or root may cancel it"};
+  if (rec->ended())
+    return proto::ErrorRep{"invalid", "job " + std::to_string(r.id) + " has already ended (" +
+                                          rec->end_reason + ")"};
+  std::string who = user_name(p.uid);
+  if (who.empty()) who = std::to_string(p.uid);
+  if (rec->state == proto::state::kPending) {
+    finish(*rec, "cancelled", -1, "cancelled by " + who + " before it started");
+  } else {
+    rec->cancel_requested = true;
+    rec->comment = "cancel requested by " + who;
+    store_->put(*rec);
+    std::string err = launcher_->cancel(rec->id);
+    if (!err.empty()) log_line("job " + std::to_string(rec->id) + ": cancel: " + err);
+    poll_launcher();  // the end is usually there at once
+  }
+  log_line("job " + std::to_string(r.id) + " cancel requested by " + who);
+  return proto::CancelRep{r.id, rec->state};
+}
+
+// corral suspend | resume | requeue | checkpoint (qsig -s suspend/resume,
+// qrerun, qhold -h c). Suspending or resuming changes what other users get,
+// so it is root's; the owner may requeue or checkpoint their own job.
+proto::Message Daemon::on_control(const Peer& p, const proto::ControlReq& r) {
+  const std::string& act = r.action;
+  if (act != "suspend" && act != "resume" && act != "requeue" && act != "checkpoint")
+    return proto::ErrorRep{"invalid", "unknown action '" + act.substr(0, 32) +
+                                          "' (suspend, resume, requeue or checkpoint)"};
+  JobRecord* rec = store_->find(r.id);
+  std::string id = std::to_string(r.id);
+  if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + id};
+  bool admin_only = act == "suspend" || act == "resume";
+  if (p.uid != 0 && (admin_only || p.uid != rec->uid))
+    return proto::ErrorRep{"permission", admin_only ? "only root may " + act + " jobs (job " + id + " belongs to " + rec->user + ")"
+                                                    : "job " + id + " belongs to " + rec->user + "; only its owner or root may " + act + " it"};
+  std::string who = user_name(p.uid);
+  if (who.empty()) who = std::to_string(p.uid);
+  auto not_now = [&](const std::string& why) {
+    return proto::ErrorRep{"invalid", "cannot " + act + " job " + id + ": it is " + why};
+  };
+  std::string st = rec->state;
+  if (rec->ended()) return not_now("ended (" + rec->end_reason + ")");
+  if (st == proto::state::kPending) return not_now("pending (not running)");
+  if (rec->cancel_requested || rec->requeue_requested) return not_now("already being stopped");
+  std::string msg;
+  if (act == "suspend") {
+    if (st != proto::state::kRunning) return not_now(st);
+    std::string err = suspend_resume(*rec, true, "suspended by " + who);
+    if (!err.empty()) return proto::ErrorRep{"internal", "cannot suspend job " + id + ": " + err};
+    rec->held = true;
+    store_->put(*rec);
+    msg = "suspended";
+  } else if (act == "resume") {
+    if (st != proto::state::kSuspended) return not_now(st);
+    // Its cores went to other jobs meanwhile: thawing now would share them.
+    std::vector<std::uint64_t> users;
+    for (auto other : active_) {
+      const JobRecord& o = store_->jobs().at(other);
+      if (other == rec->id || o.state != proto::state::kRunning) continue;
+      for (int c : o.cores)
+        if (std::find(rec->cores.begin(), rec->cores.end(), c) != rec->cores.end()) {
+          users.push_back(other);
+          break;
+        }
+    }
+    if (!users.empty()) {
+      std::string list;
+      for (auto u : users) list += (list.empty() ? "" : ", ") + std::to_string(u);
+      return proto::ErrorRep{"busy", "cannot resume job " + id + " now: its cores " +
+                                         join_ints(rec->cores) + " are in use by job " + list +
+                                         "; try again when they end (or suspend them)"};
+    }
+    std::string err = suspend_resume(*rec, false, "resumed by " + who);
+    if (!err.empty()) return proto::ErrorRep{"internal", "cannot resume job " + id + ": " + err};
+    msg = "resumed";
+  } else {
+    bool ck = act == "checkpoint";
+    std::string err = ck ? launcher_->checkpoint(rec->id) : launcher_->requeue(rec->id);
+    if (!err.empty()) return proto::ErrorRep{"internal", "cannot " + act + " job " + id + ": " + err};
+    rec->requeue_requested = true;
+    rec->held = false;
+    rec->comment = (ck ? "checkpoint requested by " : "requeue requested by ") + who;
+    store_->put(*rec);
+    poll_launcher();  // a requeue's end is usually there at once
+    msg = rec->state == proto::state::kPending ? "requeued" : (ck ? "checkpointing" : "requeueing");
+  }
+  log_line("job " + id + " " + act + " by " + who);
+  return proto::ControlRep{r.id, rec->state, msg};
+}
+
+proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
+  sample_usage(false);
+  const node::Topology& topo = launcher_->topology();
+  proto::NodeRep rep;
+  proto::NodeStatus& n = rep.node;
+  n.node = hostname_;
+  n.mode = "standalone";
+  n.topology = node::describe(topo);
+  n.cores = static_cast<int>(topo.cores.size());
+  n.numa_nodes = topo.numa_nodes;
+  n.mem_mb = topo.mem_mb;
+  n.slots_total = n.cores;
+  n.slots_used = slots_used();
+  n.pending = static_cast<int>(pending_.size());
+  for (auto id : active_) n.running.push_back(info(*store_->find(id)));
+  std::vector<const JobRecord*> ended;
+  for (const auto& [id, rec] : store_->jobs())
+    if (rec.ended()) ended.push_back(&rec);
+  std::sort(ended.begin(), ended.end(), [](const JobRecord* a, const JobRecord* b) {
+    return a->end_time != b->end_time ? a->end_time > b->end_time : a->id > b->id;
+  });
+  for (std::size_t i = 0; i < ended.size() && static_cast<int>(i) < std::max(0, r.recent); ++i)
+    n.recent.push_back(info(*ended[i]));
+  n.agent_pid = static_cast<std::uint32_t>(::getpid());
+  n.agent_uptime = mono_now() - boot_mono_;
+  n.version = "0.1.0";
+  n.criu_available = criu_.available;
+  n.criu_why = criu_.why;
+  return rep;
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,23 @@
+// A connection on corrald's local socket: who it is (SO_PEERCRED), the
+// frames read so far, the replies not yet written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/daemon.hpp"
+#include "proto/proto.hpp"
+
+namespace corral::agent {
+
+struct Daemon::Client {
+  int fd = -1;
+  Peer peer;
+  proto::FrameReader reader;
+  std::string out;
+  std::uint64_t waiting = 0;     // job id a `wait` blocks on
+  bool close_after_write = false;
+  bool dead = false;
+};
+
+}  // namespace corral::agent
