@@ -1184,7 +1184,7 @@ struct Planner::Impl {
         if (cap >= j.slots_min) {
           if (try_start(plan, j, req, d, cap, false)) continue;
           const Time db = backfill_duration(j, *cfg);
-          if (j.checkpointable && sat_add(now, db) <= shadow && try_start(plan, j, req, db, cap, true)) continue;
+          if (j.checkpointable && (cfg->checkpoint_fresh || j.requeues > 0) && sat_add(now, db) <= shadow && try_start(plan, j, req, db, cap, true)) continue;
         }
       }
       if (!possible(j, req)) {

@@ -340,6 +340,7 @@ class Simulator {
   Snapshot snap_;
   std::vector<Rec> recs_;
   std::vector<std::uint8_t> ckpt_mark_;  // job i may be checkpointed (checkpointable.hpp)
+  std::size_t arrived_ = 0, jobs_checkpointed_ = 0;  // for SimOptions::checkpoint_budget
   std::vector<Hot> hot_;  // parallel to recs_
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
   EventQueue heap_;    // completions / checkpoint ends
@@ -685,6 +686,7 @@ class Simulator {
     set_prediction(j, s);
     j.slots_min = j.slots_max = s.procs;
     j.checkpointable = ckpt_mark_[idx] != 0;
+    ++arrived_;
     if (opt_.on_arrival) opt_.on_arrival(j, s);
     // A hook may have changed its submit time.
     if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) snap_.pending_fifo = false;
@@ -958,6 +960,7 @@ class Simulator {
     const SwfJob& s = tr_.jobs[idx];
     Time work = std::max<Time>(0, now_ - r.seg_start - r.seg_overhead);
     r.work_done = std::min(s.run - 1, r.work_done + work);  // a checkpoint never completes the job
+    if (r.checkpoints == 0) ++jobs_checkpointed_;
     ++r.checkpoints;
     ++res_.checkpoints;
     RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
@@ -1068,6 +1071,9 @@ class Simulator {
     extend_predictions();
     snap_.now = now_;
     if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
+    if (opt_.checkpoint_budget > 0)
+      cfg_.planner.checkpoint_fresh =
+          static_cast<double>(jobs_checkpointed_) < opt_.checkpoint_budget * static_cast<double>(arrived_);
     if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
     else schedule(snap_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
     if (opt_.on_monitor) [[unlikely]] report_monitor();

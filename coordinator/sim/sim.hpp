@@ -40,6 +40,10 @@ struct SimOptions {
   // with `seed` (checkpointable.hpp): only those are ever checkpointed or
   // preempted by checkpoint. 1: every job (the default), 0: none.
   double checkpointable = 1.0;
+  // > 0: at most about this fraction of the jobs arrived so far are ever
+  // checkpointed; once reached, only jobs checkpointed before may be again
+  // (PlannerConfig::checkpoint_fresh). 0: no budget.
+  double checkpoint_budget = 0;
   std::size_t max_jobs = 0;    // 0: all; else only the first N usable jobs
   bool record_segments = false;  // keep every run segment (for a Gantt chart)
   // Called every ~1% of events with the fraction done (progress bar).

@@ -85,6 +85,8 @@ const char* kHelp =
     "                       user's job ends (--no-repredict: at submit only)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
+    "  --checkpoint-budget F  once F of the jobs arrived so far were checkpointed,\n"
+    "                       only jobs checkpointed before may be again (0: no budget)\n"
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
     "                       or their predicted run if shorter (default 0.25)\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
@@ -351,6 +353,13 @@ int cmd_sim(int argc, char** argv) {
         if (v.empty() || end != v.c_str() + v.size() || !(f >= 0 && f <= 1))
           throw UsageError("--checkpointable: '" + v + "' is not a fraction in [0, 1]");
         opt.checkpointable = f;
+      } else if (a == "--checkpoint-budget") {
+        std::string v = value();
+        char* end = nullptr;
+        double f = std::strtod(v.c_str(), &end);
+        if (v.empty() || end != v.c_str() + v.size() || !(f >= 0 && f <= 1))
+          throw UsageError("--checkpoint-budget: '" + v + "' is not a fraction in [0, 1]");
+        opt.checkpoint_budget = f;
       } else if (a == "--starts") {
         starts_path = value();
       } else if (a == "--report") {
@@ -537,6 +546,7 @@ int cmd_sim(int argc, char** argv) {
         {"repredict", opt.repredict && opt.predict ? "true" : "false"},
         {"checkpointable", json_num(opt.checkpointable)},
         {"seed", std::to_string(opt.seed)},
+        {"checkpoint_budget", json_num(opt.checkpoint_budget)},
         {"checkpoint_cost", std::to_string(opt.checkpoint_cost)},
         {"restart_cost", std::to_string(opt.restart_cost)},
         {"bad_lines", std::to_string(trace.bad_lines)},

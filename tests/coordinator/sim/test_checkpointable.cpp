@@ -243,3 +243,30 @@ TEST_CASE("checkpoint policy: reserve_depth reserves for the next blocked job to
   REQUIRE(two.per_job[3].first_start == 2100);
   REQUIRE(two.max_wait < one.max_wait);
 }
+
+TEST_CASE("checkpoint budget: once spent, no further job is checkpointed", "[sim][checkpointable]") {
+  // Every job checkpointable, checkpoint policy with preemption: without a
+  // budget many jobs get checkpointed; with a budget of 5 % of the jobs
+  // arrived, the count stops near it (a pass under budget may still pick a
+  // few victims at once, and jobs backfilled before it was spent may be
+  // checkpointed at their window's end).
+  std::size_t over = 0;
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    const SwfTrace tr = random_trace(seed, 150);
+    SimOptions opt;
+    opt.sched.planner.backfill = Backfill::Checkpoint;
+    opt.sched.planner.checkpoint_split = 0.1;
+    opt.sched.planner.checkpoint_threshold = 900;
+    opt.sched.preempt.enabled = true;
+    opt.sched.order.policy = "lxf";
+    const SimResult free = simulate(tr, opt);
+    opt.checkpoint_budget = 0.05;
+    const SimResult capped = simulate(tr, opt);
+    INFO("seed " << seed);
+    REQUIRE(capped.finished == tr.jobs.size());
+    REQUIRE(capped.jobs_checkpointed <= 8 + 6);
+    REQUIRE(capped.jobs_checkpointed <= free.jobs_checkpointed);
+    over += free.jobs_checkpointed > 8 + 6;
+  }
+  REQUIRE(over >= 3);  // without the budget it is exceeded
+}
