@@ -1,0 +1,229 @@
+#include "coordinator/service/mesh_state.hpp"
+
+#include <algorithm>
+
+namespace corral::service {
+namespace {
+
+namespace st = proto::state;
+using proto::mesh::admin::kDrain;
+using proto::mesh::admin::kUp;
+
+constexpr std::string_view kSnapshotMagic = "corral-mesh-state";
+
+Outcome refused(std::uint64_t job, std::string why) { return Outcome{false, std::move(why), job}; }
+Outcome done(std::uint64_t job) { return Outcome{true, {}, job}; }
+
+std::string job_name(std::uint64_t id) { return "job " + std::to_string(id); }
+
+// Why run `run` is not the current run of `j` that is running or suspended;
+// empty when it is.
+std::string not_current_run(const MeshJob& j, std::int32_t run) {
+  if (j.state != st::kRunning && j.state != st::kSuspended)
+    return job_name(j.id) + " is " + j.state + ", not running";
+  if (run != static_cast<std::int32_t>(j.runs.size()))
+    return "run " + std::to_string(run) + " is not the current run (" +
+           std::to_string(j.runs.size()) + ") of " + job_name(j.id);
+  return {};
+}
+
+}  // namespace
+
+Outcome MeshState::apply(const proto::mesh::Entry& e) {
+  ++d_.applied;
+  return std::visit([&](const auto& x) { return on(x); }, e);
+}
+
+Outcome MeshState::apply_bytes(std::string_view bytes) {
+  proto::mesh::Entry e;
+  try {
+    e = proto::mesh::decode_entry(bytes);
+  } catch (const proto::ProtoError& ex) {
+    ++d_.applied;
+    return refused(0, ex.what());
+  }
+  return apply(e);
+}
+
+Outcome MeshState::on(const proto::mesh::JobAccepted& e) {
+  if (!e.token.empty()) {
+    auto it = d_.tokens.find(e.token);
+    if (it != d_.tokens.end()) return done(it->second);  // a retried submission: same id
+  }
+  MeshJob j;
+  j.id = d_.next_id++;
+  j.spec = e.spec;
+  j.user = e.user;
+  j.uid = e.uid;
+  j.gid = e.gid;
+  j.submit_time = e.submit_time;
+  j.state = std::string(st::kPending);
+  if (!e.token.empty()) d_.tokens.emplace(e.token, j.id);
+  std::uint64_t id = j.id;
+  d_.jobs.emplace(id, std::move(j));
+  return done(id);
+}
+
+Outcome MeshState::on(const proto::mesh::JobStarted& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  if (e.term < d_.term)
+    return refused(e.job, "decision of term " + std::to_string(e.term) +
+                              " is older than the current term " + std::to_string(d_.term));
+  if (e.term == d_.term && d_.decisions.count(e.decision))
+    return refused(e.job, "decision " + std::to_string(e.decision) + " of term " +
+                              std::to_string(e.term) + " already applied");
+  if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
+  if (e.run != static_cast<std::int32_t>(j.runs.size()) + 1)
+    return refused(e.job, "run " + std::to_string(e.run) + " is not the next run (" +
+                              std::to_string(j.runs.size() + 1) + ") of " + job_name(e.job));
+  if (e.nodes.empty()) return refused(e.job, "a start needs at least one node");
+  for (const auto& n : e.nodes) {
+    auto nit = d_.nodes.find(n);
+    if (nit != d_.nodes.end() && nit->second.state == kDrain)
+      return refused(e.job, "node " + n + " is drained");
+  }
+  if (e.term > d_.term) {
+    d_.term = e.term;
+    d_.decisions.clear();
+  }
+  d_.decisions.insert(e.decision);
+  MeshRun r;
+  r.nodes = e.nodes;
+  r.term = e.term;
+  r.decision = e.decision;
+  r.start = e.time;
+  j.runs.push_back(std::move(r));
+  j.state = std::string(st::kRunning);
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::JobEnded& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  if (e.reason.empty()) return refused(e.job, "an end needs a reason");
+  if (e.run == 0) {  // ended while waiting (e.g. cancelled)
+    if (j.state != st::kPending)
+      return refused(e.job, job_name(e.job) + " is " + j.state + ": give the run that ends");
+  } else {
+    std::string why = not_current_run(j, e.run);
+    if (!why.empty()) return refused(e.job, why);
+    MeshRun& r = j.runs.back();
+    r.end = e.time;
+    r.end_reason = e.reason;
+    r.exit_code = e.exit_code;
+  }
+  j.state = std::string(st::kEnded);
+  j.end_reason = e.reason;
+  j.exit_code = e.exit_code;
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::JobRequeued& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  std::string why = not_current_run(j, e.run);
+  if (!why.empty()) return refused(e.job, why);
+  MeshRun& r = j.runs.back();
+  r.end = e.time;
+  r.end_reason = "preempted";
+  j.state = std::string(st::kPending);
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::JobSuspended& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  std::string why = not_current_run(j, e.run);
+  if (!why.empty()) return refused(e.job, why);
+  std::string_view from = e.suspended ? st::kRunning : st::kSuspended;
+  if (j.state != from)
+    return refused(e.job, job_name(e.job) + " is already " + j.state);
+  j.state = std::string(e.suspended ? st::kSuspended : st::kRunning);
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::NodeAdmin& e) {
+  if (e.node.empty()) return refused(0, "no node named");
+  if (e.state != kUp && e.state != kDrain)
+    return refused(0, "node state '" + e.state + "' is not up or drain");
+  d_.nodes[e.node] = MeshNode{e.state, e.reason};
+  return done(0);
+}
+
+Outcome MeshState::on(const proto::mesh::GrantSet& e) {
+  if (e.project.empty()) return refused(0, "no project named");
+  if (!(e.su >= 0)) return refused(0, "a grant cannot be negative");
+  d_.grants[e.project + "/" + e.period].su = e.su;
+  return done(0);
+}
+
+Outcome MeshState::on(const proto::mesh::Charge& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  if (e.run < 1 || e.run > static_cast<std::int32_t>(it->second.runs.size()))
+    return refused(e.job, job_name(e.job) + " has no run " + std::to_string(e.run));
+  if (!(e.su >= 0)) return refused(e.job, "a charge cannot be negative");
+  if (!d_.charged.insert({e.job, e.run}).second)
+    return refused(e.job, "run " + std::to_string(e.run) + " of " + job_name(e.job) +
+                              " already charged");
+  d_.grants[e.project + "/" + e.period].charged += e.su;
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::AllocationSet& e) {
+  if (e.project.empty()) return refused(0, "no project named");
+  if (e.slots < 0) return refused(0, "an allocation cannot be negative");
+  d_.allocations[e.project + "/" + e.week] = e.slots;
+  return done(0);
+}
+
+std::string MeshState::snapshot() const {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_array(3);
+  pk.pack(kSnapshotMagic);
+  pk.pack(proto::mesh::kVersion);
+  pk.pack(d_);
+  return std::string(buf.data(), buf.size());
+}
+
+void MeshState::restore(std::string_view bytes) {
+  MeshData d;
+  try {
+    auto oh = msgpack::unpack(bytes.data(), bytes.size());
+    const msgpack::object& o = oh.get();
+    if (o.type != msgpack::type::ARRAY || o.via.array.size != 3 ||
+        o.via.array.ptr[0].as<std::string_view>() != kSnapshotMagic)
+      throw proto::ProtoError("not a mesh state snapshot");
+    if (o.via.array.ptr[1].as<std::uint32_t>() != proto::mesh::kVersion)
+      throw proto::ProtoError("mesh state snapshot of another version");
+    o.via.array.ptr[2].convert(d);
+  } catch (const proto::ProtoError&) {
+    throw;
+  } catch (const std::exception& ex) {
+    throw proto::ProtoError(std::string("bad mesh state snapshot: ") + ex.what());
+  }
+  d_ = std::move(d);
+}
+
+const MeshJob* MeshState::job(std::uint64_t id) const {
+  auto it = d_.jobs.find(id);
+  return it == d_.jobs.end() ? nullptr : &it->second;
+}
+
+std::vector<std::uint64_t> MeshState::jobs_on(const std::string& node) const {
+  std::vector<std::uint64_t> out;
+  for (const auto& [id, j] : d_.jobs) {
+    if (j.state != st::kRunning && j.state != st::kSuspended) continue;
+    const auto& nodes = j.runs.back().nodes;
+    if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) out.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace corral::service

@@ -1,0 +1,116 @@
+// The mesh's replicated state machine: what must not be lost when the
+// coordinator dies. Every replica applies the same committed entries
+// (proto/mesh.hpp) in the same order and so holds the same MeshState.
+//
+// apply() is deterministic (no clock, no randomness, ordered containers) and
+// total: an entry that would break an invariant (a second start of a running
+// job, a decision of an older coordinator term, the end of a run that is not
+// the current one) changes nothing and comes back refused with the reason.
+// It never throws on a well-formed entry, so the consensus layer never sees a
+// failing apply (libraft wedges a replica whose apply fails).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/mesh.hpp"
+
+namespace corral::service {
+
+// One run of a replicated job.
+struct MeshRun {
+  std::vector<std::string> nodes;  // first node runs the script
+  std::uint64_t term = 0;          // coordinator term of the start decision
+  std::uint64_t decision = 0;
+  double start = 0;
+  double end = 0;                  // 0: still running
+  std::string end_reason;          // empty while running; "preempted" when requeued
+  std::int32_t exit_code = -1;
+  MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code)
+};
+
+struct MeshJob {
+  std::uint64_t id = 0;
+  proto::JobSpec spec;
+  std::string user;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  double submit_time = 0;
+  std::string state;               // proto::state: pending | running | suspended | ended
+  std::vector<MeshRun> runs;       // oldest first; runs.size() is the current run number
+  std::string end_reason;          // the job's, once ended
+  std::int32_t exit_code = -1;
+  MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code)
+};
+
+struct MeshNode {
+  std::string state = std::string(proto::mesh::admin::kUp);
+  std::string reason;
+  MSGPACK_DEFINE_MAP(state, reason)
+};
+
+struct MeshGrant {
+  double su = 0;                   // granted
+  double charged = 0;
+  MSGPACK_DEFINE_MAP(su, charged)
+};
+
+// The whole replicated state; also the snapshot's content.
+struct MeshData {
+  std::uint64_t next_id = 1;
+  std::uint64_t term = 0;          // highest coordinator term that decided a start
+  std::map<std::uint64_t, MeshJob> jobs;
+  std::map<std::string, std::uint64_t> tokens;             // submission token -> job id
+  std::set<std::uint64_t> decisions;                       // applied decision ids of `term`
+  std::map<std::string, MeshNode> nodes;
+  std::map<std::string, MeshGrant> grants;                 // "project/period"
+  std::set<std::pair<std::uint64_t, std::int32_t>> charged; // (job, run) already charged
+  std::map<std::string, std::int32_t> allocations;         // "project/week" -> slots
+  std::uint64_t applied = 0;       // entries applied (refused ones included)
+  MSGPACK_DEFINE_MAP(next_id, term, jobs, tokens, decisions, nodes, grants, charged, allocations,
+                     applied)
+};
+
+// What applying one entry did.
+struct Outcome {
+  bool ok = false;
+  std::string reason;              // why it was refused (empty when ok)
+  std::uint64_t job = 0;           // the job concerned (the new id for an accepted job)
+};
+
+class MeshState {
+ public:
+  // Applies one entry. Never throws for a decoded entry.
+  Outcome apply(const proto::mesh::Entry& e);
+  // Decodes and applies; bytes that are not an entry are refused (not thrown).
+  Outcome apply_bytes(std::string_view bytes);
+
+  // The whole state as bytes, and back. restore() throws proto::ProtoError on
+  // bytes that are not a snapshot and then leaves the state unchanged.
+  std::string snapshot() const;
+  void restore(std::string_view bytes);
+
+  const MeshData& data() const { return d_; }
+  const MeshJob* job(std::uint64_t id) const;
+  // Jobs currently running or suspended with `node` among their nodes.
+  std::vector<std::uint64_t> jobs_on(const std::string& node) const;
+
+ private:
+  Outcome on(const proto::mesh::JobAccepted& e);
+  Outcome on(const proto::mesh::JobStarted& e);
+  Outcome on(const proto::mesh::JobEnded& e);
+  Outcome on(const proto::mesh::JobRequeued& e);
+  Outcome on(const proto::mesh::JobSuspended& e);
+  Outcome on(const proto::mesh::NodeAdmin& e);
+  Outcome on(const proto::mesh::GrantSet& e);
+  Outcome on(const proto::mesh::Charge& e);
+  Outcome on(const proto::mesh::AllocationSet& e);
+
+  MeshData d_;
+};
+
+}  // namespace corral::service

@@ -1,0 +1,141 @@
+// The entries of the mesh's replicated log, defined once, in MessagePack.
+//
+// Each entry is what the coordinator proposes and every replica's state
+// machine (coordinator/service/mesh_state.hpp) applies in log order. An entry
+// is the array ["corral-mesh", version, kind, body], body a map (field names
+// as keys: a newer writer may add fields, an older reader keeps defaults).
+// decode_entry() refuses anything else with a ProtoError that says what is
+// wrong; it never crashes on bad bytes.
+//
+// Times inside entries are the proposer's clock: applying an entry never reads
+// a clock, so every replica computes the same state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "proto/proto.hpp"
+
+namespace corral::proto::mesh {
+
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::string_view kMagic = "corral-mesh";
+
+// A job a majority accepted. The state machine assigns its id (one counter,
+// never reused). `token` names the submission (node and request number): a
+// client that retries after a leader change gets the id of its first accepted
+// copy instead of a second job.
+struct JobAccepted {
+  JobSpec spec;
+  std::string user;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  double submit_time = 0;
+  std::string token;
+  MSGPACK_DEFINE_MAP(spec, user, uid, gid, submit_time, token)
+};
+
+// The coordinator decided to start a pending job: run `run` (1-based, one
+// more than the job's runs so far) on `nodes` (the first runs the script).
+// A decision is (term, decision): refused from an older coordinator term or
+// when already applied.
+struct JobStarted {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::vector<std::string> nodes;
+  std::uint64_t decision = 0;
+  std::uint64_t term = 0;
+  double time = 0;
+  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time)
+};
+
+// Run `run` of a job ended for good (completed, failed, walltime, mem, jobfs,
+// cancelled, ...). A pending job cancelled before any start ends with run 0.
+struct JobEnded {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string reason;
+  std::int32_t exit_code = -1;
+  double time = 0;
+  MSGPACK_DEFINE_MAP(job, run, reason, exit_code, time)
+};
+
+// Run `run` was stopped and the job waits again (requeue, checkpoint,
+// preemption): the run ends "preempted", the job is pending.
+struct JobRequeued {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string reason;
+  double time = 0;
+  MSGPACK_DEFINE_MAP(job, run, reason, time)
+};
+
+// Run `run` frozen (suspended true) or thawed (false).
+struct JobSuspended {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  bool suspended = true;
+  std::string reason;
+  double time = 0;
+  MSGPACK_DEFINE_MAP(job, run, suspended, reason, time)
+};
+
+// A node's administrative state: "up" or "drain" (no new starts; running jobs
+// go on). Nodes never named are up.
+struct NodeAdmin {
+  std::string node;
+  std::string state;
+  std::string reason;
+  MSGPACK_DEFINE_MAP(node, state, reason)
+};
+
+// A project's grant for a period, in service units (NCI), replacing any
+// earlier one for that project and period.
+struct GrantSet {
+  std::string project;
+  std::string period;
+  double su = 0;
+  MSGPACK_DEFINE_MAP(project, period, su)
+};
+
+// Service units charged to a project's grant for one run of a job; a run is
+// charged at most once.
+struct Charge {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string project;
+  std::string period;
+  double su = 0;
+  MSGPACK_DEFINE_MAP(job, run, project, period, su)
+};
+
+// A project's allocation of slots for an ISO week (PBA), replacing any earlier
+// one for that project and week.
+struct AllocationSet {
+  std::string project;
+  std::string week;
+  std::int32_t slots = 0;
+  MSGPACK_DEFINE_MAP(project, week, slots)
+};
+
+using Entry = std::variant<JobAccepted, JobStarted, JobEnded, JobRequeued, JobSuspended, NodeAdmin,
+                           GrantSet, Charge, AllocationSet>;
+
+// Wire name of each alternative, in variant order.
+std::string_view kind_name(const Entry& e);
+
+std::string encode_entry(const Entry& e);
+// Throws ProtoError (clear text) on anything but a well-formed entry of this
+// version.
+Entry decode_entry(std::string_view bytes);
+
+// Node administrative states, spelled once.
+namespace admin {
+inline constexpr std::string_view kUp = "up";
+inline constexpr std::string_view kDrain = "drain";
+}  // namespace admin
+
+}  // namespace corral::proto::mesh

@@ -1,0 +1,183 @@
+// The mesh's replicated state machine alone: entries, refusals, snapshots.
+#include <catch2/catch.hpp>
+
+#include "coordinator/service/mesh_state.hpp"
+
+using namespace corral;
+using namespace corral::service;
+namespace mesh = corral::proto::mesh;
+
+namespace {
+
+mesh::JobAccepted accepted(std::string token = {}) {
+  mesh::JobAccepted a;
+  a.spec.name = "run1";
+  a.spec.ncpus = 2;
+  a.spec.walltime = 3600;
+  a.user = "alice";
+  a.uid = 1000;
+  a.submit_time = 100;
+  a.token = std::move(token);
+  return a;
+}
+
+mesh::JobStarted started(std::uint64_t job, std::int32_t run, std::uint64_t term,
+                         std::uint64_t decision, std::vector<std::string> nodes = {"n1"}) {
+  return mesh::JobStarted{job, run, std::move(nodes), decision, term, 200};
+}
+
+}  // namespace
+
+TEST_CASE("mesh entries round-trip and bad bytes are refused", "[mesh_state]") {
+  mesh::Entry e = started(7, 1, 3, 42, {"n1", "n2"});
+  mesh::Entry back = mesh::decode_entry(mesh::encode_entry(e));
+  REQUIRE(back.index() == e.index());
+  const auto& s = std::get<mesh::JobStarted>(back);
+  CHECK(s.job == 7);
+  CHECK(s.nodes == std::vector<std::string>{"n1", "n2"});
+  CHECK(s.term == 3);
+  CHECK(s.decision == 42);
+  CHECK(mesh::kind_name(back) == "job_started");
+
+  CHECK_THROWS_WITH(mesh::decode_entry(""), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(mesh::decode_entry("garbage!"), Catch::Contains("not a mesh entry"));
+  std::string other = proto::encode(proto::StatReq{});
+  CHECK_THROWS_WITH(mesh::decode_entry(other), Catch::Contains("bad magic"));
+
+  MeshState st;
+  Outcome o = st.apply_bytes("\x93\x01\x02\x03");
+  CHECK_FALSE(o.ok);
+  CHECK(o.reason.find("not a mesh entry") != std::string::npos);
+  CHECK(st.data().jobs.empty());
+}
+
+TEST_CASE("accepted jobs get ids from the state machine, never reused", "[mesh_state]") {
+  MeshState st;
+  Outcome a = st.apply(accepted());
+  Outcome b = st.apply(accepted());
+  REQUIRE(a.ok);
+  REQUIRE(b.ok);
+  CHECK(a.job == 1);
+  CHECK(b.job == 2);
+  REQUIRE(st.apply(mesh::JobEnded{1, 0, "cancelled", -1, 150}).ok);
+  CHECK(st.apply(accepted()).job == 3);
+  CHECK(st.job(1)->state == "ended");
+  CHECK(st.job(1)->end_reason == "cancelled");
+
+  SECTION("a retried submission keeps its first id") {
+    Outcome t1 = st.apply(accepted("n1/17"));
+    Outcome t2 = st.apply(accepted("n1/17"));
+    CHECK(t1.ok);
+    CHECK(t2.ok);
+    CHECK(t1.job == t2.job);
+    CHECK(st.data().jobs.size() == 4);
+  }
+}
+
+TEST_CASE("a job starts once per run, from a current decision", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  REQUIRE(st.apply(started(id, 1, 2, 1)).ok);
+  CHECK(st.job(id)->state == "running");
+  CHECK(st.jobs_on("n1") == std::vector<std::uint64_t>{id});
+
+  Outcome again = st.apply(started(id, 1, 2, 2));
+  CHECK_FALSE(again.ok);
+  CHECK(again.reason == "job 1 is running, not pending");
+
+  Outcome dup = st.apply(started(st.apply(accepted()).job, 1, 2, 1));
+  CHECK_FALSE(dup.ok);
+  CHECK(dup.reason == "decision 1 of term 2 already applied");
+
+  Outcome old = st.apply(started(2, 1, 1, 9));
+  CHECK_FALSE(old.ok);
+  CHECK(old.reason == "decision of term 1 is older than the current term 2");
+
+  Outcome skip = st.apply(started(2, 2, 3, 1));
+  CHECK_FALSE(skip.ok);
+  CHECK(skip.reason == "run 2 is not the next run (1) of job 2");
+
+  CHECK_FALSE(st.apply(started(99, 1, 3, 1)).ok);
+  CHECK_FALSE(st.apply(started(2, 1, 3, 1, {})).ok);
+  // A newer term's decision ids start afresh.
+  CHECK(st.apply(started(2, 1, 3, 1)).ok);
+  CHECK(st.data().term == 3);
+}
+
+TEST_CASE("runs end, requeue, suspend and resume only as the current run", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  REQUIRE(st.apply(started(id, 1, 1, 1)).ok);
+
+  CHECK_FALSE(st.apply(mesh::JobSuspended{id, 1, false, "", 0}).ok);  // not suspended
+  REQUIRE(st.apply(mesh::JobSuspended{id, 1, true, "root", 210}).ok);
+  CHECK(st.job(id)->state == "suspended");
+  CHECK(st.apply(mesh::JobSuspended{id, 1, true, "", 0}).reason == "job 1 is already suspended");
+  REQUIRE(st.apply(mesh::JobSuspended{id, 1, false, "", 220}).ok);
+
+  REQUIRE(st.apply(mesh::JobRequeued{id, 1, "checkpoint", 300}).ok);
+  CHECK(st.job(id)->state == "pending");
+  CHECK(st.job(id)->runs.at(0).end_reason == "preempted");
+  CHECK(st.apply(mesh::JobEnded{id, 1, "completed", 0, 301}).reason == "job 1 is pending, not running");
+
+  REQUIRE(st.apply(started(id, 2, 1, 2, {"n2", "n3"})).ok);
+  CHECK(st.jobs_on("n3") == std::vector<std::uint64_t>{id});
+  CHECK(st.apply(mesh::JobEnded{id, 1, "completed", 0, 400}).reason ==
+        "run 1 is not the current run (2) of job 1");
+  CHECK_FALSE(st.apply(mesh::JobEnded{id, 0, "cancelled", -1, 400}).ok);
+  CHECK_FALSE(st.apply(mesh::JobEnded{id, 2, "", 0, 400}).ok);
+  REQUIRE(st.apply(mesh::JobEnded{id, 2, "completed", 0, 400}).ok);
+  const MeshJob* j = st.job(id);
+  CHECK(j->state == "ended");
+  CHECK(j->exit_code == 0);
+  CHECK(j->runs.size() == 2);
+  CHECK(j->runs.at(1).end == 400);
+  CHECK(st.jobs_on("n2").empty());
+  CHECK(st.apply(mesh::JobEnded{id, 2, "completed", 0, 401}).reason == "job 1 is ended, not running");
+}
+
+TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  REQUIRE(st.apply(mesh::NodeAdmin{"n2", "drain", "disk swap"}).ok);
+  CHECK(st.apply(started(id, 1, 1, 1, {"n1", "n2"})).reason == "node n2 is drained");
+  CHECK(st.apply(mesh::NodeAdmin{"n2", "sideways", ""}).reason == "node state 'sideways' is not up or drain");
+  REQUIRE(st.apply(mesh::NodeAdmin{"n2", "up", ""}).ok);
+  REQUIRE(st.apply(started(id, 1, 1, 1, {"n1", "n2"})).ok);
+
+  REQUIRE(st.apply(mesh::GrantSet{"chem", "2026Q4", 1000}).ok);
+  CHECK_FALSE(st.apply(mesh::GrantSet{"chem", "2026Q4", -1}).ok);
+  REQUIRE(st.apply(mesh::Charge{id, 1, "chem", "2026Q4", 12.5}).ok);
+  CHECK(st.apply(mesh::Charge{id, 1, "chem", "2026Q4", 12.5}).reason == "run 1 of job 1 already charged");
+  CHECK(st.apply(mesh::Charge{id, 2, "chem", "2026Q4", 1}).reason == "job 1 has no run 2");
+  CHECK(st.data().grants.at("chem/2026Q4").su == 1000);
+  CHECK(st.data().grants.at("chem/2026Q4").charged == 12.5);
+
+  REQUIRE(st.apply(mesh::AllocationSet{"chem", "2026-W48", 64}).ok);
+  CHECK_FALSE(st.apply(mesh::AllocationSet{"chem", "2026-W48", -2}).ok);
+  CHECK(st.data().allocations.at("chem/2026-W48") == 64);
+}
+
+TEST_CASE("a snapshot restores the whole state; bad bytes change nothing", "[mesh_state]") {
+  MeshState st;
+  for (int i = 0; i < 5; ++i) st.apply(accepted("t" + std::to_string(i)));
+  st.apply(started(2, 1, 4, 7, {"n1", "n3"}));
+  st.apply(mesh::JobEnded{3, 0, "cancelled", -1, 1});
+  st.apply(mesh::NodeAdmin{"n4", "drain", ""});
+  st.apply(mesh::GrantSet{"p", "q", 5});
+  st.apply(mesh::Charge{2, 1, "p", "q", 1});
+  st.apply(mesh::AllocationSet{"p", "w", 3});
+
+  std::string snap = st.snapshot();
+  MeshState copy;
+  copy.restore(snap);
+  CHECK(copy.snapshot() == snap);
+  // The restored state goes on exactly as the original.
+  CHECK(copy.apply(accepted()).job == st.apply(accepted()).job);
+  CHECK(copy.apply(accepted("t1")).job == 2);
+  CHECK(copy.apply(started(4, 1, 4, 7)).reason == "decision 7 of term 4 already applied");
+
+  CHECK_THROWS_AS(copy.restore("nonsense"), proto::ProtoError);
+  CHECK_THROWS_AS(copy.restore(proto::mesh::encode_entry(accepted())), proto::ProtoError);
+  CHECK(copy.data().jobs.size() == 6);
+}
