@@ -1,17 +1,9 @@
-#!/usr/bin/env bash
 # The quality table with checkpointable jobs (bench/sim/RESULTS.md, between
-# its "checkpointable table" markers): every trace in ../shared/traces under
-# textbook EASY, EASY++, the previous default and the default with 30 % and
-# with no job checkpointable, one run at a time (others share the machine).
-# Usage: bench/sim/table.sh --checkpointable [CORRAL_BINARY]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-CORRAL=${1:-build/tools/corral}
-TRACES=${TRACES:-../shared/traces}
-OUT=bench/sim/RESULTS.md
-[ -x "$CORRAL" ] || { echo "table.sh: $CORRAL not built (run ninja -C build)" >&2; exit 2; }
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# its "checkpointable table" markers): every trace in $TRACES under textbook
+# EASY, EASY++, the previous default and the default with 30 % and with no
+# job checkpointable, one run at a time (others share the machine).
+# Sourced by `bench/sim/table.sh --checkpointable [CORRAL_BINARY]`, which
+# sets CORRAL, TRACES, OUT and TMP.
 
 # label|options. The previous default spells out every option, so the row
 # keeps its meaning as the default moves.

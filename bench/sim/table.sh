@@ -8,9 +8,10 @@
 #   previous default and the default at 30 % and 0 % checkpointable jobs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+MODE=all
 if [ "${1:-}" = "--checkpointable" ]; then
+  MODE=checkpointable
   shift
-  exec bench/sim/checkpointable_table.sh "$@"
 fi
 CORRAL=${1:-build/tools/corral}
 TRACES=${TRACES:-../shared/traces}
@@ -18,6 +19,10 @@ OUT=bench/sim/RESULTS.md
 [ -x "$CORRAL" ] || { echo "table.sh: $CORRAL not built (run ninja -C build)" >&2; exit 2; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+if [ "$MODE" = checkpointable ]; then
+  . bench/sim/checkpointable_table.sh
+  exit 0
+fi
 
 # label|options (the first is the baseline; "default" runs corral sim without
 # options). Every other row spells out each option whose default changed, so
