@@ -125,6 +125,10 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "pub") c.pub = v;
   else if (key == "log") c.log = v;
   else if (key == "cgroup_parent") c.cgroup_parent = v;
+  else if (key == "cgroup") {
+    if (v != "auto" && v != "v1" && v != "v2") throw std::invalid_argument("cgroup: expected auto, v1 or v2, got '" + v + "'");
+    c.cgroup = v;
+  } else if (key == "strict") c.strict = to_bool(key, v);
   else if (key == "node_state_dir") c.node_state_dir = v;
   else if (key == "jobfs_root") c.jobfs_root = v;
   else if (key == "ckpt_root") c.ckpt_root = v;

@@ -24,6 +24,8 @@ struct Config {
   std::string pub = "tcp://127.0.0.1:7461";  // "none": no publishing
   std::string log;                            // empty: stderr
   std::string cgroup_parent = "corral";
+  std::string cgroup = "auto";                // auto | v1 | v2 (node::make_cgroup)
+  bool strict = false;                        // refuse to start where cpus or memory are not enforced
   std::string node_state_dir = "/run/corral/node";
   std::string jobfs_root = "/var/tmp/corral/jobfs";
   std::string ckpt_root = "/var/tmp/corral/ckpt";

@@ -56,6 +56,7 @@ void Daemon::setup_launcher() {
   log_line("node " + node::describe(topo));
   node::LauncherConfig lc;
   lc.cgroup_parent = cfg_.cgroup_parent;
+  lc.cgroup_version = cfg_.cgroup;
   lc.jobfs_root = cfg_.jobfs_root;
   lc.ckpt_root = cfg_.ckpt_root;
   lc.state_dir = cfg_.node_state_dir;
@@ -67,6 +68,9 @@ void Daemon::setup_launcher() {
   // in run()): off the path from one job's end to the next one's start.
   lc.defer_cleanup = true;
   launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
+  log_line("cgroups " + launcher_->cgroups().describe());
+  if (auto w = node::check_enforcement(launcher_->cgroups(), cfg_.strict || cfg_.nci); !w.empty())
+    log_line("warning: " + w);
 }
 
 // After a crash or restart: jobs the journal says run are adopted when their

@@ -1,8 +1,10 @@
 // Cgroup enforcement of job slots. One class per controller, each with the same lifecycle
 // (prepare -> attach -> usage -> cleanup, as Mesos' cgroups isolator does), composed by a backend.
-// The backend is an interface so a cgroup v2 (unified) implementation can replace the v1 one.
-// Everything lives under one parent group Corral owns (default "corral"), one child per slot
-// named "job.<id>", e.g. /sys/fs/cgroup/memory/corral/job.42. Created through libcgroup.
+// The backend is an interface with two implementations: cgroup v1 (cgroup_v1.cpp, one hierarchy
+// per controller, e.g. /sys/fs/cgroup/memory/corral/job.42) and cgroup v2 (cgroup_v2.cpp, one
+// unified tree: inside the cgroup systemd delegated to corrald when it did, e.g.
+// /sys/fs/cgroup/system.slice/corrald.service/corral/job.42). Everything lives under one parent
+// group Corral owns (default "corral"), one child per slot named "job.<id>".
 // Errors throw CgroupError with the path and the libcgroup/kernel reason.
 #pragma once
 
@@ -56,7 +58,9 @@ class Controller {
 class CgroupBackend {
  public:
   virtual ~CgroupBackend() = default;
-  virtual std::string version() const = 0;                    // "v1"
+  virtual std::string version() const = 0;                    // "v1" or "v2"
+  // Where the slots live and how they got there, for the log.
+  virtual std::string describe() const = 0;
   virtual std::string parent() const = 0;                     // "corral"
   virtual void create(const std::string& slot, const SlotLimits& limits) = 0;
   // create() for a new job: a leftover slot of the same name (an earlier life) is destroyed first.
@@ -90,9 +94,14 @@ class CgroupBackend {
   virtual std::vector<std::string> procs_files(const std::string&) const { return {}; }
   // Remove the parent group itself (uninstall, tests). Fails if slots remain.
   virtual void remove_parent() = 0;
-  // Limits this backend cannot enforce on this machine ("" = all of them are enforced).
-  virtual std::string limitations() const { return {}; }
+  // The limits this backend cannot enforce on this machine, one line each starting "cpus:" or
+  // "memory:" with the reason; empty: every limit is enforced.
+  virtual std::vector<std::string> unenforced() const { return {}; }
 };
+
+// The start check: "" when every cpus and memory limit is enforced; else, when strict, throws
+// CgroupError saying what is not and why, and otherwise returns that as a warning to log once.
+std::string check_enforcement(const CgroupBackend& backend, bool strict);
 
 // The cgroup v1 backend: cpuset, memory, freezer, cpuacct controllers via libcgroup.
 // Creates the parent group (copying cpus/mems from the root cpuset, memory.use_hierarchy=1).
@@ -103,15 +112,37 @@ std::unique_ptr<CgroupBackend> make_cgroup_v1(const std::string& parent = "corra
 // On false, *why says what is missing (tests skip with that reason).
 bool cgroup_v1_available(std::string* why = nullptr);
 
-// The cgroup v2 (unified) backend: plain files under the cgroup2 mount (mount "" = find it in
-// /proc/self/mounts). cpuset/memory limits need those controllers delegated to cgroup2; when a
-// hybrid machine keeps them on v1, freezing, killing and accounting still work and limitations()
-// says what is not enforced. Uses cgroup.freeze / cgroup.kill (Linux >= 5.2 / 5.14).
-std::unique_ptr<CgroupBackend> make_cgroup_v2(const std::string& parent = "corral", const std::string& mount = "");
+// Whether the v1 cpuset, memory, freezer and cpuacct controllers are mounted (any user).
+bool cgroup_v1_mounted();
+
+// The cgroup v2 (unified) backend: plain files, slots in <mount><base>/<parent>/job.<id>.
+// mount "": the first cgroup2 mount in /proc/self/mounts (or a fake tree laid out like one, for
+// tests); base "": the root. It enables cpuset, memory and cpu in base's and parent's
+// cgroup.subtree_control where they are offered; where they are not (a hybrid machine keeps them
+// on v1), freezing, killing and accounting still work and unenforced() says what is not.
+// Uses cgroup.freeze / cgroup.kill (Linux >= 5.2 / 5.14).
+std::unique_ptr<CgroupBackend> make_cgroup_v2(const std::string& parent = "corral", const std::string& mount = "",
+                                              const std::string& base = "");
 bool cgroup_v2_available(std::string* why = nullptr);
 
-// v1 when its controllers are mounted, else v2.
-std::unique_ptr<CgroupBackend> make_cgroup(const std::string& parent = "corral");
+// This process's cgroup v2 path ("/system.slice/corrald.service"), from the "0::" line of
+// /proc/self/cgroup (or of `text`); "" when it has none.
+std::string own_cgroup_v2(const std::string& text = "");
+// Whether systemd delegated this group (Delegate=yes): its trusted.delegate or user.delegate
+// extended attribute, as systemd itself checks.
+bool cgroup_delegated(const std::string& dir);
+// systemd's delegation rules for a daemon in its delegated group <mount><own>: no process may stay
+// in a group that enables controllers for its children, so every process of it moves into the
+// leaf <own>/<leaf>. Throws CgroupError if one cannot be moved.
+void enter_delegated_leaf(const std::string& mount, const std::string& own, const std::string& leaf = "corrald");
+// The v2 backend as corrald places it: when its own cgroup is delegated to it (Delegate=yes), it
+// moves itself into <own>/corrald and the slots live in <own>/<parent>; otherwise (the root, a
+// container, no systemd) in <mount>/<parent>.
+std::unique_ptr<CgroupBackend> make_cgroup_v2_delegated(const std::string& parent = "corral");
+
+// version "v1", "v2", or "auto" (v1 when its controllers are mounted, else v2 as corrald places
+// it). Throws CgroupError for another version.
+std::unique_ptr<CgroupBackend> make_cgroup(const std::string& parent = "corral", const std::string& version = "auto");
 
 // Slot names <-> job ids ("job.42").
 std::string slot_name(std::uint64_t jobid);

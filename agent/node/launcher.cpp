@@ -91,7 +91,7 @@ Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBack
   impl_->topo = std::move(topo);
   impl_->cfg = std::move(cfg);
   if (impl_->cfg.hostname.empty()) impl_->cfg.hostname = impl_->topo.hostname;
-  impl_->cg = cg ? std::move(cg) : make_cgroup(impl_->cfg.cgroup_parent);
+  impl_->cg = cg ? std::move(cg) : make_cgroup(impl_->cfg.cgroup_parent, impl_->cfg.cgroup_version);
   std::error_code ec;
   fs::create_directories(impl_->cfg.state_dir, ec);
   if (ec) throw std::runtime_error("state dir " + impl_->cfg.state_dir + ": " + ec.message());

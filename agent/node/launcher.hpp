@@ -71,6 +71,7 @@ struct JobUsage {
 
 struct LauncherConfig {
   std::string cgroup_parent = "corral";
+  std::string cgroup_version = "auto";           // make_cgroup(): auto, v1 or v2
   std::string jobfs_root = "/var/tmp/corral/jobfs";
   std::string ckpt_root = "/var/tmp/corral/ckpt";
   std::string state_dir = "/run/corral/node";   // per-job records + shepherd exit files
@@ -105,7 +106,7 @@ struct Recovered {
 class Launcher {
  public:
   // topo: the node. If it is not the real machine (recorded/declared stand-in), core PUs are
-  // mapped onto the real CPUs modulo their count. cg: null = make_cgroup() (v1, else v2).
+  // mapped onto the real CPUs modulo their count. cg: null = make_cgroup(cgroup_parent, cgroup_version).
   explicit Launcher(Topology topo, LauncherConfig cfg = {}, std::unique_ptr<CgroupBackend> cg = nullptr);
   // Leaves running jobs alone (a restarting agent adopts them); stop_all() stops them first.
   ~Launcher();

@@ -19,11 +19,9 @@
 //    job: then every reservation is pinned, so pins are made around real
 //    hosts (an unpinned reservation ahead could need the very cores a later
 //    pin takes). This costs a host search per reservation, so it is bounded
-//    per pass (planner.cpp kPinWork, 20M node/allocation visits): past it,
-//    cores-only reservations stay unpinned (plan_pass, 100k pending of which
-//    1% memory jobs, 10k nodes: 1.14 s before, 1.41 s first pass, 1.64 s a
-//    pass with pins; cores-only passes unchanged).
-//  * Conservative keeps its promises (issue 2): a kept Planner remembers the
+//    per pass (general_pass.hpp kPinWork, 20M node/allocation visits): past
+//    it, cores-only reservations stay unpinned.
+//  * Conservative keeps its promises: a kept Planner remembers the
 //    pins of its last general-path pass. The next pass loads those of
 //    still-pending jobs as "ghosts" in the host plan; a job ahead of a pinned
 //    job avoids the ghost when that changes neither its start nor its slots
@@ -32,16 +30,13 @@
 //    slots are unchanged. Tested: with every job ending on time, no job
 //    (memory, host consumables, host-restricted queue, global licences, slot
 //    ranges, cores-only) starts later than any pass promised
-//    (test_properties.cpp, 200 random workloads each, ~17-19k promises per
-//    test; 3000 workloads each checked once). Remaining cases: (1) by
+//    (test_properties.cpp). Remaining cases: (1) by
 //    design, a job ahead that can start earlier than its own promise (or
 //    with more slots) only on a later job's pinned hosts takes them, and
 //    that later job may slip; (2) past the
 //    kPinWork budget, a cores-only reservation ahead is unpinned and may take
 //    a later pin's cores when it starts; (3) plan_pass() (no kept Planner) has
-//    no memory of pins, so a node-bound reservation can slip as before (7 of
-//    17465 promises in the memory test, 6 of 18828 with slot ranges; the
-//    planner before the pins: 134 in the memory test).
+//    no memory of pins, so a node-bound reservation can slip.
 //  * Job::consumables are per slot. A name found in Snapshot::global is debited
 //    there (level G), in the job's Queue::consumables (level Q, one cluster-wide
 //    pool per queue) and on every host that defines it (level H). A name
@@ -60,11 +55,13 @@
 //    jobs hold nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>  // PlannerConfig::may_place (pba hook)
 #include <memory>
 
 #include "coordinator/model.hpp"
+#include "coordinator/planner/profile.hpp"  // sat_add
 
 namespace corral {
 
@@ -101,8 +98,7 @@ struct PlannerConfig {
   bool pick_cores = true;
   // With pick_cores false: a start's consecutive nodes with the same slots
   // may come as one Placement with count > 1 (model.hpp), one entry per
-  // range instead of per node (the simulator, on CTC's single-core nodes
-  // ~11 nodes but ~2.6 ranges a start). The caller must read `count`. The
+  // range instead of per node (the simulator). The caller must read `count`. The
   // planner reads it in running entries whatever this says.
   bool node_ranges = false;
   // true: the cores-only fast path gives its starts as Plan::starts and
@@ -138,7 +134,14 @@ inline Time duration_floor(const Job& j) {
 }
 
 // The duration the planner assumes for `job` (see the header comment).
-Time planned_duration(const Job& job, const PlannerConfig& cfg);
+// Inline: the fast easy scan calls it for most jobs that fit now.
+inline Time planned_duration(const Job& job, const PlannerConfig& cfg) {
+  Time base = job.estimate > 0 ? job.estimate : job.walltime > 0 ? job.walltime : cfg.default_duration;
+  if (base <= 0) base = 1;
+  if (base >= kForever) return kForever;
+  if (job.work_done > 0) base = std::max<Time>(1, base - job.work_done) + cfg.restart_cost;
+  return sat_add(base, std::max<Time>(0, cfg.duration_offset));
+}
 // The checkpoint policy's shortened duration for a non-head job.
 Time backfill_duration(const Job& job, const PlannerConfig& cfg);
 // Parses "fcfs", "easy", "conservative", "reserve", "checkpoint"; false if unknown.

@@ -29,17 +29,15 @@ enum class St : std::uint8_t { Future, Pending, Running, Checkpointing, Suspende
 
 // Per-job simulator state; the index in the trace is the job's internal id - 1
 // (trace ids are only used for output, so duplicate ids in a trace are harmless).
-// What every event and pass reads is a small record of its own (Hot, 8 bytes,
-// 8 jobs a cache line); the rest (Rec, ~110 bytes) is read only when a job
-// starts, stops or is summarized: an end's stale-event check and state test
-// read Rec before, a cache miss per end on a 120-byte record.
+// What every event and pass reads is a small record of its own (Hot, a few
+// bytes, many jobs a cache line); the rest (Rec) is read only when a job
+// starts, stops or is summarized.
 struct Hot {
   std::uint32_t gen = 0;    // bumps invalidate queued events
   St st = St::Future;
   bool starting = false;    // selected by this pass's Start decisions
   bool odd = false;         // pending and not planner.hpp cores_only_job() (counted in odd_pending_)
 };
-static_assert(sizeof(Hot) == 8);
 struct Rec {
   Time first_start = -1, end = -1;
   Time seg_start = 0;       // start of the current run segment
@@ -52,7 +50,7 @@ struct Rec {
   int checkpoints = 0, requeues = 0;
 };
 // Trivially destructible: no walk over every job's record when the replay ends.
-static_assert(std::is_trivially_destructible_v<Rec> && sizeof(Rec) == 80);
+static_assert(std::is_trivially_destructible_v<Rec>);
 
 // A start this pass accepted (Hot::starting), until the job leaves pending:
 // kept per pass, not per job (Rec stays small and trivially destructible).
@@ -76,13 +74,13 @@ constexpr std::size_t field_count() {
 }
 
 // Moves pending job `s` into the place `d` of a job that left (the queue's
-// compaction, ~1.2M moves per CTC replay). A trace job's strings and
+// compaction, once per job that leaves). A trace job's strings and
 // consumables are mostly empty: moving only the members that hold something
-// skips most of Job's out-of-line member moves (a quarter of an easy replay's
-// instructions went to them). Lists every member of model.hpp's Job: the
-// member count and size checks fail when Job changes, so this is updated with it.
+// skips most of Job's out-of-line member moves. Lists every member of
+// model.hpp's Job: the member count check fails when Job changes, so this is
+// updated with it.
 void shift_job(Job& d, Job& s) {
-  static_assert(field_count<Job>() == 27 && sizeof(Job) == 392, "corral::Job changed: update shift_job()");
+  static_assert(field_count<Job>() == 27, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
     if ((a.size() | b.size()) != 0) a = std::move(b);  // one branch: both empty, nothing to do
   };
@@ -142,8 +140,7 @@ struct NewJob {
 // The same for a running entry (finish() moves the last entry into the
 // place of the one that ended).
 void shift_running(RunningJob& d, RunningJob& s) {
-  static_assert(field_count<RunningJob>() == 10 && sizeof(RunningJob) == 472,
-                "corral::RunningJob changed: update shift_running()");
+  static_assert(field_count<RunningJob>() == 10, "corral::RunningJob changed: update shift_running()");
   shift_job(d.job, s.job);
   d.start = s.start;
   d.expected_end = s.expected_end;
@@ -675,7 +672,7 @@ class Simulator {
     Rec& r = recs_[idx];
     Hot& h = hot_[idx];
     // Arrivals come in submit, id order; built in place with its defaults
-    // (not value-initialized: that zeroes the 384 bytes first).
+    // (not value-initialized: that zeroes the whole Job first).
     Job& j = snap_.pending.emplace_back(NewJob{jid(idx)});
     if (names_) {
       if (s.user >= 0) j.user = name_of(user_names_, s.user);

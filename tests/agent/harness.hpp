@@ -1,6 +1,7 @@
 // Test harness: a real corrald --standalone in a temp dir, and the real
 // `corral` binary run as any uid (paths come from the meson test env:
-// CORRALD, CORRAL).
+// CORRALD, CORRAL). CORRAL_TEST_CGROUP=v2 runs every agent on the cgroup v2
+// backend (meson registers each suite a second time so).
 #pragma once
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <cstdlib>
@@ -32,6 +34,19 @@ namespace harness {
 inline std::string env_or(const char* k, const char* def) {
   const char* v = std::getenv(k);
   return v && *v ? v : def;
+}
+
+// The cgroup backend the agents under test use: "v1" (default) or "v2".
+inline std::string cgroup_mode() { return env_or("CORRAL_TEST_CGROUP", "v1"); }
+inline bool on_v2() { return cgroup_mode() == "v2"; }
+
+// The first cgroup2 mount ("" when none).
+inline std::string v2_mount() {
+  std::ifstream in("/proc/self/mounts");
+  std::string dev, mnt, type, rest;
+  while (in >> dev >> mnt >> type && std::getline(in, rest))
+    if (type == "cgroup2") return mnt;
+  return {};
 }
 
 struct Result {
@@ -123,6 +138,9 @@ inline std::string make_tmpdir(const std::string& tag) {
 
 struct Agent {
   std::string dir, socket, pub, cgparent;
+  std::string cgbase;  // v2: the group holding cgparent ("" = the root; a delegated group's path)
+  std::string start_in;
+  bool v2 = false;  // on the cgroup v2 backend (CORRAL_TEST_CGROUP=v2, or --set cgroup=v2 given)  // a cgroup.procs file corrald joins before it starts (as systemd places it)
   std::vector<std::string> extra;
   std::vector<std::string> env;  // KEY=VALUE set in corrald's environment (e.g. PATH)
   pid_t pid = -1;
@@ -132,12 +150,13 @@ struct Agent {
     socket = dir + "/corrald.sock";
     pub = "ipc://" + dir + "/events";
     cgparent = "corral-test-" + tag + "-" + std::to_string(::getpid());
+    v2 = on_v2() || std::find(extra.begin(), extra.end(), "cgroup=v2") != extra.end();
   }
   ~Agent() {
     stop(SIGTERM);
     // Leave nothing behind: kill leftovers of this test's cgroup parent.
     try {
-      auto b = corral::node::make_cgroup_v1(cgparent);
+      auto b = v2 ? corral::node::make_cgroup_v2(cgparent, "", cgbase) : corral::node::make_cgroup_v1(cgparent);
       for (const auto& s : b->list()) b->destroy(s);
       b->remove_parent();
     } catch (...) {
@@ -155,11 +174,17 @@ struct Agent {
                                      "--node-state-dir", dir + "/node", "--jobfs-root",
                                      dir + "/jobfs", "--ckpt-root", dir + "/ckpt", "--log",
                                      dir + "/corrald.log"};
+    if (on_v2()) argv.insert(argv.end(), {"--set", "cgroup=v2"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     pid = ::fork();
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
       for (auto& e : env) ::putenv(e.data());
+      if (!start_in.empty()) {
+        std::ofstream procs(start_in);
+        procs << "0" << std::flush;
+        if (!procs) _exit(126);
+      }
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(s.data());
       a.push_back(nullptr);
@@ -234,16 +259,20 @@ inline std::string leftovers(const Agent& a, const std::vector<pid_t>& gone = {}
   std::string what;
   for (int t = 0; t <= ms; t += 50) {
     what.clear();
-    for (const char* c : {"cpuset", "memory", "freezer", "cpuacct"}) {
-      std::string dir = std::string("/sys/fs/cgroup/") + c + "/" + a.cgparent;
+    std::vector<std::string> dirs;
+    if (a.v2) dirs.push_back(v2_mount() + a.cgbase + "/" + a.cgparent);
+    else
+      for (const char* c : {"cpuset", "memory", "freezer", "cpuacct"})
+        dirs.push_back(std::string("/sys/fs/cgroup/") + c + "/" + a.cgparent);
+    for (const auto& dir : dirs) {
       std::error_code ec;
       for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-        if (e.is_directory()) what += "cgroup " + std::string(c) + "/" + a.cgparent + "/" + e.path().filename().string() + "; ";
+        if (e.is_directory()) what += "cgroup " + dir + "/" + e.path().filename().string() + "; ";
     }
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
       std::string name = e.path().filename();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      if (slurp("/proc/" + name + "/cgroup").find(":/" + a.cgparent + "/") != std::string::npos)
+      if (slurp("/proc/" + name + "/cgroup").find("/" + a.cgparent + "/") != std::string::npos)
         what += "process " + name + " (" + trim(slurp("/proc/" + name + "/comm")) + ") in " + a.cgparent + "; ";
     }
     for (pid_t p : gone)
@@ -260,7 +289,30 @@ inline bool can_run(std::string* why) {
     *why = "needs root (switching users, cgroups)";
     return false;
   }
-  return corral::node::cgroup_v1_available(why);
+  return on_v2() ? corral::node::cgroup_v2_available(why) : corral::node::cgroup_v1_available(why);
+}
+
+// What the agents' backend cannot enforce here ("" = every limit), from a probe group.
+inline std::string unenforced() {
+  if (!on_v2()) return {};
+  std::string parent = "corral-test-probe-" + std::to_string(::getpid()), out;
+  auto b = corral::node::make_cgroup_v2(parent);
+  for (const auto& g : b->unenforced()) out += (out.empty() ? "" : "; ") + g;
+  b->remove_parent();
+  return out;
+}
+
+// The freezer state of the cgroup a process is in ("FROZEN", "THAWED"), v1 or v2.
+inline std::string freezer_state(const std::string& pid) {
+  std::string cg = slurp("/proc/" + pid + "/cgroup");
+  bool v2 = on_v2();
+  std::size_t p = cg.find(v2 ? "0::" : ":freezer:");
+  if (p == std::string::npos) return "<no freezer cgroup>";
+  std::size_t start = p + (v2 ? 3 : 9), e = cg.find('\n', p);
+  std::string path = cg.substr(start, e - start);
+  if (!v2) return trim(slurp("/sys/fs/cgroup/freezer" + path + "/freezer.state"));
+  std::string ev = slurp(v2_mount() + path + "/cgroup.events");
+  return ev.find("frozen 1") != std::string::npos ? "FROZEN" : "THAWED";
 }
 
 // Value of "key": in a flat JSON object (numbers and strings; enough for tests).
@@ -329,6 +381,18 @@ inline std::string wait_file(const std::string& path, int ms = 10000) {
     std::string why;                                            \
     if (!harness::can_run(&why)) {                              \
       CORRAL_SKIP(why);                                         \
+      return;                                                   \
+    }                                                           \
+  } while (0)
+
+// Returns from the test case, counted as skipped, where the agents' backend cannot enforce cpus
+// and memory (cgroup v2 without those controllers): what it checks needs them, or it runs with
+// nci = yes, which refuses to start there.
+#define SKIP_UNLESS_ENFORCED()                                  \
+  do {                                                          \
+    std::string gaps = harness::unenforced();                   \
+    if (!gaps.empty()) {                                        \
+      CORRAL_SKIP("cgroup " + harness::cgroup_mode() + " here: " + gaps); \
       return;                                                   \
     }                                                           \
   } while (0)

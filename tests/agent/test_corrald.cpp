@@ -329,15 +329,18 @@ TEST_CASE("a job that ends while corrald is down keeps its real exit code", "[ag
   SKIP_UNLESS_ROOT();
   Agent a("downend");
   a.start();
-  auto s = a.submit({"--wrap", "sleep 1; exit 5"});
+  auto s = a.submit({"--wrap", "echo $$ > downend.pid; sleep 1; exit 5"});
   REQUIRE(s.rc == 0);
   std::string id = trim(s.out);
   harness::wait_state(a, id, "running", 2000);
   REQUIRE(json_field(stat_json(a, id), "state") == "running");
   auto old_server = harness::children_of(a.pid);
   REQUIRE(old_server.size() == 1);
+  const pid_t job = static_cast<pid_t>(std::stol(trim(harness::wait_file(a.dir + "/work/downend.pid"))));
   a.stop(SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // it ends meanwhile
+  for (int i = 0; i < 500 && harness::alive(job); ++i)  // it ends meanwhile
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(!harness::alive(job));
   a.start();
   INFO(a.log());
   auto w = a.cli({"wait", id});
@@ -382,6 +385,7 @@ TEST_CASE("a launch that fails as the user ends launch_failed with its reason; t
 // queue, a running job requeued back to its place, and starts in between.
 TEST_CASE("the kept scheduling snapshot always matches a fresh one", "[agent]") {
   SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
   ::setenv("CORRAL_TRACE", "1", 1);
   ::setenv("CORRAL_CHECK_SNAPSHOT", "1", 1);
   // nci: its stage updates every waiting job's policy state each pass (refreshed in place).
@@ -503,6 +507,7 @@ TEST_CASE("limits end to end: memory, walltime and jobfs kills say why in stat, 
   // Launcher's kills (tested there) reach the user through corrald: the
   // job's end_reason, its exit code from `corral wait`, and node's recent ends.
   SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
   Agent a("limits", {"--set", "poll_interval=0.2"});
   a.start();
   auto hog = a.submit({"-N", "hog", "-l", "walltime=60,ncpus=1,mem=32mb", "--wrap", "head -c 200m /dev/zero | tail"});

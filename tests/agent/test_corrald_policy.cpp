@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 
@@ -21,18 +22,27 @@ using harness::stat_json;
 using harness::wait_file;
 using harness::wait_state;
 using harness::trim;
+using harness::freezer_state;
 
 namespace {
 constexpr int kNobody = 65534;
 
-// The freezer state of the cgroup a process is in (v1), e.g. "FROZEN".
-std::string freezer_state(const std::string& pid) {
-  std::string cg = harness::slurp("/proc/" + pid + "/cgroup");
-  std::size_t p = cg.find(":freezer:");
-  if (p == std::string::npos) return "<no freezer cgroup>";
-  std::size_t e = cg.find('\n', p);
-  std::string path = cg.substr(p + 9, e - p - 9);
-  return trim(harness::slurp("/sys/fs/cgroup/freezer" + path + "/freezer.state"));
+// MONITOR passes in a schedule file: each begins with "::::::::".
+std::size_t count_passes(const std::string& text) {
+  std::size_t n = 0;
+  for (std::size_t p = 0; (p = text.find("::::::::\n", p)) != std::string::npos; p += 9) ++n;
+  return n;
+}
+
+// The schedule file once a pass has been written after `before` passes (corrald runs one after
+// every submit: a pass written after the submit returned has seen the job).
+std::string passes_after(const std::string& file, std::size_t before) {
+  std::string text = harness::slurp(file);
+  for (int i = 0; i < 500 && count_passes(text) <= before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = harness::slurp(file);
+  }
+  return text;
 }
 
 double num(const std::string& s) { return s == "null" || s.empty() ? -1 : std::stod(s); }
@@ -47,6 +57,7 @@ std::string probe(const std::string& tag, const std::string& then = "") {
 
 TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 1 when 1 is", "[agent]") {
   SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
   Agent a("pe", {"--set", "declare_cores=2", "--set", "poll_interval=0.2"});
   a.start();
 
@@ -119,6 +130,7 @@ TEST_CASE("-pe smp 1-4 runs on the slots the planner grants: 2 when 2 are free, 
 
 TEST_CASE("NCI priority-run through corrald: express suspends normal, which resumes and completes", "[agent]") {
   SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
   Agent a("nci", {"--set", "declare_cores=2", "--set", "nci=yes", "--set", "nci_require=walltime",
                   "--set", "queues=normal:1,express:2", "--set", "poll_interval=0.2"});
   a.start();
@@ -248,6 +260,7 @@ TEST_CASE("admin suspend/resume (root), requeue and checkpoint (owner or root)",
 
 TEST_CASE("NCI start window through corrald: an overdue job suspends the one holding its cores", "[agent]") {
   SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
   // Window T = 2 s, so the bound is T + the window quantum (= T) = 4 s, plus
   // up to one cycle_interval (0.5 s) until the pass that sees it overdue.
   Agent a("window", {"--set", "declare_cores=2", "--set", "nci=yes", "--set", "nci_require=walltime",
@@ -318,8 +331,7 @@ TEST_CASE("checkpoint_signal and checkpoint_grace from corrald's config", "[agen
   REQUIRE(!trim(wait_file(a.dir + "/work/deaf.pid")).empty());
   auto t0 = std::chrono::steady_clock::now();
   REQUIRE(a.cli({"checkpoint", gid}).rc == 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  CHECK(json_field(stat_json(a, gid), "requeues") == "0");  // still in its grace
+  // Requeued no sooner than its grace (took >= 1.9 below), and no later than the grace and slack.
   for (int i = 0; i < 500 && json_field(stat_json(a, gid), "requeues") != "1"; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -518,7 +530,8 @@ TEST_CASE("PBA through corrald: a project job within its allocation preempts a j
     // PBA, kept in state_dir: a restart moves no allocation or deadline.
     const std::string origin = harness::slurp(a.dir + "/state/pba_origin");
     REQUIRE(!origin.empty());
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    // Past the second the origin holds: an origin written again would differ.
+    while (std::time(nullptr) <= std::stoll(origin)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     a.stop(SIGTERM);
     a.start();
     CHECK(harness::slurp(a.dir + "/state/pba_origin") == origin);
@@ -575,12 +588,12 @@ TEST_CASE("MONITOR through corrald: monitor_file gets every pass's schedule line
   CHECK(text.find(bid + ":1:RUNNING:") != std::string::npos);         // later passes
   CHECK(text.find(wid + ":1:RESERVING:") != std::string::npos);       // -R y, max_reservation 1
   CHECK(text.find(":Q:") != std::string::npos);                       // queue-instance slot lines
-  // Without -R y nothing is reserved under the reserve policy.
+  // Without -R y nothing is reserved under the reserve policy: seen in a pass after the submit.
+  const std::size_t seps_before = count_passes(harness::slurp(file));
   auto n = a.submit({"-N", "plain", "-l", "ncpus=2,walltime=60", "--wrap", "true"});
   REQUIRE(n.rc == 0);
   const std::string nid = trim(n.out);
-  usleep(300000);
-  text = harness::slurp(file);
+  text = passes_after(file, seps_before);
   CHECK(text.find(nid + ":1:RESERVING:") == std::string::npos);
   REQUIRE(a.cli({"cancel", bid, wid, nid}).rc == 0);
   CHECK(wait_state(a, nid, "ended") == "ended");
@@ -594,16 +607,11 @@ TEST_CASE("MONITOR through corrald: monitor_file gets every pass's schedule line
     auto zb = z.submit({"-l", "ncpus=1,walltime=600", "--wrap", "sleep 300"});
     REQUIRE(zb.rc == 0);
     REQUIRE(wait_state(z, trim(zb.out), "running") == "running");
+    const std::size_t zseps = count_passes(harness::slurp(file0));
     auto zw = z.submit({"-R", "y", "-l", "ncpus=2,walltime=60", "--wrap", "true"});
     REQUIRE(zw.rc == 0);
     const std::string zid = trim(zw.out);
-    std::string t0;
-    for (int i = 0; i < 100 && t0.find(":RUNNING:") == std::string::npos; ++i) {
-      usleep(50000);
-      t0 = harness::slurp(file0);
-    }
-    usleep(500000);  // the passes after the -R y submit
-    t0 = harness::slurp(file0);
+    std::string t0 = passes_after(file0, zseps);
     INFO(t0);
     CHECK(t0.find(":RUNNING:") != std::string::npos);
     CHECK(t0.find(":RESERVING:") == std::string::npos);

@@ -2,7 +2,9 @@
 // and guards that remove every slot and the parent group even when a test fails.
 #pragma once
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -39,6 +41,38 @@ bool wait_until(F pred, int timeout_ms) {
   }
   return pred();
 }
+
+#ifdef NODE_HELPER
+// A ticker in no slot (node_test_helper tick FILE, a count every 10 ms): the clock of a "nothing
+// happened meanwhile" check, which then waits on ticks it sees rather than a fixed sleep.
+struct ControlTicker {
+  std::string file;
+  pid_t pid = -1;
+  explicit ControlTicker(std::string f) : file(std::move(f)) {
+    pid = ::fork();
+    if (pid == 0) {
+      ::execl(NODE_HELPER, NODE_HELPER, "tick", file.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~ControlTicker() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  long now() const {
+    std::string s = slurp(file);
+    return s.empty() ? -1 : std::stol(s);
+  }
+  // Waits until it has counted n more ticks (false after 10 s).
+  bool advance(long n) {
+    if (!wait_until([&] { return now() >= 0; }, 10000)) return false;
+    long from = now();
+    return wait_until([&] { return now() >= from + n; }, 10000);
+  }
+};
+#endif
 
 struct TempDir {
   std::string path;

@@ -1,12 +1,16 @@
-// The cgroup v1 backend on the real hierarchy: create a slot, pin, limit, freeze, kill, list, remove.
+// The cgroup backends: v1 on the real hierarchy (create a slot, pin, limit, freeze, kill, list,
+// remove); v2 on a real cgroup2 mount (freezing, killing, the hierarchy, delegation) and on a fake
+// file tree laid out like /sys/fs/cgroup for the files that need the cpuset and memory controllers.
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include "agent/node/cgroup.hpp"
 #include "helpers.hpp"
+#include "tests/agent/cgroup2.hpp"
 
 using namespace corral::node;
 using nodetest::slurp;
@@ -98,13 +102,13 @@ TEST_CASE("bad slot limits are refused with a message and leave nothing", "[node
   CHECK_THROWS_AS(make_cgroup_v1("/abs"), CgroupError);
 }
 
-TEST_CASE("the cgroup v2 backend freezes, kills and lists (hybrid: limits may stay on v1)", "[node][cgroup]") {
-  std::string why;
-  if (!cgroup_v2_available(&why)) {
-    CORRAL_SKIP(why);
+TEST_CASE("the cgroup v2 backend freezes, kills and lists on a real cgroup2 mount", "[node][cgroup]") {
+  cgtest::Cgroup2Mount m;
+  if (!m.ok()) {
+    CORRAL_SKIP(m.why);
     return;
   }
-  auto b = make_cgroup_v2("corral_t_v2");
+  auto b = make_cgroup_v2("corral_t_v2_" + std::to_string(::getpid()), m.path);
   struct Sweep {  // cleanup even on failure
     CgroupBackend& b;
     ~Sweep() {
@@ -117,7 +121,7 @@ TEST_CASE("the cgroup v2 backend freezes, kills and lists (hybrid: limits may st
     }
   } sweep{*b};
   CHECK(b->version() == "v2");
-  if (!b->limitations().empty()) WARN("v2 here: " << b->limitations());
+  for (const auto& g : b->unenforced()) WARN("v2 here: " << g);
   b->create("job.3", SlotLimits{{0}, {}, 64});
   CHECK(list_existing(*b) == std::vector<std::uint64_t>{3});
   Child c;
@@ -136,4 +140,118 @@ TEST_CASE("the cgroup v2 backend freezes, kills and lists (hybrid: limits may st
   CHECK(WTERMSIG(st) == SIGKILL);
   b->destroy("job.3");
   CHECK(b->list().empty());
+}
+
+namespace {
+namespace fs = std::filesystem;
+void put(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A fake cgroup2 root: the root offers `offered`; the parent group and one slot exist with their
+// (empty) control files, as the kernel makes them at mkdir.
+void fake_tree(const std::string& root, const std::string& parent, const std::string& offered) {
+  put(root + "/cgroup.controllers", offered + "\n");
+  put(root + "/cgroup.subtree_control", "");
+  std::string p = root + "/" + parent, s = p + "/job.5";
+  fs::create_directories(s);
+  put(p + "/cgroup.controllers", offered + "\n");
+  put(p + "/cgroup.subtree_control", "");
+  for (const char* f : {"cpuset.cpus", "cpuset.mems", "memory.max", "memory.swap.max", "memory.oom.group",
+                        "cgroup.procs", "cgroup.freeze", "cgroup.events"})
+    put(s + "/" + f, "");
+  put(s + "/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 2\noom_group_kill 0\n");
+  put(s + "/memory.current", "67108864\n");
+  put(s + "/memory.peak", "134217728\n");
+  put(s + "/cpu.stat", "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n");
+}
+}  // namespace
+
+TEST_CASE("the cgroup v2 backend writes cpuset and memory limits and reads usage (fake tree)", "[node][cgroup]") {
+  nodetest::TempDir t;
+  fake_tree(t.path, "corral_f", "cpuset cpu io memory pids");
+  auto b = make_cgroup_v2("corral_f", t.path);
+  // The controllers a slot needs, enabled in one write at each level.
+  CHECK(slurp(t.path + "/cgroup.subtree_control") == "+cpuset +memory +cpu");
+  CHECK(slurp(t.path + "/corral_f/cgroup.subtree_control") == "+cpuset +memory +cpu");
+  CHECK(b->unenforced().empty());
+  CHECK(check_enforcement(*b, true).empty());
+  CHECK(b->describe().find(t.path + "/corral_f") != std::string::npos);
+  b->create("job.5", SlotLimits{{2, 3}, {0}, 64});
+  std::string s = t.path + "/corral_f/job.5/";
+  CHECK(slurp(s + "cpuset.cpus") == "2-3");
+  CHECK(slurp(s + "cpuset.mems") == "0");
+  CHECK(slurp(s + "memory.max") == std::to_string(64ll << 20));
+  CHECK(slurp(s + "memory.swap.max") == "0");
+  CHECK(slurp(s + "memory.oom.group") == "1");
+  auto u = b->usage("job.5");
+  CHECK(u.cpu_s == Approx(2.5));
+  CHECK(u.mem_mb == 64);
+  CHECK(u.max_mem_mb == 128);
+  CHECK(u.failcnt == 4);
+  CHECK(u.oom_kills == 2);
+  CHECK(b->oom_kills("job.5") == 2);
+  CHECK(list_existing(*b) == std::vector<std::uint64_t>{5});
+  CHECK(b->procs_files("job.5") == std::vector<std::string>{s + "cgroup.procs"});
+}
+
+TEST_CASE("without cpuset and memory the v2 backend says what it cannot enforce; strict refuses", "[node][cgroup]") {
+  nodetest::TempDir t;
+  fake_tree(t.path, "corral_f", "cpu io pids");
+  auto b = make_cgroup_v2("corral_f", t.path);
+  CHECK(slurp(t.path + "/cgroup.subtree_control") == "+cpu");
+  auto gaps = b->unenforced();
+  REQUIRE(gaps.size() == 2);
+  CHECK(gaps[0].rfind("cpus: the cpuset controller is not enabled for " + t.path + "/corral_f", 0) == 0);
+  CHECK(gaps[1].rfind("memory: the memory controller is not enabled", 0) == 0);
+  CHECK(gaps[1].find("offers: cpu io pids") != std::string::npos);
+  CHECK_THROWS_WITH(check_enforcement(*b, true), Catch::Contains("refusing to start") && Catch::Contains("cpus: "));
+  CHECK(check_enforcement(*b, false).rfind("job limits not enforced on this node: cpus: ", 0) == 0);
+  // Limits it cannot enforce are not written (the files would not exist on a real tree).
+  b->create("job.5", SlotLimits{{1}, {0}, 64});
+  CHECK(slurp(t.path + "/corral_f/job.5/cpuset.cpus").empty());
+  CHECK(slurp(t.path + "/corral_f/job.5/memory.max").empty());
+}
+
+TEST_CASE("a process's own cgroup v2 path comes from the 0:: line", "[node][cgroup]") {
+  CHECK(own_cgroup_v2("12:pids:/x\n0::/system.slice/corrald.service\n") == "/system.slice/corrald.service");
+  CHECK(own_cgroup_v2("0::/\n") == "/");
+  CHECK(own_cgroup_v2("4:memory:/a\n").empty());
+  CHECK(!own_cgroup_v2().empty());  // this process, on a kernel with cgroup2
+}
+
+TEST_CASE("a delegated group's processes move into its leaf; slots go beside it (real cgroup2)", "[node][cgroup]") {
+  cgtest::Cgroup2Mount m;
+  if (!m.ok()) {
+    CORRAL_SKIP(m.why);
+    return;
+  }
+  std::string own = "/corral_t_deleg_" + std::to_string(::getpid()), top = m.path + own;
+  REQUIRE(::mkdir(top.c_str(), 0755) == 0);
+  struct Rm {
+    std::string top;
+    ~Rm() {
+      ::rmdir((top + "/jobs").c_str());
+      ::rmdir((top + "/corrald").c_str());
+      ::rmdir(top.c_str());
+    }
+  } rm{top};
+  CHECK(!cgroup_delegated(top));
+  if (::setxattr(top.c_str(), "trusted.delegate", "1", 1, 0) == 0) CHECK(cgroup_delegated(top));
+  Child c;
+  REQUIRE(c.pid > 0);
+  put(top + "/cgroup.procs", std::to_string(c.pid));
+  REQUIRE(slurp(top + "/cgroup.procs") == std::to_string(c.pid) + "\n");
+  enter_delegated_leaf(m.path, own);
+  CHECK(slurp(top + "/cgroup.procs").empty());
+  CHECK(slurp(top + "/corrald/cgroup.procs") == std::to_string(c.pid) + "\n");
+  {
+    auto b = make_cgroup_v2("jobs", m.path, own);
+    CHECK(b->describe() == "v2: " + top + "/jobs");
+    b->create("job.9", SlotLimits{});
+    CHECK(b->list() == std::vector<std::string>{"job.9"});
+    b->destroy("job.9");
+    b->remove_parent();
+  }
+  kill(c.pid, SIGKILL);
+  waitpid(c.pid, nullptr, 0);
+  c.pid = -1;
 }

@@ -105,8 +105,9 @@ TEST_CASE("suspend freezes the job, resume thaws it", "[node][launcher]") {
   CHECK(n.L->cgroups().freezer_state("job.4") == FreezeState::Frozen);
   CHECK(n.L->usage(4)->suspended);
   std::string frozen_at = slurp(tick);
-  nap(300);
-  CHECK(slurp(tick) == frozen_at);  // no progress while frozen
+  nodetest::ControlTicker clock(n.dir.path + "/clock");
+  REQUIRE(clock.advance(20));       // 20 ticks of a ticker that is not frozen...
+  CHECK(slurp(tick) == frozen_at);  // ... and none of the frozen job
   CHECK(n.L->suspend(4) != "");     // already suspended: an error, not a crash
   REQUIRE(n.L->resume(4) == "");
   CHECK(n.L->cgroups().freezer_state("job.4") == FreezeState::Thawed);
@@ -315,7 +316,7 @@ TEST_CASE("requeue stops the job and reports it preempted", "[node][launcher]") 
   if (!nodetest::need_cgroups()) return;
   Node n("corral_t_launch");
   REQUIRE(n.L->start(n.spec(18, {"/bin/sleep", "30"})) == "");
-  nap(100);
+  REQUIRE(wait_until([&] { return !n.L->cgroups().pids(slot_name(18)).empty(); }, 5000));
   REQUIRE(n.L->suspend(18) == "");  // NCI: a suspended job may be requeued; frozen tasks die too
   REQUIRE(n.L->requeue(18) == "");
   auto e = n.wait_end(18, 5000);
@@ -524,12 +525,14 @@ TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") 
   LaunchSpec s;
   s.id = 30;
   s.user = "root";
+  s.cwd = dir.path;
   s.argv = {"/bin/sh", "-c", kHelper + " forks 100 " + pidfile + " & exec " + kHelper + " tick " + tick};
   REQUIRE(l->start(s) == "");
   REQUIRE(wait_until([&] { return read_pids(pidfile).size() == 100 && !slurp(tick).empty(); }, 10000));
   REQUIRE(l->suspend(30) == "");
   std::string at = slurp(tick);
-  nap(200);
+  nodetest::ControlTicker clock(dir.path + "/clock");
+  REQUIRE(clock.advance(20));
   CHECK(slurp(tick) == at);
   REQUIRE(l->resume(30) == "");
   CHECK(wait_until([&] { return slurp(tick) != at; }, 3000));
@@ -548,6 +551,7 @@ TEST_CASE("the launcher runs on the cgroup v2 backend too", "[node][launcher]") 
   LaunchSpec a;
   a.id = 31;
   a.user = "root";
+  a.cwd = dir.path;
   a.cores = {0};
   a.stdout_path = dir.path + "/31.out";
   a.argv = {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
@@ -666,7 +670,10 @@ TEST_CASE("a dead shepherd server is restarted by the next start", "[node][launc
   }
   REQUIRE(server > 0);
   REQUIRE(::kill(server, SIGKILL) == 0);
-  nap(100);
+  REQUIRE(wait_until([&] {  // dead: a zombie or gone
+    std::string st = slurp("/proc/" + std::to_string(server) + "/stat");
+    return st.empty() || st.substr(st.rfind(')') + 2, 1) == "Z";
+  }, 5000));
   REQUIRE(n.L->start(n.spec(46, {"/bin/true"})) == "");
   auto e = n.wait_end(46, 10000);
   REQUIRE(e);
@@ -737,9 +744,9 @@ TEST_CASE("a server outlives its launcher until its last job ends, and writes th
   jin >> jstate >> server;
   REQUIRE(server > 1);
   n.L.reset();  // the agent goes; the job runs on, its server stays for it
-  nap(800);     // the job ends while no launcher watches
-  // ... and then the server is gone too (reaped by this process, its parent).
-  CHECK(wait_until([&] { return ::waitpid(server, nullptr, WNOHANG) == server || ::kill(server, 0) != 0; }, 3000));
+  // The job ends while no launcher watches, and then the server is gone too (reaped by this
+  // process, its parent).
+  CHECK(wait_until([&] { return ::waitpid(server, nullptr, WNOHANG) == server || ::kill(server, 0) != 0; }, 5000));
   std::string status = slurp(n.cfg.state_dir + "/job.62.exit");
   REQUIRE(!status.empty());
   CHECK(WIFEXITED(std::stoi(status)));

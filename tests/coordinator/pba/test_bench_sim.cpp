@@ -11,15 +11,19 @@
 
 #include "coordinator/pba/pba.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/skip.hpp"
+#include "tests/traces.hpp"
 
 using namespace corral;
 
 TEST_CASE("bench: KTH-SP2 first 5000 jobs, one project with an allocation", "[.bench]") {
-  std::ifstream f(CORRAL_TRACES "/KTH-SP2-1996-2.1-cln.swf");
-  if (!f) {
-    WARN("trace not found: " CORRAL_TRACES "/KTH-SP2-1996-2.1-cln.swf");
+  std::string why;
+  const std::string path = corral_test::trace("KTH-SP2-1996-2.1-cln.swf", &why);
+  if (path.empty()) {
+    CORRAL_SKIP(why);
     return;
   }
+  std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
   const auto tr = sim::parse_swf(ss.str());

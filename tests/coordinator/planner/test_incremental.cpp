@@ -15,10 +15,9 @@
 #include "coordinator/planner/planner.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/skip.hpp"
+#include "tests/traces.hpp"
 
-#ifndef CORRAL_TRACES
-#define CORRAL_TRACES "../shared/traces"
-#endif
 
 using namespace corral;
 
@@ -829,14 +828,13 @@ TEST_CASE("incremental planner: general-path features still planned from scratch
 }
 
 TEST_CASE("incremental planner: a trace replay gives the same starts as from-scratch passes", "[planner][incremental]") {
-  const std::string path = std::string(CORRAL_TRACES) + "/lublin_256.swf";
-  sim::SwfTrace tr;
-  try {
-    tr = sim::read_swf(path);
-  } catch (const std::exception& e) {
-    WARN("skipped: trace not readable: " << e.what());
+  std::string why;
+  const std::string path = corral_test::trace("lublin_256.swf", &why);
+  if (path.empty()) {
+    CORRAL_SKIP(why);
     return;
   }
+  const sim::SwfTrace tr = sim::read_swf(path);
   for (Backfill b : {Backfill::Easy, Backfill::Conservative}) {
     sim::SimOptions inc;
     inc.sched.planner.backfill = b;

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "coordinator/sim/sim.hpp"
+#include "tests/skip.hpp"
+#include "tests/traces.hpp"
 
 using namespace corral;
 using namespace corral::sim;
@@ -252,7 +254,13 @@ TEST_CASE("sim on_monitor: one block per pass, trace ids, the same schedule as w
   // reservation is not pinned to the hosts its RESERVING lines name
   // (planner.cpp monitor()); when it pinned them, a backfill needed hosts
   // outside the pins and lublin's first differing start was job 53 (easy).
-  SwfTrace lublin = read_swf(std::string(CORRAL_TRACES) + "/lublin_256.swf");
+  std::string why;
+  const std::string lublin_path = corral_test::trace("lublin_256.swf", &why);
+  if (lublin_path.empty()) {
+    CORRAL_SKIP(why);
+    return;
+  }
+  SwfTrace lublin = read_swf(lublin_path);
   for (Backfill bf : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative, Backfill::Reserve}) {
     SimOptions o;
     o.max_jobs = 300;

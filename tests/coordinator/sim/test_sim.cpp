@@ -17,13 +17,12 @@
 #include "coordinator/planner/order.hpp"
 #include "coordinator/sim/events.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/skip.hpp"
+#include "tests/traces.hpp"
 
 using namespace corral;
 using namespace corral::sim;
 
-#ifndef CORRAL_TRACES
-#define CORRAL_TRACES "../shared/traces"
-#endif
 
 namespace {
 
@@ -1193,11 +1192,13 @@ TEST_CASE("fcfs and easy reproduce the textbook algorithms: over 512 jobs runnin
 }
 
 TEST_CASE("fcfs and easy reproduce the textbook algorithms: real traces", "[sim][reference]") {
-  std::string dir = CORRAL_TRACES;
-  if (!std::filesystem::exists(dir + "/lublin_256.swf")) {
-    WARN("traces not found in " << dir << ": skipped");
-    return;
-  }
+  std::string why;
+  for (const char* t : {"lublin_256.swf", "KTH-SP2-1996-2.1-cln.swf", "CTC-SP2-1996-3.1-cln.swf.gz"})
+    if (corral_test::trace(t, &why).empty()) {
+      CORRAL_SKIP(why);
+      return;
+    }
+  const std::string dir = corral_test::traces_dir();
   SwfTrace l = read_swf(dir + "/lublin_256.swf");
   REQUIRE(l.jobs.size() > 9000);
   check_against_reference(l, Backfill::Easy);
