@@ -9,18 +9,14 @@
 #include "coordinator/sim/checkpointable.hpp"
 #include "coordinator/sim/predict.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/coordinator/sim/swf_line.hpp"
 
 using namespace corral;
 using namespace corral::sim;
 
 namespace {
 
-std::string line(long id, long submit, long run, long procs, long req, long user) {
-  std::ostringstream o;
-  o << id << ' ' << submit << " -1 " << run << ' ' << procs << " -1 -1 " << procs << ' ' << req << " -1 1 " << user
-    << " -1 -1 -1 -1 -1 -1\n";
-  return o.str();
-}
+constexpr auto line = corral::testing::swf_line;
 
 std::size_t count(const std::vector<std::uint8_t>& m) {
   std::size_t n = 0;
