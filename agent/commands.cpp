@@ -12,6 +12,7 @@
 #include "agent/job_accounting.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral::agent {
 
@@ -34,18 +35,12 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   proto::JobSpec& s = r.spec;
   const node::Topology& topo = launcher_->topology();
   auto bad = [](std::string msg) -> proto::Message { return proto::ErrorRep{"invalid", std::move(msg)}; };
-  if (s.ncpus < 1) return bad("ncpus must be at least 1");
+  // Every field as strictly as `corral submit` checks it, with the same limits and words.
+  if (std::string why = proto::check_spec(s); !why.empty()) return bad(why);
   const int node_cores = static_cast<int>(topo.cores.size());
-  if (!s.pe.empty() || s.slots_min != 0 || s.slots_max != 0) {
+  if (!s.pe.empty()) {
     // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
     // at this node's cores; the count itself is the planner's choice.
-    if (s.pe.empty()) return bad("a slot range needs a parallel environment name (-pe NAME RANGE)");
-    if (s.slots_min < 1) return bad("-pe " + s.pe + ": the slot range must start at 1 or more");
-    if (s.slots_max < s.slots_min)
-      return bad("-pe " + s.pe + ": the slot range " + std::to_string(s.slots_min) + "-" +
-                 std::to_string(s.slots_max) + " is empty (maximum below minimum)");
-    if (s.ncpus != 1 && s.ncpus != s.slots_min)
-      return bad("give either ncpus or a -pe slot range, not both");
     if (s.slots_min > node_cores)
       return bad("-pe " + s.pe + " " + std::to_string(s.slots_min) + "-: the minimum of " +
                  std::to_string(s.slots_min) + " slots exceeds this node's " +
@@ -56,24 +51,15 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   if (s.ncpus > node_cores)
     return bad("ncpus=" + std::to_string(s.ncpus) + " exceeds this node's " +
                std::to_string(topo.cores.size()) + " cores");
-  if (s.mem_mb < 0) return bad("mem must not be negative");
   if (topo.mem_mb > 0 && s.mem_mb > topo.mem_mb)
     return bad("mem=" + std::to_string(s.mem_mb) + "mb exceeds this node's " +
                std::to_string(topo.mem_mb) + "mb");
-  if (s.jobfs_mb < 0) return bad("jobfs must not be negative");
   if (topo.jobfs_mb > 0 && s.jobfs_mb > topo.jobfs_mb)
     return bad("jobfs=" + std::to_string(s.jobfs_mb) + "mb exceeds this node's " +
                std::to_string(topo.jobfs_mb) + "mb");
-  if (s.walltime < 0) return bad("walltime must not be negative");
   if (s.walltime == 0) s.walltime = cfg_.default_walltime;
   if (s.walltime == 0 && cfg_.require_walltime)
     return bad("a walltime is required here (-l walltime=HH:MM:SS)");
-  if (s.script.empty()) return bad("the job script is empty");
-  if (s.cwd.empty() || s.cwd[0] != '/') return bad("the working directory must be an absolute path");
-  if (s.name.size() > 255) return bad("the job name is longer than 255 characters");
-  for (const auto& e : s.env)
-    if (e.find('=') == std::string::npos || e[0] == '=')
-      return bad("environment entry '" + e.substr(0, 40) + "' is not KEY=VALUE");
   if (s.queue.empty()) s.queue = cfg_.queues.front().name;
   bool known = false;
   std::string names;
@@ -81,7 +67,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
     known |= q.name == s.queue;
     names += (names.empty() ? "" : ", ") + q.name;
   }
-  if (!known) return bad("unknown queue '" + s.queue + "' (queues here: " + names + ")");
+  if (!known) return bad("unknown queue '" + proto::printable(s.queue) + "' (queues here: " + names + ")");
 
   if (sched_.nci.enabled) {
     // NCI: mandatory requests and queue bounds are refused at submit
@@ -97,7 +83,12 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   }
 
   JobRecord rec;
-  rec.id = store_->next_id();
+  try {
+    rec.id = store_->next_id();
+  } catch (const StoreFull& e) {
+    log_line(std::string("state disk full: ") + e.what());
+    return proto::ErrorRep{"disk_full", "state disk full: job not accepted"};
+  }
   if (s.name.empty()) s.name = "job";
   for (std::string* path : {&s.stdout_path, &s.stderr_path})
     if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;
@@ -118,11 +109,11 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   store_->put(rec);  // flushed before the reply leaves (run())
   pending_.insert(rec.id);
   dirty_ = true;
-  log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + rec.spec.name +
+  log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + proto::printable(rec.spec.name) +
            (rec.spec.pe.empty() ? " ncpus=" + std::to_string(rec.spec.ncpus)
                                 : " pe=" + rec.spec.pe + " slots=" + std::to_string(rec.spec.slots_min) +
                                       "-" + std::to_string(rec.spec.slots_max)) +
-           " queue=" + rec.spec.queue);
+           " queue=" + proto::printable(rec.spec.queue));
   proto::Event e;
   e.kind = "submitted";
   e.job = rec.id;
@@ -158,7 +149,7 @@ proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
   std::string who = user_name(p.uid);
   if (who.empty()) who = std::to_string(p.uid);
   if (rec->state == proto::state::kPending) {
-    finish(*rec, "cancelled", -1, "cancelled by " + who + " before it started");
+    finish(*rec, EndReason::Cancelled, -1, "cancelled by " + who + " before it started");
   } else {
     rec->cancel_requested = true;
     rec->comment = "cancel requested by " + who;

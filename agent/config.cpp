@@ -11,6 +11,9 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "tools/cli_args.hpp"
+#include "tools/cli_error.hpp"
+
 namespace corral::agent {
 namespace {
 
@@ -46,6 +49,23 @@ std::int64_t to_int(const std::string& k, const std::string& v, std::int64_t lo)
   }
   throw std::invalid_argument(k + ": expected an integer >= " + std::to_string(lo) + ", got '" +
                               v + "'");
+}
+
+template <class E> E named(const std::string& k, const std::string& v) {
+  try {
+    return parse_name<E>(v);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(k + ": " + e.what());
+  }
+}
+
+// A duration in the grammar of coordinator/names.hpp ("3600", "90s", "2w").
+std::int64_t to_duration(const std::string& k, const std::string& v) {
+  try {
+    return parse_duration(v);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(k + ": " + e.what());
+  }
 }
 
 std::vector<QueueDef> to_queues(const std::string& v) {
@@ -134,24 +154,28 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "ckpt_root") c.ckpt_root = v;
   else if (key == "topology_xml") c.topology_xml = v;
   else if (key == "declare_cores") c.declare_cores = static_cast<int>(to_int(key, v, 0));
+  else if (key == "policy") c.policy = named<Policy>(key, v);
   else if (key == "backfill") {
-    if (v != "fcfs" && v != "easy" && v != "conservative" && v != "reserve" && v != "checkpoint")
-      throw std::invalid_argument(
-          "backfill: expected fcfs, easy, conservative, reserve or checkpoint, got '" + v + "'");
-    c.backfill = v;
-  } else if (key == "order") c.order = v;
+    c.policy = named<Policy>(key, v);
+    c.warnings.push_back("'backfill' is deprecated: write 'policy = " + v + "' (the same names)");
+  } else if (key == "order") {
+    if (v.empty()) c.order.reset();  // the policy's
+    else c.order = named<Order>(key, v);
+  }
   else if (key == "max_reservation") c.max_reservation = static_cast<int>(std::min<std::int64_t>(to_int(key, v, 0), 1 << 20));
-  else if (key == "default_duration") c.default_duration = to_int(key, v, 0);
+  else if (key == "default_duration") c.default_duration = to_duration(key, v);
   else if (key == "monitor_file") c.monitor_file = v;
   else if (key == "queues") c.queues = to_queues(v);
   else if (key == "cycle_interval") c.cycle_interval = to_seconds(key, v);
   else if (key == "heartbeat_interval") c.heartbeat_interval = to_seconds(key, v);
   else if (key == "usage_interval") c.usage_interval = to_seconds(key, v);
   else if (key == "poll_interval") c.poll_interval = to_seconds(key, v);
-  else if (key == "default_walltime") c.default_walltime = to_int(key, v, 0);
+  else if (key == "default_walltime") c.default_walltime = to_duration(key, v);
   else if (key == "require_walltime") c.require_walltime = to_bool(key, v);
   else if (key == "keep_ended") c.keep_ended = to_int(key, v, 0);
   else if (key == "fsync") c.fsync = to_bool(key, v);
+  else if (key == "operators") c.operators = v;
+  else if (key == "client_timeout") c.client_timeout = to_seconds(key, v);
   else if (key == "on_restart") {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");
@@ -163,14 +187,14 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
       throw std::invalid_argument(std::string("checkpoint_signal: ") + e.what());
     }
   } else if (key == "checkpoint_grace") {
-    const std::int64_t g = to_int(key, v, 0);  // checked before it is narrowed to int
+    const std::int64_t g = to_duration(key, v);  // checked before it is narrowed to int
     if (g > 7 * 86400)
       throw std::invalid_argument("checkpoint_grace: at most 604800 seconds (7 days), got '" + v + "'");
     c.checkpoint_grace = static_cast<int>(g);
   } else if (key == "pba") c.pba = to_bool(key, v);
   else if (key == "pba_plan") c.pba_plan = v;
   else if (key == "pba_preempt") c.pba_preempt = to_bool(key, v);
-  else if (key == "pba_preempt_after") c.pba_preempt_after = to_int(key, v, 0);
+  else if (key == "pba_preempt_after") c.pba_preempt_after = to_duration(key, v);
   else if (key == "pba_max_requeues") c.pba_max_requeues = to_int(key, v, 0);
   else if (key == "pba_require_project") c.pba_require_project = to_bool(key, v);
   else if (key == "preempt_mode") {
@@ -178,7 +202,7 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
       throw std::invalid_argument("preempt_mode: expected requeue or suspend, got '" + v + "'");
     c.preempt_mode = v;
   } else if (key == "nci") c.nci = to_bool(key, v);
-  else if (key == "nci_start_window") c.nci_start_window = to_int(key, v, 0);
+  else if (key == "nci_start_window") c.nci_start_window = to_duration(key, v);
   else if (key == "nci_require") {
     std::vector<std::string> req;
     std::size_t pos = 0;
@@ -217,11 +241,14 @@ void load_config_file(const std::string& path, Config& cfg) {
     std::size_t eq = line.find('=');
     if (eq == std::string::npos)
       throw std::runtime_error(path + ":" + std::to_string(no) + ": expected 'key = value'");
+    const std::size_t warned = cfg.warnings.size();
     try {
       set_config_key(cfg, trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error(path + ":" + std::to_string(no) + ": " + e.what());
     }
+    for (std::size_t i = warned; i < cfg.warnings.size(); ++i)
+      cfg.warnings[i] = path + ":" + std::to_string(no) + ": " + cfg.warnings[i];
   }
 }
 
@@ -246,94 +273,123 @@ const char* const kUsage =
     "  --ckpt-root DIR         job checkpoint directories (default /var/tmp/corral/ckpt)\n"
     "  --topology-xml FILE     stand in a recorded hwloc XML topology for this machine's\n"
     "  --declare-cores N       stand in a declared node of N cores for this machine's\n"
-    "  --backfill POLICY       fcfs, easy (default), conservative, reserve or checkpoint\n"
+    "  --policy POLICY         fcfs, easy (default), conservative, reserve, checkpoint or corral\n"
+    "  --backfill POLICY       the same (deprecated name)\n"
     "  --export-topology FILE  write the node's topology (discovered, or the stand-in above)\n"
     "                          as hwloc XML to FILE (- for stdout) and exit\n"
+    "  --recover               start from a damaged journal: keep a copy of it, restore\n"
+    "                          every intact entry, log each job it could not restore\n"
     "  -h, --help              this text\n";
 
-// The parser's table: every flag it accepts (kUsage lists each one: tests/agent/test_store.cpp).
-const FlagDef kFlags[] = {
-    {"--standalone", nullptr, nullptr},         {"--foreground", nullptr, nullptr},
-    {"--daemon", nullptr, nullptr},             {"--config", nullptr, "FILE"},
-    {"--no-config", nullptr, nullptr},          {"--set", nullptr, "KEY=VALUE"},
-    {"--export-topology", nullptr, "FILE"},     {"--help", nullptr, nullptr},
-    {"-h", nullptr, nullptr},
-    {"--state-dir", "state_dir", "DIR"},        {"--socket", "socket", "PATH"},
-    {"--pub", "pub", "ENDPOINT"},               {"--log", "log", "FILE"},
-    {"--cgroup-parent", "cgroup_parent", "NAME"}, {"--node-state-dir", "node_state_dir", "DIR"},
-    {"--jobfs-root", "jobfs_root", "DIR"},      {"--ckpt-root", "ckpt_root", "DIR"},
-    {"--topology-xml", "topology_xml", "FILE"}, {"--declare-cores", "declare_cores", "N"},
-    {"--backfill", "backfill", "POLICY"},
+namespace {
+
+// Flags that set one config key each, as kUsage lists them.
+struct KeyFlag {
+  const char* flag;
+  const char* key;
+  const char* arg;
 };
-const std::size_t kFlagCount = sizeof kFlags / sizeof kFlags[0];
+constexpr KeyFlag kKeyFlags[] = {
+    {"--state-dir", "state_dir", "DIR"},         {"--socket", "socket", "PATH"},
+    {"--pub", "pub", "ENDPOINT"},                {"--log", "log", "FILE"},
+    {"--cgroup-parent", "cgroup_parent", "NAME"}, {"--node-state-dir", "node_state_dir", "DIR"},
+    {"--jobfs-root", "jobfs_root", "DIR"},       {"--ckpt-root", "ckpt_root", "DIR"},
+    {"--topology-xml", "topology_xml", "FILE"},  {"--declare-cores", "declare_cores", "N"},
+    {"--policy", "policy", "POLICY"},            {"--backfill", "backfill", "POLICY"},
+};
+
+// What the command line says, in its order: config keys (from the flags
+// above and --set) are applied after the config file.
+struct Parsed {
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::vector<std::string> configs;
+  bool no_config = false, standalone = false, help = false, recover = false;
+  std::optional<bool> foreground;
+  std::optional<std::string> export_topology;
+};
+
+void build_cli(CLI::App& app, Parsed& p) {
+  app.set_help_flag();  // kUsage is the help text
+  app.add_flag("-h,--help", p.help)->disable_flag_override();
+  app.add_flag("--standalone", p.standalone)->disable_flag_override();
+  app.add_flag("--recover", p.recover)->disable_flag_override();
+  app.add_flag_callback("--foreground", [&p] { p.foreground = true; })->disable_flag_override();
+  app.add_flag_callback("--daemon", [&p] { p.foreground = false; })->disable_flag_override();
+  app.add_flag("--no-config", p.no_config)->disable_flag_override();
+  app.add_option("--config", p.configs)->type_name("FILE");
+  app.add_option_function<std::string>("--export-topology", [&p](const std::string& v) { p.export_topology = v; })
+      ->type_name("FILE");
+  app.add_option_function<std::string>("--set",
+                                       [&p](const std::string& v) {
+                                         const std::size_t eq = v.find('=');
+                                         if (eq == std::string::npos) throw CLI::ValidationError("--set needs KEY=VALUE");
+                                         p.keys.emplace_back(trim(v.substr(0, eq)), trim(v.substr(eq + 1)));
+                                       })
+      ->type_name("KEY=VALUE")
+      ->trigger_on_parse();
+  for (const KeyFlag& f : kKeyFlags)
+    app.add_option_function<std::string>(f.flag, [&p, key = f.key](const std::string& v) { p.keys.emplace_back(key, v); })
+        ->type_name(f.arg)
+        ->trigger_on_parse();
+}
+
+// Reads --config FILE(s), or the default file when it exists (unless --no-config).
+void load_configs(const Parsed& p, Config& cfg, const std::string& default_config) {
+  for (const std::string& f : p.configs) {
+    load_config_file(f, cfg);
+    cfg.config_file = f;
+  }
+  const bool named = !p.configs.empty();
+  if (named && p.no_config) throw std::invalid_argument("give either --config FILE or --no-config, not both");
+  if (named || p.no_config || default_config.empty()) return;
+  // A fresh install has no config file: the built-in defaults (every value in
+  // corrald.conf.example) apply. Any other reason it cannot be read is an error.
+  struct stat st{};
+  if (::stat(default_config.c_str(), &st) == 0) {
+    load_config_file(default_config, cfg);
+    cfg.config_file = default_config;
+  } else if (errno != ENOENT) {
+    throw std::runtime_error(default_config + ": cannot read config file: " + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> usage_flags() {
+  Parsed p;
+  CLI::App app("corrald");
+  build_cli(app, p);
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app.get_options()) {
+    std::string names;
+    for (const std::string& s : o->get_snames()) names += (names.empty() ? "-" : ", -") + s;
+    for (const std::string& l : o->get_lnames()) names += (names.empty() ? "--" : ", --") + l;
+    out.push_back(o->get_type_size() == 0 ? names : names + " " + o->get_type_name());
+  }
+  return out;
+}
 
 bool parse_args(int argc, char** argv, Config& cfg, const std::string& default_config) {
-  // Split "--flag=value"; every flag must be in kFlags.
-  struct Arg {
-    const FlagDef* def;
-    std::string value;
-  };
-  std::vector<Arg> args;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], val;
-    bool has_val = false;
-    if (std::size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      val = a.substr(eq + 1);
-      a.resize(eq);
-      has_val = true;
-    }
-    const FlagDef* def = nullptr;
-    for (std::size_t k = 0; k < kFlagCount && !def; ++k)
-      if (a == kFlags[k].flag) def = &kFlags[k];
-    if (!def) throw std::invalid_argument("unknown option '" + a + "' (see corrald --help)");
-    if (def->arg && !has_val) {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs " + (a == "--config" ? "a file" : "a value"));
-      val = argv[++i];
-    } else if (!def->arg && has_val) {
-      throw std::invalid_argument(a + " takes no value");
-    }
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return false;
-    }
-    args.push_back({def, val});
+  Parsed p;
+  CLI::App app("corrald");
+  build_cli(app, p);
+  try {
+    cli_parse(app, cli_args(argc, argv));
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(usage_error(e) + " (see corrald --help)");
   }
-  // The config file first, so flags override it wherever they appear.
-  bool named = false, none = false;
-  for (const auto& [def, val] : args) {
-    if (std::string(def->flag) == "--config") {
-      load_config_file(val, cfg);
-      cfg.config_file = val;
-      named = true;
-    }
-    none |= std::string(def->flag) == "--no-config";
+  if (p.help) {
+    std::fputs(kUsage, stdout);
+    return false;
   }
-  if (named && none) throw std::invalid_argument("give either --config FILE or --no-config, not both");
-  if (!named && !none && !default_config.empty()) {
-    // A fresh install has no config file: the built-in defaults (every value in
-    // corrald.conf.example) apply. Any other reason it cannot be read is an error.
-    struct stat st{};
-    if (::stat(default_config.c_str(), &st) == 0) {
-      load_config_file(default_config, cfg);
-      cfg.config_file = default_config;
-    } else if (errno != ENOENT) {
-      throw std::runtime_error(default_config + ": cannot read config file: " + std::strerror(errno));
-    }
-  }
-  for (const auto& [def, val] : args) {
-    std::string a = def->flag;
-    if (def->key) set_config_key(cfg, def->key, val);
-    else if (a == "--standalone") cfg.standalone = true;
-    else if (a == "--foreground") cfg.foreground = true;
-    else if (a == "--daemon") cfg.foreground = false;
-    else if (a == "--export-topology") {
-      if (val.empty()) throw std::invalid_argument("--export-topology needs a file (or - for stdout)");
-      cfg.export_topology = val;
-    } else if (a == "--set") {
-      std::size_t eq = val.find('=');
-      if (eq == std::string::npos) throw std::invalid_argument("--set needs KEY=VALUE");
-      set_config_key(cfg, trim(val.substr(0, eq)), trim(val.substr(eq + 1)));
-    }
+  load_configs(p, cfg, default_config);
+  for (const auto& [key, val] : p.keys) set_config_key(cfg, key, val);
+  if (p.standalone) cfg.standalone = true;
+  if (p.recover) cfg.recover = true;
+  if (p.foreground) cfg.foreground = *p.foreground;
+  if (p.export_topology) {
+    if (p.export_topology->empty()) throw std::invalid_argument("--export-topology needs a file (or - for stdout)");
+    cfg.export_topology = *p.export_topology;
   }
   return true;
 }

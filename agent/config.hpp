@@ -4,10 +4,13 @@
 #pragma once
 
 #include <csignal>
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "coordinator/names.hpp"
 
 namespace corral::agent {
 
@@ -19,6 +22,7 @@ struct QueueDef {
 struct Config {
   bool standalone = false;
   bool foreground = true;                     // --daemon detaches
+  bool recover = false;                       // --recover: load a damaged journal's intact entries
   std::string state_dir = "/var/lib/corral";
   std::string socket = "/run/corral/corrald.sock";
   std::string pub = "tcp://127.0.0.1:7461";  // "none": no publishing
@@ -31,8 +35,8 @@ struct Config {
   std::string ckpt_root = "/var/tmp/corral/ckpt";
   std::string topology_xml;                   // stand-in topology (tests); empty: hwloc
   int declare_cores = 0;                      // >0: declared 1-package node of N cores
-  std::string backfill = "easy";              // fcfs | easy | conservative | reserve | checkpoint
-  std::string order = "fifo";
+  Policy policy = Policy::Easy;               // names: coordinator/names.hpp
+  std::optional<Order> order;                 // unset: the policy's (fifo but for corral)
   // Grid Engine's reservation settings (sge6-reservation-backfill.txt section 3,
   // sched_conf(5)): at most max_reservation reservations a pass (the reserve
   // policy: -R y jobs only); default_duration plans a job without walltime
@@ -78,8 +82,14 @@ struct Config {
   // grace period"): the signal corrald sends and the seconds it waits before stopping the job.
   int checkpoint_signal = SIGUSR1;
   int checkpoint_grace = 30;                  // s
+  // The local socket: members of this group (and root) are always served, even while other
+  // users hold every connection an unprivileged user may have; "": root only.
+  std::string operators;
+  double client_timeout = 60;                 // s a connection may stay silent (not in `wait`)
 
-  // Not config keys: what the command line asked for.
+  // Not config keys: what the command line asked for, and warnings to print
+  // (a deprecated key), "FILE:LINE: " before them when read from a file.
+  std::vector<std::string> warnings;
   std::string config_file;                    // the file read ("" = built-in defaults)
   std::string export_topology;                // --export-topology FILE|-: write the XML and exit
 };
@@ -94,15 +104,9 @@ int parse_signal(const std::string& text);
 // "USR1", "RTMIN+2", or the number.
 std::string signal_name(int sig);
 
-// Every option corrald accepts, as its parser knows them: `key` is the config key the flag sets
-// (nullptr: handled by the parser itself); `arg` names its value (nullptr: takes none).
-struct FlagDef {
-  const char* flag;
-  const char* key;
-  const char* arg;
-};
-extern const FlagDef kFlags[];
-extern const std::size_t kFlagCount;
+// Every option corrald's parser accepts, as "--flag ARG" ("-h, --help" for
+// one with two names): kUsage lists each one (tests).
+std::vector<std::string> usage_flags();
 
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
 // unknown key or a bad value.

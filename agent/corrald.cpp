@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "corrald: %s\n", e.what());
     return 2;
   }
+  for (const std::string& w : cfg.warnings) std::fprintf(stderr, "corrald: warning: %s\n", w.c_str());
   if (!cfg.export_topology.empty()) {
     // For admins: record this node (or check a stand-in) as hwloc XML; load it back with
     // topology_xml / --topology-xml (issue 3: "Export the topology as hwloc XML").

@@ -33,7 +33,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   boot_mono_ = mono_now();
   setup_scheduling();
 
-  store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync);
+  store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync, cfg_.recover);
   if (cfg_.pba) setup_pba();  // after the store: its plan's origin is kept in state_dir
   // Traversable, not listable: jobs (running as their users) read their own
   // script under scripts/; the journal itself is 0600.
@@ -43,6 +43,11 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            std::to_string(lr.entries) + " journal entries, next id " +
            std::to_string(store_->peek_next_id()));
   if (!lr.warning.empty()) log_line("warning: " + lr.warning);
+  for (auto id : lr.lost)
+    log_line("recover: job " + std::to_string(id) + " could not be restored (no intact entry holds it)");
+  for (auto id : lr.maybe_stale)
+    log_line("recover: job " + std::to_string(id) +
+             " restored from entries before the damage: a later change to it may be lost");
   log_line("config " + (cfg_.config_file.empty() ? std::string("(no file: built-in defaults and flags)") : cfg_.config_file) +
            "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
            std::to_string(cfg_.checkpoint_grace) + " s");
@@ -55,7 +60,13 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   setup_signals();
   pub_.open(cfg_.pub);
   setup_socket();
-  store_->flush();
+  try {
+    store_->flush();
+  } catch (const StoreFull& e) {  // an intact journal serves; the changes are written once there is room
+    disk_full_ = true;
+    need_sync_ = true;
+    log_line(std::string("state disk full: ") + e.what());
+  }
 }
 
 void Daemon::setup_signals() {
@@ -124,17 +135,18 @@ int Daemon::run() {
     double deadline = next_heartbeat_;
     if (!pending_.empty()) deadline = std::min(deadline, next_cycle_);
     if (!active_.empty()) deadline = std::min({deadline, next_poll_, next_usage_});
+    if (!clients_.empty()) deadline = std::min(deadline, next_idle_check_);
+    if (mono < accept_paused_until_) deadline = std::min(deadline, accept_paused_until_);
     int timeout = dirty_ ? 0 : static_cast<int>(std::max(0.0, (deadline - mono) * 1000.0) + 1);
 
     fds.clear();
     fd_clients.clear();
     fds.push_back({sig_pipe_[0], POLLIN, 0});
-    fds.push_back({listen_fd_, static_cast<short>(clients_.size() < kMaxClients ? POLLIN : 0), 0});
+    fds.push_back({listen_fd_, static_cast<short>(listening(mono) ? POLLIN : 0), 0});
     int wake = launcher_->wake_fd();
     fds.push_back({wake, static_cast<short>(wake >= 0 ? POLLIN : 0), 0});
     for (auto& [fd, c] : clients_) {
-      short ev = c->out.empty() ? POLLIN : static_cast<short>(POLLIN | POLLOUT);
-      fds.push_back({fd, ev, 0});
+      fds.push_back({fd, client_events(*c), 0});
       fd_clients.push_back(c.get());
     }
     int n = ::poll(fds.data(), fds.size(), timeout);
@@ -160,8 +172,9 @@ int Daemon::run() {
     for (std::size_t i = 0; i < fd_clients.size(); ++i) {
       Client& c = *fd_clients[i];
       short re = fds[i + 3].revents;
-      if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c);
+      if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c, (re & (POLLHUP | POLLERR)) != 0);
     }
+    close_idle(mono_now());
     if (!commit_and_reply()) return 1;
     mono = mono_now();
     if (dirty_ || (!pending_.empty() && mono >= next_cycle_)) {
@@ -175,6 +188,7 @@ int Daemon::run() {
     }
     if (mono >= next_heartbeat_) {
       heartbeat();
+      log_suppressed();
       next_heartbeat_ = mono + cfg_.heartbeat_interval;
     }
     if (!commit_and_reply()) return 1;
@@ -192,24 +206,45 @@ bool Daemon::commit_and_reply() {
       store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
     bool owed = false;
     for (auto& [fd, c] : clients_) owed |= !c->out.empty();
-    store_->flush(owed || need_sync_);
-    if (owed) need_sync_ = false;
+    try {
+      store_->flush(owed || need_sync_);
+      if (owed || need_sync_) need_sync_ = false;
+      if (disk_full_) log_line("state disk has room again: all changes written");
+      disk_full_ = false;
+    } catch (const StoreFull& e) {
+      if (!disk_full_) log_line(std::string("state disk full: ") + e.what());
+      disk_full_ = true;
+      need_sync_ = true;
+      refuse_unsynced_submits();
+    }
+    unsynced_submits_.clear();
   } catch (const std::exception& e) {
     log_line(std::string("fatal: cannot persist state: ") + e.what());
     return false;
   }
   pub_.flush();
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    Client& c = *it->second;
-    if (!c.dead && !c.out.empty()) write_client(c);
-    if (c.dead || (c.close_after_write && c.out.empty())) {
-      ::close(it->first);
-      it = clients_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (auto& [fd, c] : clients_)
+    if (!c->dead && !c->out.empty()) write_client(*c);
+  reap_clients();
   return true;
+}
+
+// The state disk is full: every submit answered since the last write is withdrawn and its
+// acknowledgement replaced by a refusal. Other changes stay in the batch, written once there is room.
+void Daemon::refuse_unsynced_submits() {
+  for (auto it = unsynced_submits_.rbegin(); it != unsynced_submits_.rend(); ++it) {
+    store_->withdraw(it->id);
+    pending_.erase(it->id);
+    log_line("job " + std::to_string(it->id) + " not accepted: state disk full");
+    auto c = clients_.find(it->fd);
+    if (c == clients_.end()) continue;
+    std::string no = proto::frame(proto::encode(proto::Message{proto::ErrorRep{"disk_full", "state disk full: job not accepted"}}));
+    c->second->out.replace(it->at, it->len, no);
+  }
+  try {
+    store_->flush();
+  } catch (const StoreFull&) {  // still full: retried at the next iteration
+  }
 }
 
 double Daemon::now() const { return wall_now(); }

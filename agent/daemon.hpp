@@ -88,14 +88,25 @@ class Daemon {
   void setup_signals();
   void on_signals();
   bool commit_and_reply();
+  void refuse_unsynced_submits();
   double now() const;
 
   // ---- the local socket (local_socket.cpp) ------------------------------
   static constexpr std::size_t kMaxClients = 4096;
   void setup_socket();
+  void setup_limits();
   void close_socket();
+  bool listening(double mono) const;  // whether to poll the listener now
   void accept_clients();
-  void read_client(Client& c);
+  bool admit(const Peer& p, bool privileged, std::string& why) const;
+  bool privileged(const Peer& p);
+  short client_events(const Client& c) const;
+  std::size_t read_room(const Client& c) const;
+  void account(Client& c);
+  void close_idle(double mono);
+  void reap_clients();
+  void read_client(Client& c, bool hup);
+  void serve_buffered(Client& c);
   void handle(Client& c, const std::string& frame);
   void send(Client& c, const proto::Message& m);
   void write_client(Client& c);
@@ -110,7 +121,7 @@ class Daemon {
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
-  void finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg);
+  void finish(JobRecord& rec, EndReason why, int exit_code, const std::string& msg);
   // A running job back to pending: its run ends "preempted" (every end records why).
   void requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code = -1);
   proto::JobInfo info(const JobRecord& rec) const;
@@ -120,6 +131,7 @@ class Daemon {
   // ---- the node and launcher bridge (node_bridge.cpp) -------------------
   void setup_launcher();
   void recover();
+  void adopt_unknown(std::uint64_t id);
   void start_job(JobRecord& rec, const Decision& d);
   std::vector<int> start_cores(const JobRecord& rec, const Decision& d, int& want) const;
   std::string suspend_resume(JobRecord& rec, bool suspend, const std::string& reason);
@@ -153,12 +165,32 @@ class Daemon {
   // local socket
   std::map<int, std::unique_ptr<Client>> clients_;
   int listen_fd_ = -1;
+  std::size_t max_clients_ = kMaxClients;  // below the open-file limit
+  std::size_t reserve_ = 64;               // of those, only root and operators may use
+  std::size_t unprivileged_ = 0;           // connections of other users
+  std::map<uid_t, std::size_t> per_user_;  // connections of each (unprivileged) user
+  std::map<uid_t, std::size_t> buffered_;  // request bytes held for each (unprivileged) user
+  std::size_t buffered_total_ = 0;         // request bytes held for unprivileged users
+  double accept_paused_until_ = 0;         // monotonic: out of file descriptors
+  double next_idle_check_ = 0;             // monotonic
+  gid_t operators_gid_ = 0;
+  bool have_operators_ = false;
+  std::map<uid_t, std::pair<bool, double>> operator_cache_;  // uid -> member?, until (monotonic)
 
   // job store
   std::unique_ptr<Store> store_;
   IdSet pending_;                     // ids, submit order
   std::set<std::uint64_t> active_;    // running or suspended
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
+  // Submits answered in this iteration, not yet on disk: where each acknowledgement sits in its
+  // client's output, to be replaced by a refusal when the state disk is full.
+  struct UnsyncedSubmit {
+    int fd;
+    std::uint64_t id;
+    std::size_t at, len;
+  };
+  std::vector<UnsyncedSubmit> unsynced_submits_;
+  bool disk_full_ = false;            // the last write found the state disk full (logged once)
   node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
 
   // node and launcher

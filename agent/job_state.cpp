@@ -27,7 +27,7 @@ void Daemon::load_jobs() {
 
 void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
   double t = now();
-  rec.runs.push_back(proto::RunInfo{rec.start_time, t, "preempted", exit_code, why});
+  rec.runs.push_back(proto::RunInfo{rec.start_time, t, std::string(name(EndReason::Preempted)), exit_code, why});
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
   if (keep_work) rec.checkpoints += 1;
@@ -57,7 +57,8 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int
   pub_.publish(ev);
 }
 
-void Daemon::finish(JobRecord& rec, const std::string& reason, int exit_code, const std::string& msg) {
+void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::string& msg) {
+  const std::string reason(name(why));
   double t = now();
   const bool ran = active_.count(rec.id) > 0;  // else it ends before any run (cancel, reject, launch)
   if (ran) rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
@@ -139,9 +140,12 @@ std::string Daemon::write_script(const JobRecord& rec) {
   }
   if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
     ok = ::fchown(fd, rec.uid, rec.gid) == 0;
-  ::close(fd);
+  if (ok && ::close(fd) != 0) ok = false;
+  else if (!ok) ::close(fd);
   if (!ok) {
+    int err = errno;  // the caller tells a full disk from other failures
     ::unlink(path.c_str());
+    errno = err;
     return "";
   }
   return path;

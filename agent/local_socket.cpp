@@ -3,11 +3,16 @@
 // MessagePack (proto/); the commands themselves are in commands.cpp.
 #include "agent/local_socket.hpp"
 
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -16,6 +21,27 @@ namespace corral::agent {
 
 namespace {
 constexpr std::size_t kMaxRequestElems = 1u << 16;  // env entries etc. in one request
+constexpr std::size_t kMaxPerUser = 128;            // connections of one unprivileged user
+constexpr std::size_t kSpareFds = 64;               // kept for the journal, jobs, logs
+// Request bytes held for unprivileged users: one user may have one whole frame in flight (and a
+// little more), all of them together a few. Reading stops at the limit (the kernel's socket
+// buffers then push back on the senders) until frames complete or connections go.
+constexpr std::size_t kUserBuffered = proto::kMaxFrame + (1u << 20);
+constexpr std::size_t kTotalBuffered = 4 * std::size_t{proto::kMaxFrame};
+constexpr std::size_t kMaxOut = 1u << 20;           // replies held before reading more requests
+constexpr double kAcceptPause = 1;                  // s without accepting after EMFILE
+constexpr double kOperatorCacheTtl = 60;            // s
+
+std::string uid_text(const Peer& p) {
+  return "uid " + std::to_string(p.uid) + " (pid " + std::to_string(p.pid) + ")";
+}
+
+// An answer to a connection refused at once; it is never read again.
+void refuse(int fd, const std::string& why) {
+  std::string f = proto::frame(proto::encode(proto::ErrorRep{"busy", why}));
+  (void)!::send(fd, f.data(), f.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
+}
 }  // namespace
 
 void Daemon::setup_socket() {
@@ -44,7 +70,34 @@ void Daemon::setup_socket() {
   // Every user may connect; identity comes from SO_PEERCRED, not the client.
   ::chmod(path.c_str(), 0666);
   if (::listen(listen_fd_, 512) != 0) throw std::runtime_error("listen: " + errno_text());
-  log_line("serving " + path);
+  setup_limits();
+  log_line("serving " + path + " (at most " + std::to_string(max_clients_) + " connections, " +
+           std::to_string(reserve_) + " kept for root" + (have_operators_ ? " and group " + cfg_.operators : "") +
+           "; " + std::to_string(kMaxPerUser) + " per user)");
+}
+
+// Connections stay below the open-file limit (raised to its hard limit), so that accepting one
+// to refuse it always finds a descriptor; a reserve of them is only for root and operators.
+void Daemon::setup_limits() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    if (rl.rlim_cur < rl.rlim_max) {
+      rlimit up = rl;
+      up.rlim_cur = std::min<rlim_t>(rl.rlim_max, 1u << 16);
+      if (up.rlim_cur > rl.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+    }
+    std::size_t fds = rl.rlim_cur == RLIM_INFINITY ? kMaxClients + kSpareFds : static_cast<std::size_t>(rl.rlim_cur);
+    max_clients_ = std::clamp<std::size_t>(fds > kSpareFds ? fds - kSpareFds : 0, 8, kMaxClients);
+  }
+  reserve_ = std::clamp<std::size_t>(max_clients_ / 8, 2, 64);
+  if (!cfg_.operators.empty()) {
+    group gr{}, *res = nullptr;
+    std::vector<char> buf(16384);
+    if (getgrnam_r(cfg_.operators.c_str(), &gr, buf.data(), buf.size(), &res) != 0 || !res)
+      throw std::runtime_error("operators: unknown group '" + cfg_.operators + "'");
+    operators_gid_ = gr.gr_gid;
+    have_operators_ = true;
+  }
 }
 
 void Daemon::close_socket() {
@@ -57,12 +110,23 @@ void Daemon::close_socket() {
   }
 }
 
+bool Daemon::listening(double mono) const {
+  return clients_.size() < max_clients_ && mono >= accept_paused_until_;
+}
+
 void Daemon::accept_clients() {
-  while (clients_.size() < kMaxClients) {
+  // A bounded batch: a flood of connections cannot keep the loop from the rest.
+  for (int batch = 0; batch < 64 && clients_.size() < max_clients_; ++batch) {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        log_line("accept: " + errno_text());
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The listener stays readable: polling it now would spin. Pause, say so once.
+        accept_paused_until_ = mono_now() + kAcceptPause;
+        log_limited("accept", "accept: " + errno_text() + ": not accepting connections for " +
+                                  std::to_string(static_cast<int>(kAcceptPause)) + " s");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        log_limited("accept", "accept: " + errno_text());
+      }
       return;
     }
     ucred cr{};
@@ -71,21 +135,142 @@ void Daemon::accept_clients() {
       ::close(fd);
       continue;
     }
+    Peer peer{cr.uid, cr.gid, cr.pid};
+    bool priv = privileged(peer);
+    std::string why;
+    if (!admit(peer, priv, why)) {
+      log_limited("refused", "connection from " + uid_text(peer) + " refused: " + why);
+      refuse(fd, why);
+      continue;
+    }
     auto c = std::make_unique<Client>();
     c->fd = fd;
-    c->peer = Peer{cr.uid, cr.gid, cr.pid};
+    c->peer = peer;
+    c->privileged = priv;
+    c->last_active = mono_now();
+    if (!priv) {
+      ++unprivileged_;
+      ++per_user_[peer.uid];
+    }
     clients_[fd] = std::move(c);
   }
 }
 
-void Daemon::read_client(Client& c) {
+// Root and operators may use every connection; other users all but the reserve, each a few.
+bool Daemon::admit(const Peer& p, bool priv, std::string& why) const {
+  if (priv) return true;
+  auto it = per_user_.find(p.uid);
+  std::size_t mine = it == per_user_.end() ? 0 : it->second;
+  if (mine >= kMaxPerUser) {
+    why = "uid " + std::to_string(p.uid) + " already has " + std::to_string(mine) +
+          " connections to corrald (at most " + std::to_string(kMaxPerUser) + "); close some and try again";
+    return false;
+  }
+  if (unprivileged_ + reserve_ >= max_clients_) {
+    why = "corrald is serving its most connections (" + std::to_string(clients_.size()) + "); try again shortly";
+    return false;
+  }
+  return true;
+}
+
+// Root, or a member of the `operators` group (primary or supplementary; looked up at most once a
+// minute per user).
+bool Daemon::privileged(const Peer& p) {
+  if (p.uid == 0) return true;
+  if (!have_operators_) return false;
+  if (p.gid == operators_gid_) return true;
+  double mono = mono_now();
+  auto it = operator_cache_.find(p.uid);
+  if (it != operator_cache_.end() && mono < it->second.second) return it->second.first;
+  bool member = false;
+  passwd pw{}, *res = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(p.uid, &pw, buf.data(), buf.size(), &res) == 0 && res) {
+    int n = 256;
+    std::vector<gid_t> groups(static_cast<std::size_t>(n));
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) >= 0)
+      member = std::find(groups.begin(), groups.begin() + n, operators_gid_) != groups.begin() + n;
+  }
+  if (operator_cache_.size() > 4096) operator_cache_.clear();
+  operator_cache_[p.uid] = {member, mono + kOperatorCacheTtl};
+  return member;
+}
+
+// Bytes this connection may still buffer: up to one whole frame; for other users than root and
+// operators also within their own and the shared budget.
+std::size_t Daemon::read_room(const Client& c) const {
+  std::size_t have = c.reader.buffered(), cap = proto::kMaxFrame + 4;
+  std::size_t room = have < cap ? cap - have : 0;
+  if (c.privileged) return room;
+  auto it = buffered_.find(c.peer.uid);
+  std::size_t user = it == buffered_.end() ? 0 : it->second;
+  room = std::min(room, user < kUserBuffered ? kUserBuffered - user : 0);
+  return std::min(room, buffered_total_ < kTotalBuffered ? kTotalBuffered - buffered_total_ : 0);
+}
+
+short Daemon::client_events(const Client& c) const {
+  short ev = c.out.empty() ? 0 : POLLOUT;
+  if (!c.waiting && c.out.size() < kMaxOut && read_room(c) > 0) ev |= POLLIN;
+  return ev;
+}
+
+// Keeps the budgets equal to what each connection's reader holds.
+void Daemon::account(Client& c) {
+  std::size_t now = c.reader.buffered();
+  if (!c.privileged && now != c.counted) {
+    std::size_t& user = buffered_[c.peer.uid];
+    user = user + now - c.counted;
+    buffered_total_ = buffered_total_ + now - c.counted;
+    if (user == 0) buffered_.erase(c.peer.uid);
+  }
+  c.counted = now;
+}
+
+// Connections silent for client_timeout (a `wait` is not silence) are closed.
+void Daemon::close_idle(double mono) {
+  if (mono < next_idle_check_) return;
+  next_idle_check_ = mono + std::min(1.0, cfg_.client_timeout / 4);
+  for (auto& [fd, c] : clients_) {
+    if (c->waiting || c->dead || mono - c->last_active < cfg_.client_timeout) continue;
+    log_limited("idle", "closing the connection of " + uid_text(c->peer) + ": silent for " +
+                            std::to_string(static_cast<int>(cfg_.client_timeout)) + " s");
+    c->dead = true;
+  }
+}
+
+void Daemon::reap_clients() {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    Client& c = *it->second;
+    if (!(c.dead || (c.close_after_write && c.out.empty()))) {
+      ++it;
+      continue;
+    }
+    c.reader = proto::FrameReader{};
+    account(c);
+    if (!c.privileged) {
+      --unprivileged_;
+      if (--per_user_[c.peer.uid] == 0) per_user_.erase(c.peer.uid);
+    }
+    ::close(it->first);
+    it = clients_.erase(it);
+  }
+}
+
+void Daemon::read_client(Client& c, bool hup) {
   char buf[65536];
   bool closed = false;
   for (;;) {
-    ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+    std::size_t room = std::min(read_room(c), sizeof buf);
+    if (room == 0) {
+      if (hup && !c.reader.buffered()) closed = true;
+      else if (hup) c.dead = true;  // gone, with a request it may not finish
+      break;
+    }
+    ssize_t n = ::recv(c.fd, buf, room, 0);
     if (n > 0) {
       c.reader.feed(buf, static_cast<std::size_t>(n));
-      if (c.reader.buffered() > 2 * proto::kMaxFrame) break;  // let it drain first
+      c.last_active = mono_now();
+      account(c);
       continue;
     }
     if (n == 0) {
@@ -96,18 +281,25 @@ void Daemon::read_client(Client& c) {
     if (errno != EAGAIN && errno != EWOULDBLOCK) c.dead = true;
     break;
   }
-  std::string frame;
-  try {
-    // A client blocked in `wait` sends nothing more until it is answered.
-    while (!c.dead && !c.waiting && !c.close_after_write && c.reader.next(frame)) handle(c, frame);
-  } catch (const proto::ProtoError& e) {
-    send(c, proto::ErrorRep{"proto", e.what()});
-    c.close_after_write = true;
-  }
+  serve_buffered(c);
   if (closed) {
     if (c.waiting) c.dead = true;  // nobody left to tell
     else c.close_after_write = true;
   }
+}
+
+// The whole requests buffered, in order, while the client is not blocked in `wait` and reads
+// its replies.
+void Daemon::serve_buffered(Client& c) {
+  std::string frame;
+  try {
+    while (!c.dead && !c.waiting && !c.close_after_write && c.out.size() < kMaxOut && c.reader.next(frame))
+      handle(c, frame);
+  } catch (const proto::ProtoError& e) {
+    send(c, proto::ErrorRep{"proto", e.what()});
+    c.close_after_write = true;
+  }
+  account(c);
 }
 
 void Daemon::send(Client& c, const proto::Message& m) { c.out += proto::frame(proto::encode(m)); }
@@ -117,6 +309,8 @@ void Daemon::write_client(Client& c) {
     ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       c.out.erase(0, static_cast<std::size_t>(n));
+      c.last_active = mono_now();
+      if (c.out.empty() && c.out.capacity() > kMaxOut) std::string().swap(c.out);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -124,6 +318,7 @@ void Daemon::write_client(Client& c) {
     c.dead = true;
     return;
   }
+  if (!c.waiting && c.reader.buffered()) serve_buffered(c);  // held back while replies piled up
 }
 
 void Daemon::handle(Client& c, const std::string& frame) {
@@ -131,15 +326,18 @@ void Daemon::handle(Client& c, const std::string& frame) {
   try {
     m = proto::decode(frame, kMaxRequestElems);
   } catch (const proto::ProtoError& e) {
-    log_line("bad request from pid " + std::to_string(c.peer.pid) + " uid " +
-             std::to_string(c.peer.uid) + ": " + e.what());
+    log_limited("bad request", "bad request from " + uid_text(c.peer) + ": " + e.what());
     send(c, proto::ErrorRep{"proto", e.what()});
     c.close_after_write = true;
     return;
   }
   try {
     if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
-      send(c, on_submit(c.peer, *r));
+      proto::Message rep = on_submit(c.peer, *r);
+      std::size_t at = c.out.size();
+      send(c, rep);
+      if (auto* ok = std::get_if<proto::SubmitRep>(&rep))  // refused if it cannot be made durable
+        unsynced_submits_.push_back({c.fd, ok->id, at, c.out.size() - at});
     } else if (auto* s = std::get_if<proto::StatReq>(&m)) {
       send(c, on_stat(c.peer, *s));
     } else if (auto* x = std::get_if<proto::CancelReq>(&m)) {
@@ -172,13 +370,7 @@ void Daemon::notify_waiters(const JobRecord& rec) {
     if (c->waiting != rec.id) continue;
     send(*c, proto::WaitRep{info(rec)});
     c->waiting = 0;
-    std::string frame;  // requests queued behind the wait
-    try {
-      while (!c->waiting && c->reader.next(frame)) handle(*c, frame);
-    } catch (const proto::ProtoError& e) {
-      send(*c, proto::ErrorRep{"proto", e.what()});
-      c->close_after_write = true;
-    }
+    serve_buffered(*c);  // requests queued behind the wait
   }
 }
 

@@ -13,6 +13,9 @@ namespace corral::agent {
 struct Daemon::Client {
   int fd = -1;
   Peer peer;
+  bool privileged = false;       // root or an operator: never refused, no byte budget
+  double last_active = 0;        // monotonic: the last byte in or out
+  std::size_t counted = 0;       // reader bytes counted in the socket's budgets
   proto::FrameReader reader;
   std::string out;
   std::uint64_t waiting = 0;     // job id a `wait` blocks on

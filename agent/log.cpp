@@ -5,7 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <cstdint>
+#include <map>
 #include <stdexcept>
+
+#include "proto/spec_check.hpp"
 
 namespace corral::agent {
 
@@ -58,8 +62,50 @@ void log_line(const std::string& msg) {
   char stamp[80];
   std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900,
                 t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
-  std::fprintf(g_log, "%s corrald: %s\n", stamp, msg.c_str());
+  std::fprintf(g_log, "%s corrald: %s\n", stamp, proto::printable(msg).c_str());
   std::fflush(g_log);
+}
+
+namespace {
+constexpr double kLimitWindow = 10;  // s
+constexpr int kLimitBurst = 3;       // lines of one kind per window
+struct Limited {
+  double window_start = -1e9;
+  int shown = 0;
+  std::uint64_t suppressed = 0;
+};
+std::map<std::string, Limited> g_limited;
+
+std::string suppressed_text(std::uint64_t n) {
+  return " (" + std::to_string(n) + " more like this suppressed)";
+}
+}  // namespace
+
+void log_limited(const std::string& kind, const std::string& msg) {
+  Limited& l = g_limited[kind];
+  double now = mono_now();
+  if (now - l.window_start >= kLimitWindow) {
+    l.window_start = now;
+    l.shown = 0;
+  }
+  if (l.shown >= kLimitBurst) {
+    ++l.suppressed;
+    return;
+  }
+  ++l.shown;
+  log_line(l.suppressed ? msg + suppressed_text(l.suppressed) : msg);
+  l.suppressed = 0;
+}
+
+void log_suppressed() {
+  double now = mono_now();
+  for (auto& [kind, l] : g_limited) {
+    if (!l.suppressed || now - l.window_start < kLimitWindow) continue;
+    log_line(kind + ":" + suppressed_text(l.suppressed));
+    l.suppressed = 0;
+    l.window_start = now;
+    l.shown = 1;
+  }
 }
 
 }  // namespace corral::agent

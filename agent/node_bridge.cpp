@@ -11,25 +11,9 @@
 #include "agent/job_accounting.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral::agent {
-
-namespace {
-const char* reason_name(node::EndReason r) {
-  switch (r) {
-    case node::EndReason::Completed: return "completed";
-    case node::EndReason::Failed: return "failed";
-    case node::EndReason::Walltime: return "walltime";
-    case node::EndReason::Memory: return "mem";
-    case node::EndReason::Jobfs: return "jobfs";
-    case node::EndReason::Cancelled: return "cancelled";
-    case node::EndReason::Preempted: return "requeued";
-    case node::EndReason::Checkpointed: return "checkpointed";
-    case node::EndReason::LaunchFailed: return "launch_failed";
-  }
-  return "unknown";
-}
-}  // namespace
 
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
   if (cfg.declare_cores > 0) {
@@ -87,10 +71,13 @@ void Daemon::recover() {
       adopted.insert(r.id);
       log_line("job " + std::to_string(r.id) + " adopted after restart" +
                (r.message.empty() ? "" : ": " + r.message));
+    } else if (r.adopted && (!rec || !rec->ended())) {
+      // Running but not known as running (crash between launch and journal, a journal restored
+      // by --recover): never killed, adopted as it runs.
+      adopt_unknown(r.id);
+      adopted.insert(r.id);
     } else if (r.adopted) {
-      // Running but not known as running (crash between launch and journal):
-      // stop it; the job is still pending and will start again.
-      log_line("job " + std::to_string(r.id) + ": stray processes stopped after restart");
+      log_line("job " + std::to_string(r.id) + ": ended in the journal; stray processes stopped after restart");
       discard_end_.insert(r.id);
       launcher_->cancel(r.id);
     } else {
@@ -120,6 +107,44 @@ void Daemon::recover() {
       }
     }
   }
+}
+
+// A job whose processes run but that the journal has pending or does not have: recorded as
+// running with what its launcher record says, and reported (log, stat comment).
+void Daemon::adopt_unknown(std::uint64_t id) {
+  std::optional<node::LaunchSpec> sp = launcher_->spec(id);
+  JobRecord* rec = store_->find(id);
+  const bool known = rec != nullptr;
+  if (!known) {
+    JobRecord nr;
+    nr.id = id;
+    if (sp) {
+      nr.uid = sp->uid;
+      nr.gid = sp->gid;
+      nr.user = sp->user.empty() ? std::to_string(sp->uid) : sp->user;
+      nr.spec.cwd = sp->cwd;
+      nr.spec.stdout_path = sp->stdout_path;
+      nr.spec.stderr_path = sp->stderr_path;
+      nr.spec.ncpus = std::max<int>(1, static_cast<int>(sp->cores.size()));
+      nr.spec.mem_mb = sp->mem_mb;
+      nr.spec.jobfs_mb = sp->jobfs_mb;
+      nr.spec.walltime = sp->walltime_s;
+    }
+    nr.spec.name = "adopted";
+    nr.spec.queue = cfg_.queues.front().name;
+    nr.submit_time = now();
+    store_->put(nr);
+    rec = store_->find(id);
+  }
+  pending_.erase(id);
+  rec->state = std::string(proto::state::kRunning);
+  if (sp) rec->cores = sp->cores;
+  rec->start_time = now();  // its real start is not recorded anywhere
+  rec->comment = known ? "adopted after restart: running, though the journal had it pending"
+                       : "adopted after restart: running, though the journal did not know it";
+  store_->put(*rec);
+  active_.insert(id);
+  log_line("job " + std::to_string(id) + " " + rec->comment + " (not killed)");
 }
 
 int Daemon::slots_used() const {
@@ -169,8 +194,18 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.gid = rec.gid;
   ls.user = rec.user == std::to_string(rec.uid) ? "" : rec.user;  // named at submit; else by uid
   std::string script = write_script(rec);
+  if (script.empty() && (errno == ENOSPC || errno == EDQUOT)) {
+    // Not the job's fault: it waits, pending, and starts once the state disk has room.
+    const std::string why = "state disk full: the job script cannot be written; waiting for room";
+    if (rec.comment != why) {
+      rec.comment = why;
+      store_->put(rec);
+      log_line("job " + std::to_string(rec.id) + ": " + why);
+    }
+    return;
+  }
   if (script.empty()) {
-    finish(rec, "launch_failed", -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
+    finish(rec, EndReason::LaunchFailed, -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
     return;
   }
   if (rec.spec.script.rfind("#!", 0) == 0) ls.argv = {script};
@@ -196,6 +231,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
     ls.env["NSLOTS"] = std::to_string(want);
   }
   ls.cwd = rec.spec.cwd;
+  if (rec.spec.umask != proto::kUmaskUnset) ls.umask = static_cast<mode_t>(rec.spec.umask & 0777);
   ls.stdout_path = rec.spec.stdout_path;
   ls.stderr_path = rec.spec.stderr_path;
   ls.cores = cores;
@@ -212,7 +248,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   std::string err = launcher_->start(ls);
   if (trace_on()) log_line("trace: launcher.start " + std::to_string((mono_now() - t_launch) * 1000) + " ms");
   if (!err.empty()) {
-    finish(rec, "launch_failed", -1, err);
+    finish(rec, EndReason::LaunchFailed, -1, err);
     return;
   }
   double t = now();
@@ -307,7 +343,7 @@ void Daemon::on_end(const node::JobEnd& e) {
     if (!saw.empty()) detail += (detail.empty() ? "" : "; ") + saw;
     requeue(*rec, detail.empty() ? kind : kind + ": " + detail, ckpt, e.exit_code);
   } else {
-    finish(*rec, reason_name(e.reason), e.exit_code, e.message);
+    finish(*rec, e.reason, e.exit_code, e.message);
   }
 }
 

@@ -21,14 +21,6 @@
 namespace corral::agent {
 
 namespace {
-Backfill backfill_of(const std::string& s) {
-  if (s == "fcfs") return Backfill::Fcfs;
-  if (s == "conservative") return Backfill::Conservative;
-  if (s == "reserve") return Backfill::Reserve;
-  if (s == "checkpoint") return Backfill::Checkpoint;
-  return Backfill::Easy;
-}
-
 // The core's view of a job record. What can change while a job waits (policy state from
 // Plan::updates, a Demote's queue) is set by refresh() too; the names, project, pe and sizes are
 // fixed at submit.
@@ -65,8 +57,8 @@ Job to_job(const JobRecord& r, PreemptMode mode) {
 // ---------------------------------------------------------------- setup --
 
 void Daemon::setup_scheduling() {
-  sched_.order.policy = cfg_.order;
-  sched_.planner.backfill = backfill_of(cfg_.backfill);
+  apply_policy(cfg_.policy, sched_);
+  if (cfg_.order) sched_.order.policy = *cfg_.order;
   sched_.planner.max_reservation = cfg_.max_reservation;
   if (cfg_.default_duration > 0) sched_.planner.default_duration = cfg_.default_duration;
   if (!cfg_.monitor_file.empty()) {
@@ -139,7 +131,7 @@ void Daemon::setup_pba() {
     p.resume_suspended = false;
     p.suspended_hold_cores = sched_.nci.claim_suspended_cores;
     // With a time window NCI lets PBA's allocated class use the cores
-    // suspended jobs hold (nci.cpp), so PBA counts them free (as corral sim).
+    // suspended jobs hold (nci_claims), so PBA counts them free (as corral sim).
     if (cfg_.nci_start_window > 0) p.suspended_hold_cores = false;
   }
   sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
@@ -178,7 +170,7 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     out.push_back(std::move(qq));
   }
   // PBA's pre-qualification demotes to this queue: below every other one, unless configured
-  // (as for corral sim, coordinator/sim/sim.cpp project_queues()).
+  // (as for corral sim, coordinator/sim/projects.cpp project_queues()).
   if (sched_.pba.enabled) add_lowest_queue(out, sched_.pba.lowest_queue);
   return out;
 }
@@ -360,7 +352,7 @@ void Daemon::apply(const Plan& plan) {
         break;
       }
       case Action::Reject:
-        if (pending) finish(*rec, "rejected", -1, d.reason.empty() ? "can never run as asked" : d.reason);
+        if (pending) finish(*rec, EndReason::Rejected, -1, d.reason.empty() ? "can never run as asked" : d.reason);
         break;
       case Action::Demote:
         if (pending && !d.queue.empty()) {

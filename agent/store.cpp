@@ -3,45 +3,28 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <set>
 #include <stdexcept>
+
+#include "agent/journal_format.hpp"
 
 namespace corral::agent {
 namespace {
 
-struct Entry {
-  std::string op;                // "put" | "del"
-  std::uint64_t id = 0;
-  std::uint64_t next_id = 1;
-  JobRecord job;                 // for put
-  MSGPACK_DEFINE_MAP(op, id, next_id, job)
-};
+using journal::Entry;
+
+// Ids reserved per write of the next_id file: one synced rename per this many submits.
+constexpr std::uint64_t kIdBlock = 1000;
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
-  throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
-}
-
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>((v >> s) & 0xff));
-}
-std::uint32_t get_u32(const char* p) {
-  const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return (std::uint32_t{u[0]} << 24) | (std::uint32_t{u[1]} << 16) | (std::uint32_t{u[2]} << 8) |
-         std::uint32_t{u[3]};
-}
-
-std::string encode_entry(const Entry& e) {
-  msgpack::sbuffer buf;
-  msgpack::pack(buf, e);
-  std::string out;
-  put_u32(out, static_cast<std::uint32_t>(buf.size()));
-  put_u32(out, static_cast<std::uint32_t>(
-                   crc32(0, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(buf.size()))));
-  out.append(buf.data(), buf.size());
-  return out;
+  int err = errno;
+  std::string msg = what + " " + path + ": " + std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT) throw StoreFull(msg);
+  throw std::runtime_error(msg);
 }
 
 void write_all(int fd, std::string_view data, const std::string& path) {
@@ -63,9 +46,77 @@ void sync_dir(const std::string& dir) {
   }
 }
 
+// The whole file; "" when it does not exist.
+std::string read_file(const std::string& path) {
+  std::string data;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return data;
+    fail("cannot open", path);
+  }
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      errno = err;
+      fail("cannot read", path);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+// Writes `data` to path through a synced temp file renamed into place; on failure the temp
+// file is removed (never a partial file left) and the error thrown.
+void replace_file(const std::string& dir, const std::string& path, std::string_view data, bool sync) {
+  std::string tmp = path + ".new";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) fail("cannot create", tmp);
+  try {
+    write_all(fd, data, tmp);
+    if (sync && ::fsync(fd) != 0) fail("cannot sync", tmp);
+    if (::close(fd) != 0) {
+      fd = -1;
+      fail("cannot write", tmp);
+    }
+    fd = -1;
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", path);
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (sync) sync_dir(dir);
+}
+
+std::string id_list(const std::set<std::uint64_t>& ids) {
+  std::string out;
+  std::size_t n = 0;
+  for (auto id : ids) {
+    if (++n > 40) return out + " and " + std::to_string(ids.size() - 40) + " more";
+    out += (out.empty() ? "" : ", ") + std::to_string(id);
+  }
+  return out;
+}
+
+// What a pass over the journal's bytes found.
+struct Scan {
+  std::vector<std::pair<std::size_t, std::size_t>> damaged;  // [from, to) that do not verify
+  std::size_t torn_at = std::string::npos;                   // a torn tail from here
+  std::set<std::uint64_t> seen, seen_after_damage;            // ids in intact entries
+  bool has_base = false;
+  std::vector<std::uint64_t> base_live;
+  std::uint64_t base_next = 1;
+};
+
 }  // namespace
 
-Store::Store(std::string dir, bool fsync) : dir_(std::move(dir)), fsync_(fsync) {
+Store::Store(std::string dir, bool fsync, bool recover) : dir_(std::move(dir)), fsync_(fsync) {
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) fail("cannot create state directory", dir_);
   struct stat st{};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) fail("not a directory:", dir_);
@@ -89,7 +140,13 @@ Store::Store(std::string dir, bool fsync) : dir_(std::move(dir)), fsync_(fsync) 
   (void)!::ftruncate(lock_fd_, 0);
   (void)!::pwrite(lock_fd_, me.data(), me.size(), 0);
   path_ = dir_ + "/journal";
-  load();
+  try {
+    load(recover);
+  } catch (...) {
+    if (fd_ >= 0) ::close(fd_);
+    ::close(lock_fd_);
+    throw;
+  }
 }
 
 Store::~Store() {
@@ -101,60 +158,131 @@ Store::~Store() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-void Store::load() {
-  int rfd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  std::string data;
-  if (rfd >= 0) {
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(rfd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        ::close(rfd);
-        fail("cannot read journal", path_);
-      }
-      if (n == 0) break;
-      data.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(rfd);
-  } else if (errno != ENOENT) {
-    fail("cannot open journal", path_);
+void Store::load(bool recover) {
+  // A compaction or id reservation cut short (crash, full disk) left a temp file: never used.
+  ::unlink((path_ + ".new").c_str());
+  ::unlink((dir_ + "/next_id.new").c_str());
+  reserved_ = std::strtoull(read_file(dir_ + "/next_id").c_str(), nullptr, 10);
+  const std::string data = read_file(path_);
+  if (data.empty()) {  // a new state directory (or a journal never written to)
+    next_id_ = std::max<std::uint64_t>(1, reserved_);
+    compact();
+    return;
   }
-
+  Scan scan;
   std::size_t pos = 0;
-  while (data.size() - pos >= 8) {
-    std::uint32_t len = get_u32(data.data() + pos), crc = get_u32(data.data() + pos + 4);
-    if (len > proto::kMaxFrame * 2 || data.size() - pos - 8 < len) break;
-    const char* p = data.data() + pos + 8;
-    if (crc32(0, reinterpret_cast<const Bytef*>(p), len) != crc) break;
+  while (pos < data.size()) {
     Entry e;
-    try {
-      msgpack::object_handle oh = msgpack::unpack(p, len);
-      oh.get().convert(e);
-    } catch (const std::exception&) {
+    if (std::size_t n = journal::decode_at(data, pos, e)) {
+      std::uint64_t id = e.op == "put" ? e.job.id : e.id;
+      if (e.op == "put") jobs_[id] = std::move(e.job);
+      else if (e.op == "del") jobs_.erase(id);
+      else if (e.op == "base" && pos == 0) {
+        scan.has_base = true;
+        scan.base_live = std::move(e.live);
+        scan.base_next = e.next_id;
+      }
+      if (e.op != "base") {
+        scan.seen.insert(id);
+        if (!scan.damaged.empty()) scan.seen_after_damage.insert(id);
+      }
+      next_id_ = std::max(next_id_, e.next_id);
+      ++report_.entries;
+      pos += n;
+      continue;
+    }
+    // Nothing verifies after it: the last write was cut short (a torn tail), unless it is the
+    // very start, which was written whole by a compaction.
+    std::size_t next = journal::resync(data, pos + 1);
+    if (next == std::string::npos && pos > 0) {
+      scan.torn_at = pos;
       break;
     }
-    if (e.op == "put") {
-      jobs_[e.job.id] = std::move(e.job);
-    } else if (e.op == "del") {
-      jobs_.erase(e.id);
-    }
-    if (e.next_id > next_id_) next_id_ = e.next_id;
-    ++report_.entries;
-    pos += 8 + len;
+    scan.damaged.push_back({pos, next == std::string::npos ? data.size() : next});
+    pos = next == std::string::npos ? data.size() : next;
   }
-  for (const auto& [id, j] : jobs_)
-    if (id >= next_id_) next_id_ = id + 1;
+  for (const auto& [id, j] : jobs_) next_id_ = std::max(next_id_, id + 1);
+  const std::uint64_t journal_next = next_id_;
+  if (!scan.damaged.empty() || scan.torn_at != std::string::npos) next_id_ = std::max(next_id_, reserved_);
   report_.jobs = jobs_.size();
-  if (pos != data.size()) {
-    report_.dropped_bytes = data.size() - pos;
-    report_.warning = "journal " + path_ + ": cut off a torn/corrupt tail of " +
-                      std::to_string(report_.dropped_bytes) + " bytes after " +
-                      std::to_string(report_.entries) + " good entries";
-  }
   entries_ = report_.entries;
-  // Rewrite at once: drops a torn tail and starts from a compact file.
-  compact();
+
+  if (!scan.damaged.empty()) {
+    const auto& [from, to] = scan.damaged.front();
+    std::string where = "journal " + path_ + " is damaged at byte offset " + std::to_string(from) + " (" +
+                        std::to_string(to - from) + " bytes do not verify" +
+                        (scan.damaged.size() > 1 ? ", and " + std::to_string(scan.damaged.size() - 1) +
+                                                       " more damaged places"
+                                                 : std::string()) + ")";
+    if (!recover) {
+      std::string affected = scan.seen_after_damage.empty()
+                                 ? "no intact entry after it names a job"
+                                 : "intact entries after it name jobs " + id_list(scan.seen_after_damage);
+      throw std::runtime_error(where + "; " + affected +
+                               ". The file is left as it is; run corrald --recover to keep a copy "
+                               "and restore every intact entry");
+    }
+    // Jobs a client may know that no intact entry holds; jobs last seen before the damage.
+    std::set<std::uint64_t> expected;
+    if (scan.has_base) expected.insert(scan.base_live.begin(), scan.base_live.end());
+    for (std::uint64_t id = scan.has_base ? scan.base_next : 1; id < journal_next; ++id) expected.insert(id);
+    for (auto id : expected)
+      if (!scan.seen.count(id)) report_.lost.push_back(id);
+    for (const auto& [id, j] : jobs_)
+      if (!j.ended() && !scan.seen_after_damage.count(id)) report_.maybe_stale.push_back(id);
+    for (const auto& [f, t] : scan.damaged) report_.dropped_bytes += t - f;
+    keep_damaged_copy();
+    report_.warning = where + "; recovered " + std::to_string(jobs_.size()) + " jobs from " +
+                      std::to_string(report_.entries) + " intact entries; original kept as " +
+                      report_.damaged_copy + "; new ids from " + std::to_string(next_id_);
+    compact();
+    return;
+  }
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) fail("cannot open journal", path_);
+  size_ = data.size();
+  if (scan.torn_at != std::string::npos) {
+    report_.dropped_bytes = data.size() - scan.torn_at;
+    report_.warning = "journal " + path_ + ": cut off a torn tail of " + std::to_string(report_.dropped_bytes) +
+                      " bytes (the last write, cut short) after " + std::to_string(report_.entries) +
+                      " good entries; new ids from " + std::to_string(next_id_);
+    // Cutting needs no free space: works on a full disk.
+    if (::ftruncate(fd_, static_cast<off_t>(scan.torn_at)) != 0) fail("cannot cut the torn tail of", path_);
+    if (fsync_) ::fdatasync(fd_);
+    size_ = scan.torn_at;
+  }
+  if (entries_ > 4096 && entries_ > 4 * jobs_.size()) {
+    try {
+      compact();
+    } catch (const StoreFull&) {  // stays as it is: intact, only longer
+    }
+  }
+}
+
+// The damaged original stays beside the restored journal: a hard link (no space needed), else
+// a copy.
+void Store::keep_damaged_copy() {
+  char stamp[32];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::string copy = path_ + ".damaged-" + stamp;
+  for (int i = 1; ::access(copy.c_str(), F_OK) == 0; ++i)
+    copy = path_ + ".damaged-" + stamp + "-" + std::to_string(i);
+  if (::link(path_.c_str(), copy.c_str()) != 0) replace_file(dir_, copy, read_file(path_), fsync_);
+  else if (fsync_) sync_dir(dir_);
+  report_.damaged_copy = copy;
+}
+
+std::uint64_t Store::next_id() {
+  if (next_id_ >= reserved_) reserve_ids(next_id_ + kIdBlock);
+  return next_id_++;
+}
+
+void Store::reserve_ids(std::uint64_t upto) {
+  replace_file(dir_, dir_ + "/next_id", std::to_string(upto) + "\n", fsync_);
+  reserved_ = upto;
 }
 
 void Store::append_entry(std::string_view op, const JobRecord* rec, std::uint64_t id) {
@@ -163,16 +291,22 @@ void Store::append_entry(std::string_view op, const JobRecord* rec, std::uint64_
   e.id = id;
   e.next_id = next_id_;
   if (rec) e.job = *rec;
-  batch_ += encode_entry(e);
+  batch_.push_back({id, journal::encode(e)});
 }
 
 void Store::put(const JobRecord& rec) {
   if (&jobs_[rec.id] != &rec) jobs_[rec.id] = rec;
+  next_id_ = std::max(next_id_, rec.id + 1);  // an adopted job the journal did not know
   append_entry("put", &rec, rec.id);
 }
 
 void Store::erase(std::uint64_t id) {
   if (jobs_.erase(id)) append_entry("del", nullptr, id);
+}
+
+void Store::withdraw(std::uint64_t id) {
+  jobs_.erase(id);
+  std::erase_if(batch_, [id](const Pending& p) { return p.id == id; });
 }
 
 JobRecord* Store::find(std::uint64_t id) {
@@ -199,51 +333,51 @@ void Store::flush(bool sync) {
     unsynced_ = false;
   }
   if (batch_.empty()) return;
-  write_all(fd_, batch_, path_);
-  if (sync && fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
+  std::string out;
+  for (const auto& p : batch_) out += p.bytes;
+  try {
+    write_all(fd_, out, path_);
+    if (sync && fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
+  } catch (...) {
+    // Nothing of a failed write stays: a partial entry mid-file would read as damage later.
+    int err = errno;
+    (void)!::ftruncate(fd_, static_cast<off_t>(size_));
+    errno = err;
+    throw;
+  }
+  size_ += out.size();
   unsynced_ = !sync;
-  std::size_t n = 0;
-  for (std::size_t pos = 0; pos + 8 <= batch_.size(); ++n) pos += 8 + get_u32(batch_.data() + pos);
-  entries_ += n;
+  entries_ += batch_.size();
   batch_.clear();
-  if (entries_ > 4096 && entries_ > 4 * jobs_.size()) compact();
+  if (entries_ > 4096 && entries_ > 4 * jobs_.size()) {
+    try {
+      compact();
+    } catch (const StoreFull&) {  // the journal as it is stays: intact, only longer
+    }
+  }
 }
 
 void Store::compact() {
-  std::string tmp = path_ + ".new";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) fail("cannot create", tmp);
   std::string out;
+  Entry base;
+  base.op = "base";
+  base.next_id = next_id_;
+  for (const auto& [id, j] : jobs_) base.live.push_back(id);
+  out += journal::encode(base);
   for (const auto& [id, j] : jobs_) {
     Entry e;
     e.op = "put";
     e.id = id;
     e.next_id = next_id_;
     e.job = j;
-    out += encode_entry(e);
-    if (out.size() > (1u << 20)) {
-      write_all(fd, out, tmp);
-      out.clear();
-    }
+    out += journal::encode(e);
   }
-  if (jobs_.empty()) {  // keep next_id even with no job left
-    Entry e;
-    e.op = "del";
-    e.next_id = next_id_;
-    out += encode_entry(e);
-  }
-  write_all(fd, out, tmp);
-  if (fsync_ && ::fsync(fd) != 0) {
-    ::close(fd);
-    fail("cannot sync", tmp);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) fail("cannot replace journal", path_);
-  if (fsync_) sync_dir(dir_);
+  replace_file(dir_, path_, out, fsync_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd_ < 0) fail("cannot open journal", path_);
-  entries_ = jobs_.size() + (jobs_.empty() ? 1 : 0);
+  size_ = out.size();
+  entries_ = jobs_.size() + 1;
 }
 
 }  // namespace corral::agent

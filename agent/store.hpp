@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,31 +78,46 @@ struct JobRecord {
 struct LoadReport {
   std::size_t entries = 0;
   std::size_t jobs = 0;
-  std::size_t dropped_bytes = 0;   // torn or corrupt tail cut off
+  std::size_t dropped_bytes = 0;   // torn tail cut off, or damaged bytes skipped by recovery
   std::string warning;
+  // Recovery only: the copy of the original, the jobs no intact entry restored, and the jobs
+  // restored from entries written before damaged bytes (a later change may be lost).
+  std::string damaged_copy;
+  std::vector<std::uint64_t> lost, maybe_stale;
+};
+
+// The state disk has no room (ENOSPC, EDQUOT): nothing of the failed write stays on disk.
+struct StoreFull : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class Store {
  public:
   // Opens (creating) dir/journal and loads it. Throws std::runtime_error with
-  // the path and errno text when the directory or file cannot be used.
-  explicit Store(std::string dir, bool fsync = true);
+  // the path and errno text when the directory or file cannot be used, or when
+  // the journal is damaged and `recover` is false.
+  explicit Store(std::string dir, bool fsync = true, bool recover = false);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   const LoadReport& load_report() const { return report_; }
 
-  std::uint64_t next_id() { return next_id_++; }
+  // Throws StoreFull when a new block of ids cannot be reserved.
+  std::uint64_t next_id();
   std::uint64_t peek_next_id() const { return next_id_; }
 
   // Records `rec` (new or changed) in memory and in the pending batch.
   void put(const JobRecord& rec);
   // Forgets a job (old ended jobs beyond the retention limit).
   void erase(std::uint64_t id);
+  // Forgets a job put since the last flush, and its pending entries (a submit
+  // that could not be made durable).
+  void withdraw(std::uint64_t id);
   // Writes the pending batch; with sync (the default) also fdatasync()s it.
   // Unsynced entries survive a crash of the process (page cache), not of the
-  // machine. Throws on I/O error (disk full...).
+  // machine. Throws on I/O error: StoreFull when the disk is full. A failed
+  // write is cut off the file and the batch kept, to be written again.
   void flush(bool sync = true);
   bool dirty() const { return !batch_.empty(); }
 
@@ -116,9 +132,16 @@ class Store {
   const std::string& path() const { return path_; }
 
  private:
-  void load();
+  void load(bool recover);
+  void keep_damaged_copy();
   void compact();
+  void reserve_ids(std::uint64_t upto);
   void append_entry(std::string_view op, const JobRecord* rec, std::uint64_t id);
+
+  struct Pending {
+    std::uint64_t id;
+    std::string bytes;           // one framed entry
+  };
 
   std::string dir_, path_;
   bool fsync_;
@@ -126,8 +149,10 @@ class Store {
   int lock_fd_ = -1;             // fcntl lock: one agent per state directory
   std::map<std::uint64_t, JobRecord> jobs_;
   std::uint64_t next_id_ = 1;
-  std::string batch_;
+  std::uint64_t reserved_ = 0;   // ids below it may have been handed out (next_id file)
+  std::vector<Pending> batch_;
   std::size_t entries_ = 0;      // entries in the journal file
+  std::size_t size_ = 0;         // bytes in the journal file
   bool unsynced_ = false;        // written but not yet fdatasync'ed
   LoadReport report_;
 };

@@ -3,6 +3,18 @@
 
 namespace corral {
 
+void apply_policy(Policy p, SchedConfig& cfg) {
+  const PolicyPreset s = policy_preset(p);
+  cfg.planner.backfill = s.backfill;
+  cfg.planner.checkpoint_split = s.split_factor;
+  cfg.planner.reserve_depth = s.reserve_depth;
+  cfg.order.policy = s.order;
+  cfg.order.aging = s.aging;
+  cfg.order.aging_wide = s.aging_wide;
+  cfg.order.wide_fraction = s.wide_fraction;
+  cfg.preempt.enabled = s.preempt;
+}
+
 Plan schedule(const Snapshot& snap, const SchedConfig& cfg, std::uint64_t seed, Planner& planner) {
   Plan plan;
   schedule(snap, cfg, seed, planner, plan);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "coordinator/model.hpp"
+#include "coordinator/names.hpp"
 #include "coordinator/nci/nci.hpp"
 #include "coordinator/pba/pba.hpp"
 #include "coordinator/planner/order.hpp"
@@ -28,6 +29,11 @@ struct SchedConfig {
   NciConfig nci;      // nci.enabled = false: no NCI shuffling / suspension
   PreemptConfig preempt;  // preempt.enabled = false: no selective preemption (preempt.hpp)
 };
+
+// Sets what policy `p` names (names.hpp, policy_preset): the planner policy,
+// queue order, aging, split factor and selective preemption. Run-time
+// prediction is the caller's (the simulator's SimOptions::predict).
+void apply_policy(Policy p, SchedConfig& cfg);
 
 // Whether a pass runs the selective preemption stage: not with NCI, whose
 // suspensions (priority-run, parallel-run, start window) are the preemption

@@ -1,5 +1,6 @@
 #include "proto/proto.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -119,6 +120,20 @@ std::string frame(std::string_view payload) {
   return out;
 }
 
+void FrameReader::feed(const char* data, std::size_t n) {
+  std::size_t need = buf_.size() + n;
+  if (need > buf_.capacity()) {
+    std::size_t want = std::max(need, buf_.capacity() * 2);
+    if (buf_.size() - pos_ >= 4) {
+      const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
+      std::size_t len = (std::size_t{p[0]} << 24) | (std::size_t{p[1]} << 16) | (std::size_t{p[2]} << 8) | p[3];
+      want = std::min(want, std::max(need, pos_ + 4 + std::min<std::size_t>(len, kMaxFrame)));
+    }
+    buf_.reserve(want);
+  }
+  buf_.append(data, n);
+}
+
 bool FrameReader::next(std::string& out) {
   if (buf_.size() - pos_ < 4) return false;
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
@@ -131,6 +146,7 @@ bool FrameReader::next(std::string& out) {
   out.assign(buf_, pos_ + 4, n);
   pos_ += 4 + n;
   if (pos_ == buf_.size()) {
+    if (buf_.capacity() > (1u << 16)) std::string().swap(buf_);  // an idle connection keeps little
     buf_.clear();
     pos_ = 0;
   } else if (pos_ > (1u << 16)) {

@@ -62,8 +62,11 @@ struct JobSpec {
   std::string pe;
   std::int32_t slots_min = 0;    // 0: no range (ncpus)
   std::int32_t slots_max = 0;    // kSlotsUnbounded: "n-" (the node's cores)
+  // The submitter's umask, which the job runs with (as qsub and sbatch do); -1: not sent (an
+  // older client), the job gets 022. Added after version 1.
+  std::int32_t umask = -1;
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
-                     script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max)
+                     script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a
@@ -204,7 +207,7 @@ struct ControlRep {
   MSGPACK_DEFINE_MAP(id, state, message)
 };
 struct ErrorRep {
-  std::string code;              // invalid | not_found | permission | busy | internal | proto
+  std::string code;              // invalid | not_found | permission | busy | internal | proto | disk_full
   std::string message;
   MSGPACK_DEFINE_MAP(code, message)
 };
@@ -269,11 +272,13 @@ std::string frame(std::string_view payload);
 // Accumulates stream bytes and yields complete frames.
 class FrameReader {
  public:
-  void feed(const char* data, std::size_t n) { buf_.append(data, n); }
+  // Buffers grow as bytes arrive, never ahead of them (an announced length is not allocated) and
+  // never past the end of the frame being read.
+  void feed(const char* data, std::size_t n);
   // True and `out` set when a whole frame is buffered. Throws ProtoError on a
   // length above kMaxFrame.
   bool next(std::string& out);
-  std::size_t buffered() const { return buf_.size(); }
+  std::size_t buffered() const { return buf_.size() - pos_; }
 
  private:
   std::string buf_;

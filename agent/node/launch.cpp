@@ -96,7 +96,7 @@ void reset_signals() {  // async-signal-safe: the agent may block or ignore sign
 // directory and output files, then execve. Only async-signal-safe calls.
 [[noreturn]] void exec_job(const ChildSetup& c, int err_fd, int wake_w) {
   ::setsid();  // its own session and process group: every descendant can be found and signalled
-  ::umask(022);
+  ::umask(c.umask);
   if (c.drop) {
     if (::setgroups(c.user.groups.size(), c.user.groups.data()) != 0) child_fail(err_fd, "setgroups");
     if (::setgid(c.user.gid) != 0) child_fail(err_fd, "setgid");
@@ -323,6 +323,7 @@ std::string Launcher::start(const LaunchSpec& spec_in) {
   // A restart appends: the output of the run before the checkpoint stays.
   c.out_flags = O_WRONLY | O_CREAT | (spec.restart ? O_APPEND : O_TRUNC);
   c.drop = u.uid != 0 || u.gid != 0;
+  c.umask = spec.umask & 0777;
 
   j.binary = binary;
   j.cwd = cwd;
@@ -363,6 +364,7 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
   for (auto& e : c.envs) put(e);
   put(std::to_string(c.cpus.size()));  // where the server vforks it (no migration at its cpuset join)
   for (int cpu : c.cpus) put(std::to_string(cpu));
+  put(std::to_string(c.umask));
   auto total = static_cast<std::uint32_t>(req.size() - 4);
   std::memcpy(req.data(), &total, 4);
   if (std::string send_err = send_request(req); !send_err.empty()) {

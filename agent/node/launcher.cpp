@@ -23,21 +23,6 @@ namespace corral::node {
 namespace fs = std::filesystem;
 using namespace detail;
 
-const char* to_string(EndReason r) {
-  switch (r) {
-    case EndReason::Completed: return "completed";
-    case EndReason::Failed: return "failed";
-    case EndReason::Walltime: return "walltime";
-    case EndReason::Memory: return "memory";
-    case EndReason::Jobfs: return "jobfs";
-    case EndReason::Cancelled: return "cancelled";
-    case EndReason::Preempted: return "preempted";
-    case EndReason::Checkpointed: return "checkpointed";
-    case EndReason::LaunchFailed: return "launch-failed";
-  }
-  return "unknown";
-}
-
 namespace detail {
 
 std::string errstr(int e) { return std::strerror(e); }
@@ -187,6 +172,9 @@ void Launcher::Impl::save_record(std::uint64_t id, Job& j) const {
   kv("own_ckpt_dir", j.own_ckpt_dir ? "1" : "0");
   kv("ckpt_signal", std::to_string(j.spec.ckpt_signal));
   kv("ckpt_grace_s", std::to_string(j.spec.ckpt_grace_s));
+  std::string cores;  // what a restarted agent that lost its journal needs to adopt the job
+  for (int c : j.spec.cores) cores += (cores.empty() ? "" : ",") + std::to_string(c);
+  kv("cores", cores);
   kv("suspended", j.suspended ? "1" : "0");
   kv("acc_ms", std::to_string(j.acc_ms));
   kv("run_started_ms", std::to_string(j.run_started_ms));
@@ -246,6 +234,12 @@ std::optional<Launcher::Impl::Job> Launcher::Impl::load_record(std::uint64_t id)
     j.own_ckpt_dir = kv["own_ckpt_dir"] == "1";
     j.spec.ckpt_signal = std::stoi(kv.at("ckpt_signal"));
     j.spec.ckpt_grace_s = std::stoi(kv.at("ckpt_grace_s"));
+    for (std::size_t p = 0; p < kv["cores"].size();) {  // absent in records of older agents
+      std::size_t e = kv["cores"].find(',', p);
+      if (e == std::string::npos) e = kv["cores"].size();
+      j.spec.cores.push_back(std::stoi(kv["cores"].substr(p, e - p)));
+      p = e + 1;
+    }
     j.suspended = kv["suspended"] == "1";
     j.acc_ms = std::stoll(kv.at("acc_ms"));
     j.run_started_ms = std::stoll(kv.at("run_started_ms"));
@@ -316,6 +310,12 @@ std::vector<std::string> Launcher::Impl::tidy(std::uint64_t only) {
 }
 
 std::vector<std::string> Launcher::tidy() { return impl_->tidy(); }
+
+std::optional<LaunchSpec> Launcher::spec(std::uint64_t id) const {
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return std::nullopt;
+  return it->second.spec;
+}
 
 std::vector<Recovered> Launcher::recover(RecoverMode mode) {
   Impl& I = *impl_;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cgroup.hpp"
+#include "coordinator/names.hpp"
 #include "topology.hpp"
 
 namespace corral::node {
@@ -46,13 +47,13 @@ struct LaunchSpec {
   bool restart = false;           // CORRAL_RESTART=1
   std::string jobfs_root;         // default LauncherConfig::jobfs_root
   std::string hosts;              // CORRAL_HOSTS; default this host
+  mode_t umask = 022;             // the job's umask (the submitter's)
 };
 
 // LaunchFailed: only with LauncherConfig::async_start, a failure in the job's own process (as its
 // user) seen after start() returned; otherwise start() returns the error and this is the daemon's.
-enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
-                       LaunchFailed };
-const char* to_string(EndReason r);
+// Names: coordinator/names.hpp (Rejected is the daemon's, never the launcher's).
+using EndReason = corral::EndReason;
 
 struct JobEnd {
   std::uint64_t id = 0;
@@ -136,6 +137,8 @@ class Launcher {
   std::optional<JobUsage> usage(std::uint64_t id) const;
   std::vector<std::uint64_t> jobs() const;
   bool has(std::uint64_t id) const;
+  // What a watched job was started with (after recover(): from its record).
+  std::optional<LaunchSpec> spec(std::uint64_t id) const;
 
   // After a restart: find the slots left under the cgroup parent. Adopt: jobs with a record whose
   // processes still run are watched again (walltime continues); anything else is killed and

@@ -51,6 +51,7 @@ struct ChildSetup {
   bool drop = false;  // setgroups/setgid/setuid to the user
   std::string binary, cwd, out_path, err_path;
   int out_flags = 0;
+  mode_t umask = 022;
   bool same_out = false;
   std::vector<std::string> envs;  // KEY=VALUE
   std::vector<char*> argvp, envp;

@@ -74,6 +74,7 @@ struct Request {
   std::vector<gid_t> groups;
   bool drop = false;
   int out_flags = 0;
+  mode_t umask = 022;
   std::vector<std::string> procs, argv, env;
   std::vector<int> cpus;  // the job's CPUs (its slot's cpuset), a hint for where to vfork it
 };
@@ -110,6 +111,8 @@ bool parse(const std::string& payload, Request& r) {
     return false;
   std::vector<std::string> cpus;  // optional (the launcher sends it)
   if (i < r.s.size() && !list(cpus)) return false;
+  std::string mask;  // optional (the launcher sends it): the job's umask
+  if (next(mask)) r.umask = static_cast<mode_t>(std::strtoul(mask.c_str(), nullptr, 10) & 0777);
   for (const auto& c : cpus) r.cpus.push_back(static_cast<int>(std::strtol(c.c_str(), nullptr, 10)));
   r.id = std::strtoull(id.c_str(), nullptr, 10);
   r.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
@@ -170,7 +173,7 @@ bool g_pinned = false;
   // It inherited its launch thread's CPU pinning: back to the server's own set (the kernel
   // keeps it within the slot's cpuset, which the join above already applied).
   if (g_pinned) ::sched_setaffinity(0, sizeof g_all_cpus, &g_all_cpus);
-  ::umask(022);
+  ::umask(r.umask);
   if (r.drop) {
     // Raw syscalls: credentials are per thread in the kernel and this process has one thread;
     // glibc's wrappers would, in a multi-threaded process (the server is one), try to signal

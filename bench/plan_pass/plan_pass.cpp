@@ -31,9 +31,10 @@ int main(int argc, char** argv) {
     }
   }
   SchedConfig cfg;
-  if (!parse_backfill(policy, cfg.planner.backfill)) {
-    std::fprintf(stderr, "plan_pass: unknown policy '%s' (fcfs, easy, conservative, reserve, checkpoint)\n",
-                 policy.c_str());
+  if (auto b = find_name<Backfill>(policy)) {
+    cfg.planner.backfill = *b;
+  } else {
+    std::fprintf(stderr, "plan_pass: unknown policy '%s' (%s)\n", policy.c_str(), names_of<Backfill>().c_str());
     return 2;
   }
   if (pending < 0 || nodes < 1 || cores < 1 || cores > 4096) {

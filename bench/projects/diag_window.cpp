@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   // corral sim's defaults (tools/corral/cmd_sim.cpp).
   opt.sched.planner.backfill = Backfill::Checkpoint;
   opt.sched.planner.checkpoint_split = 0.1;
-  opt.sched.order.policy = "lxf";
+  opt.sched.order.policy = Order::Lxf;
   if (const char* m = std::getenv("DIAG_MAX_JOBS")) opt.max_jobs = std::strtoull(m, nullptr, 10);
   opt.sched.order.aging = 14 * 86400;
   opt.sched.order.aging_wide = 7 * 86400;

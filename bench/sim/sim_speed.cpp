@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,12 @@ int main(int argc, char** argv) {
       runs = std::atoi(argv[++i]);
       if (runs < 1) runs = 1;
     } else if (a == "--policy" && i + 1 < argc) {
-      Backfill b;
-      if (!parse_backfill(argv[++i], b)) {
-        std::fprintf(stderr, "sim_speed: unknown policy '%s' (fcfs, easy, conservative, reserve, checkpoint)\n", argv[i]);
+      const std::optional<Backfill> b = find_name<Backfill>(argv[++i]);
+      if (!b) {
+        std::fprintf(stderr, "sim_speed: unknown policy '%s' (%s)\n", argv[i], names_of<Backfill>().c_str());
         return 2;
       }
-      policies.push_back(b);
+      policies.push_back(*b);
     } else if (a == "--no-driver") {
       driver = false;  // skip the first-fit driver figure (e.g. under perf)
     } else if (!a.empty() && a[0] == '-') {
@@ -62,9 +63,10 @@ int main(int argc, char** argv) {
   }
   const double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   std::printf("{\"trace\": %s, \"jobs\": %zu, \"runs\": %d, \"measures\": %s, \"parse_seconds\": %.4f",
-              sim::json_string(path).c_str(), tr.jobs.size(), runs,
-              sim::json_string("replay only (trace parsed before timing); seconds: event loop wall time, best of runs; "
-                               "cpu_seconds: process CPU time of simulate(), best of runs")
+              nlohmann::json(path).dump().c_str(), tr.jobs.size(), runs,
+              nlohmann::json("replay only (trace parsed before timing); seconds: event loop wall time, best of runs; "
+                             "cpu_seconds: process CPU time of simulate(), best of runs")
+                  .dump()
                   .c_str(),
               parse_s);
   for (Backfill b : policies) {
@@ -82,10 +84,10 @@ int main(int argc, char** argv) {
       passes = res.passes;
       bsld = res.mean_bsld;
     }
-    const char* name = backfill_name(b);
+    const std::string pn(name(b));
+    const char* n = pn.c_str();
     std::printf(", \"%s_seconds\": %.4f, \"%s_cpu_seconds\": %.4f, \"%s_passes\": %zu, \"%s_pass_us\": %.3f, \"%s_mean_bsld\": %.4f",
-                name, best, name, best_cpu, name, passes, name, passes ? 1e6 * best / static_cast<double>(passes) : 0.0,
-                name, bsld);
+                n, best, n, best_cpu, n, passes, n, passes ? 1e6 * best / static_cast<double>(passes) : 0.0, n, bsld);
   }
   // The driver's own cost: the same replay with a trivial first-fit pass (any
   // job that fits starts; queues stay short as under EASY) instead of the core:

@@ -5,7 +5,8 @@
 # Usage: bench/sim/table.sh [CORRAL_BINARY]   (default build/tools/corral)
 #        bench/sim/table.sh --checkpointable [CORRAL_BINARY]
 #   (the quality table with checkpointable jobs only: EASY, EASY++, the
-#   previous default and the default at 30 % and 0 % checkpointable jobs)
+#   previous default and the default at 30 % and 0 % checkpointable jobs;
+#   bench/sim/checkpointable_table.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODE=all
@@ -25,28 +26,27 @@ if [ "$MODE" = checkpointable ]; then
 fi
 
 # label|options (the first is the baseline; "default" runs corral sim without
-# options). Every other row spells out each option whose default changed, so
-# a row keeps its meaning when the default moves.
-EASYPP="--predictor mean2 --no-predict-order-only --reserve-depth 1"
-OLD="--no-repredict --no-preempt --split-factor 0.5 --aging-wide 0 $EASYPP"
+# options, i.e. --policy corral). A textbook policy name alone is that policy
+# (FIFO order, requested times, no aging, no preemption); the options of a
+# row add to it.
 SETTINGS=(
-  "easy|--policy easy --order fifo --aging 0 --no-predict"
-  "fcfs|--policy fcfs --order fifo --aging 0 --no-predict"
-  "conservative|--policy conservative --order fifo --aging 0 --no-predict"
-  "checkpoint|--policy checkpoint --order fifo --aging 0 --no-predict $OLD"
-  "easy+predict|--policy easy --order fifo --aging 0 --predict $OLD"
-  "easy sjf|--policy easy --order sjf --aging 0 --no-predict"
-  "easy sjbf+predict|--policy easy --order sjbf --aging 0 --predict $OLD"
-  "easy sjf+predict|--policy easy --order sjf --aging 0 --predict $OLD"
-  "easy wfp3+predict|--policy easy --order wfp3 --aging 0 --predict $OLD"
-  "easy lxf|--policy easy --order lxf --aging 0 --no-predict"
-  "easy lxf+predict|--policy easy --order lxf --aging 0 --predict $OLD"
-  "easy sjf+predict aging 3d|--policy easy --order sjf --aging 3d --predict $OLD"
-  "easy lxf+predict aging 14d|--policy easy --order lxf --aging 14d --predict $OLD"
-  "checkpoint lxf+predict aging 14d (old default)|--policy checkpoint --order lxf --aging 14d --predict $OLD"
-  "+ repredict|--policy checkpoint --order lxf --aging 14d --predict --repredict --no-preempt --split-factor 0.5 --aging-wide 0 $EASYPP"
-  "+ repredict + preempt|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.5 --aging-wide 0 $EASYPP"
-  "+ repredict + preempt + split 0.1|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.1 --aging-wide 0 $EASYPP"
+  "easy|--policy easy"
+  "fcfs|--policy fcfs"
+  "conservative|--policy conservative"
+  "checkpoint|--policy checkpoint"
+  "easy+predict|--policy easy --predict"
+  "easy sjf|--policy easy --order sjf"
+  "easy sjbf+predict|--policy easy --order sjbf --predict"
+  "easy sjf+predict|--policy easy --order sjf --predict"
+  "easy wfp3+predict|--policy easy --order wfp3 --predict"
+  "easy lxf|--policy easy --order lxf"
+  "easy lxf+predict|--policy easy --order lxf --predict"
+  "easy sjf+predict aging 3d|--policy easy --order sjf --aging 3d --predict"
+  "easy lxf+predict aging 14d|--policy easy --order lxf --aging 14d --predict"
+  "checkpoint lxf+predict aging 14d (old default)|--policy checkpoint --order lxf --aging 14d --predict"
+  "+ repredict|--policy checkpoint --order lxf --aging 14d --predict --repredict"
+  "+ repredict + preempt|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt"
+  "+ repredict + preempt + split 0.1|--policy checkpoint --order lxf --aging 14d --predict --repredict --preempt --split-factor 0.1"
   "default|"
 )
 

@@ -211,7 +211,7 @@ void nci_stage(const Snapshot& snap, const NciConfig& cfg, std::uint64_t seed,
 // The snapshot the planner should plan on after nci_stage: the free cores of
 // every job still suspended (not resumed this pass) are shown as held by it
 // (a running entry with no memory, ending when its other cores are free plus
-// its remaining run): the cores nci_stage kept for it (one claim rule, nci.cpp
+// its remaining run): the cores nci_stage kept for it (one claim rule, claim_order.hpp
 // walk_claims: the earlier in claim order first when two claim a core).
 // It also carries NCI's queue table when the snapshot has none (the planner
 // finds queues in the snapshot only). Returns false (view untouched) when the

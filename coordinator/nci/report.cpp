@@ -1,10 +1,12 @@
 #include "coordinator/nci/report.hpp"
-#include "coordinator/json.hpp"
 #include "coordinator/nci/nci.hpp"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 namespace corral {
 
@@ -16,7 +18,12 @@ std::string fmt(double v) {
   return b;
 }
 
-std::string json_str(const std::string& s) { return corral::json_quote(s); }
+// A figure at 2 decimals (as the table prints it).
+double two(double v) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return std::strtod(b, nullptr);
+}
 
 }  // namespace
 
@@ -128,24 +135,24 @@ std::string render_report_table(const NciReport& r) {
 
 std::string render_report_json(const NciReport& r) {
   auto row = [](const ReportRow& x, bool users) {
-    std::string o = "{";
-    if (users) o += "\"user\":" + json_str(x.user) + ",";
-    o += "\"project\":" + json_str(x.project);
-    o += ",\"allocation\":" + fmt(x.allocation);
-    o += ",\"slots_used\":" + fmt(x.slots_used);
-    o += ",\"running_cpus\":" + std::to_string(x.running_cpus);
-    o += ",\"subscription\":" + fmt(x.subscription);
-    o += ",\"pending_jobs\":" + std::to_string(x.pending_jobs);
-    o += ",\"su_charged\":" + fmt(x.su_charged);
-    o += ",\"grant_left\":" + (x.has_grant ? fmt(x.grant_left) : std::string("null"));
-    return o + "}";
+    nlohmann::ordered_json o;
+    if (users) o["user"] = x.user;
+    o["project"] = x.project;
+    o["allocation"] = two(x.allocation);
+    o["slots_used"] = two(x.slots_used);
+    o["running_cpus"] = x.running_cpus;
+    o["subscription"] = two(x.subscription);
+    o["pending_jobs"] = x.pending_jobs;
+    o["su_charged"] = two(x.su_charged);
+    o["grant_left"] = x.has_grant ? nlohmann::ordered_json(two(x.grant_left)) : nlohmann::ordered_json();
+    return o;
   };
-  std::string o = "{\"week\":" + std::to_string(r.week) + ",\"at\":" + std::to_string(r.at) +
-                  ",\"projects\":[";
-  for (std::size_t i = 0; i < r.projects.size(); ++i) o += (i ? "," : "") + row(r.projects[i], false);
-  o += "],\"users\":[";
-  for (std::size_t i = 0; i < r.users.size(); ++i) o += (i ? "," : "") + row(r.users[i], true);
-  return o + "]}";
+  nlohmann::ordered_json o = {{"week", r.week}, {"at", r.at}};
+  o["projects"] = nlohmann::ordered_json::array();
+  for (const ReportRow& x : r.projects) o["projects"].push_back(row(x, false));
+  o["users"] = nlohmann::ordered_json::array();
+  for (const ReportRow& x : r.users) o["users"].push_back(row(x, true));
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace corral

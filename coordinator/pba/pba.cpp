@@ -261,28 +261,68 @@ Time est_of(const Job& j) {
   return 3600;  // nothing known: an hour
 }
 
-}  // namespace
+// Service levels: how many slots each SLA project should hold in parallel
+// (its cap this pass), how urgent it is (0..1), and whether it may preempt
+// without waiting out the pending threshold.
+struct SlaState {
+  int cap = std::numeric_limits<int>::max();
+  double pressure = 0;
+  bool waive_wait = false;
+};
 
-void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& plan) {
-  if (!cfg.enabled) return;
-  const Time now = snap.now;
-  const auto& pplan = cfg.plan;
+// One run of the stage: what its steps (in pba_stage's order) share.
+struct PbaPass {
+  PbaPass(const Snapshot& s, const PbaConfig& c, PassState& p, Plan& pl)
+      : snap(s), cfg(c), st(p), plan(pl), now(s.now), pplan(c.plan), freed0(p.freed.begin(), p.freed.end()) {}
 
-  // Allocation buckets for this ISO week, most specific first (a user's or a
-  // step's slots are used before the project's general ones).
+  const Snapshot& snap;
+  const PbaConfig& cfg;
+  PassState& st;
+  Plan& plan;
+  const Time now;
+  const pba::ProjectPlan& pplan;
+  const std::unordered_set<JobId> freed0;  // freed by an earlier stage
+
   std::vector<Bucket> buckets;
+  std::map<std::string, int> project_alloc;
+  std::vector<std::size_t> run_idx;  // running, not suspended nor freed, oldest first
+  std::vector<char> is_protected;
+  std::map<std::string, int> project_running;  // slots
+  std::map<std::string, int> project_pba_used;
+  int busy = 0;
+  int free_slots = 0;
+  std::map<std::string, int> project_pending;
+  std::map<std::string, SlaState> sla;
+  // Per pending job.
+  std::vector<JobClass> cls;
+  std::vector<double> eff;
+  std::vector<char> allocated;
+
+  void make_buckets();
+  void count_running();
+  void count_free();
+  void set_service_levels();
+  void classify_pending();
+  void admit_allocated();
+  void reorder();
+  void resume_suspended();
+  std::vector<std::size_t> rank_victims();
+  void preempt();
+};
+
+// Allocation buckets for this ISO week, most specific first (a user's or a
+// step's slots are used before the project's general ones).
+void PbaPass::make_buckets() {
   for (const Allocation* a : pplan.allocations_at(now)) buckets.push_back({a, 0});
   std::stable_sort(buckets.begin(), buckets.end(), [](const Bucket& x, const Bucket& y) {
     return x.a->specificity() > y.a->specificity();
   });
-  std::map<std::string, int> project_alloc;
   for (const auto& b : buckets) project_alloc[b.a->project] += b.a->slots;
+}
 
-  const std::unordered_set<JobId> freed0(st.freed.begin(), st.freed.end());
-
-  // Running jobs, oldest first, are counted against the allocations; those
-  // that fit are PBA jobs (never preempted by PBA), the rest are normal.
-  std::vector<std::size_t> run_idx;
+// Running jobs, oldest first, are counted against the allocations; those
+// that fit are PBA jobs (never preempted by PBA), the rest are normal.
+void PbaPass::count_running() {
   for (std::size_t i = 0; i < snap.running.size(); ++i)
     if (!snap.running[i].suspended && !freed0.count(snap.running[i].job.id)) run_idx.push_back(i);
   std::stable_sort(run_idx.begin(), run_idx.end(), [&](std::size_t x, std::size_t y) {
@@ -290,10 +330,7 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     const auto& b = snap.running[y];
     return a.start != b.start ? a.start < b.start : a.job.id < b.job.id;
   });
-  std::vector<char> is_protected(snap.running.size(), 0);
-  std::map<std::string, int> project_running;  // slots
-  std::map<std::string, int> project_pba_used;
-  int busy = 0;
+  is_protected.assign(snap.running.size(), 0);
   for (std::size_t i : run_idx) {
     const auto& r = snap.running[i];
     const int s = job_slots(r);
@@ -310,6 +347,10 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
       }
     }
   }
+}
+
+// The free slots of the up nodes, and the pending jobs per project.
+void PbaPass::count_free() {
   int cores = 0;
   for (const auto& n : snap.nodes)
     if (n.up) cores += n.cores;
@@ -333,20 +374,12 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     for (const auto& r : snap.running)
       if (r.suspended && !freed0.count(r.job.id)) mark(r, true);
   }
-  int free_slots = std::max(0, cores - busy);
+  free_slots = std::max(0, cores - busy);
 
-  std::map<std::string, int> project_pending;
   for (const auto& j : snap.pending) ++project_pending[j.project];
+}
 
-  // Service levels: how many slots each SLA project should hold in parallel
-  // (its cap this pass), how urgent it is (0..1), and whether it may preempt
-  // without waiting out the pending threshold.
-  struct SlaState {
-    int cap = std::numeric_limits<int>::max();
-    double pressure = 0;
-    bool waive_wait = false;
-  };
-  std::map<std::string, SlaState> sla;
+void PbaPass::set_service_levels() {
   for (const auto& [name, alloc] : project_alloc) {
     const pba::ProjectDef* p = pplan.project(name);
     if (!p) continue;
@@ -388,13 +421,15 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     }
     sla[name] = s;
   }
+}
 
-  // Per pending job: pre-qualification, priority, class.
+// Per pending job: pre-qualification, priority, class.
+void PbaPass::classify_pending() {
   const std::size_t np = snap.pending.size();
-  std::vector<JobClass> cls(np, JobClass::Normal);
-  std::vector<double> eff(np, 0);
+  cls.assign(np, JobClass::Normal);
+  eff.assign(np, 0);
   std::vector<double> prio(np, 0);
-  std::vector<char> allocated(np, 0);
+  allocated.assign(np, 0);
   for (std::size_t i = 0; i < np; ++i) {
     const Job& j = snap.pending[i];
     const pba::Verdict v = pba::qualify(j, pplan, now, cfg.require_project_tag, &project_alloc);
@@ -422,9 +457,12 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
       cls[i] = JobClass::Requeued;
     }
   }
+}
 
-  // Admit allocated jobs to the PBA class, best first, while their allocation
-  // (and SLA cap) has room: PBA never gives a project more than its allocation.
+// Admit allocated jobs to the PBA class, best first, while their allocation
+// (and SLA cap) has room: PBA never gives a project more than its allocation.
+void PbaPass::admit_allocated() {
+  const std::size_t np = snap.pending.size();
   std::vector<std::size_t> pos(np, std::numeric_limits<std::size_t>::max());
   for (std::size_t k = 0; k < st.order.size(); ++k)
     if (st.order[k] < np) pos[st.order[k]] = k;
@@ -458,8 +496,11 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
       eff[i] -= cfg.allocation_increment + cfg.sla_boost * ss.pressure;
     }
   }
+}
 
-  // The new order: class, then priority, then the base order.
+// The new order: class, then priority, then the base order.
+void PbaPass::reorder() {
+  const std::size_t np = snap.pending.size();
   std::stable_sort(st.order.begin(), st.order.end(), [&](std::uint32_t x, std::uint32_t y) {
     if (cls[x] != cls[y]) return cls[x] > cls[y];
     return eff[x] > eff[y];
@@ -469,68 +510,66 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
   st.pinned = 0;
   while (st.pinned < st.order.size() && st.order[st.pinned] < np && cls[st.order[st.pinned]] == JobClass::Allocated)
     ++st.pinned;
+}
 
-  // Resume suspended jobs whose cores are free again (highest priority first),
-  // keeping enough free slots for the allocated jobs waiting. A victim is put
-  // back "with the highest priority among normal jobs", before fresh ones.
-  if (cfg.resume_suspended) {
-    int pba_need = 0;
-    for (std::uint32_t i : st.order)
-      if (cls[i] == JobClass::Allocated) pba_need += std::max(1, snap.pending[i].slots_min);
-    std::vector<int> node_free(snap.nodes.size(), 0);
-    std::vector<std::set<int>> owned(snap.nodes.size());
-    for (std::size_t n = 0; n < snap.nodes.size(); ++n) node_free[n] = snap.nodes[n].up ? snap.nodes[n].cores : 0;
-    for (std::size_t i : run_idx)
-      for (const auto& pl : snap.running[i].placement)
-        if (pl.node < snap.nodes.size()) {
-          node_free[pl.node] -= static_cast<int>(pl.slots);
-          owned[pl.node].insert(pl.cores.begin(), pl.cores.end());
-        }
-    std::vector<std::size_t> susp;
-    for (std::size_t i = 0; i < snap.running.size(); ++i)
-      if (snap.running[i].suspended && !freed0.count(snap.running[i].job.id) && !snap.running[i].placement.empty())
-        susp.push_back(i);
-    std::stable_sort(susp.begin(), susp.end(), [&](std::size_t x, std::size_t y) {
-      const auto& a = snap.running[x];
-      const auto& b = snap.running[y];
-      if (a.job.priority != b.job.priority) return a.job.priority > b.job.priority;
-      return a.start < b.start;
-    });
-    for (std::size_t i : susp) {
-      const auto& r = snap.running[i];
-      const int s = job_slots(r);
-      if (free_slots - s < pba_need) continue;
-      bool fits = true;
-      for (const auto& pl : r.placement) {
-        if (pl.node >= snap.nodes.size() || node_free[pl.node] < static_cast<int>(pl.slots)) fits = false;
-        else
-          for (int c : pl.cores)
-            if (owned[pl.node].count(c)) fits = false;
-      }
-      if (!fits) continue;
-      for (const auto& pl : r.placement) {
+// Resume suspended jobs whose cores are free again (highest priority first),
+// keeping enough free slots for the allocated jobs waiting. A victim is put
+// back "with the highest priority among normal jobs", before fresh ones.
+void PbaPass::resume_suspended() {
+  int pba_need = 0;
+  for (std::uint32_t i : st.order)
+    if (cls[i] == JobClass::Allocated) pba_need += std::max(1, snap.pending[i].slots_min);
+  std::vector<int> node_free(snap.nodes.size(), 0);
+  std::vector<std::set<int>> owned(snap.nodes.size());
+  for (std::size_t n = 0; n < snap.nodes.size(); ++n) node_free[n] = snap.nodes[n].up ? snap.nodes[n].cores : 0;
+  for (std::size_t i : run_idx)
+    for (const auto& pl : snap.running[i].placement)
+      if (pl.node < snap.nodes.size()) {
         node_free[pl.node] -= static_cast<int>(pl.slots);
         owned[pl.node].insert(pl.cores.begin(), pl.cores.end());
       }
-      free_slots -= s;
-      Decision d;
-      d.action = Action::Resume;
-      d.job = r.job.id;
-      d.at = now;
-      d.slots = s;
-      d.placement = r.placement;
-      d.reason = "PBA: its cores are free again";
-      plan.decisions.push_back(std::move(d));
+  std::vector<std::size_t> susp;
+  for (std::size_t i = 0; i < snap.running.size(); ++i)
+    if (snap.running[i].suspended && !freed0.count(snap.running[i].job.id) && !snap.running[i].placement.empty())
+      susp.push_back(i);
+  std::stable_sort(susp.begin(), susp.end(), [&](std::size_t x, std::size_t y) {
+    const auto& a = snap.running[x];
+    const auto& b = snap.running[y];
+    if (a.job.priority != b.job.priority) return a.job.priority > b.job.priority;
+    return a.start < b.start;
+  });
+  for (std::size_t i : susp) {
+    const auto& r = snap.running[i];
+    const int s = job_slots(r);
+    if (free_slots - s < pba_need) continue;
+    bool fits = true;
+    for (const auto& pl : r.placement) {
+      if (pl.node >= snap.nodes.size() || node_free[pl.node] < static_cast<int>(pl.slots)) fits = false;
+      else
+        for (int c : pl.cores)
+          if (owned[pl.node].count(c)) fits = false;
     }
+    if (!fits) continue;
+    for (const auto& pl : r.placement) {
+      node_free[pl.node] -= static_cast<int>(pl.slots);
+      owned[pl.node].insert(pl.cores.begin(), pl.cores.end());
+    }
+    free_slots -= s;
+    Decision d;
+    d.action = Action::Resume;
+    d.job = r.job.id;
+    d.at = now;
+    d.slots = s;
+    d.placement = r.placement;
+    d.reason = "PBA: its cores are free again";
+    plan.decisions.push_back(std::move(d));
   }
+}
 
-  if (!cfg.preempt) return;
-
-  // Preemption (patent: "free up one over-subscribed job slot for each
-  // under-subscribed job that has been pending for more than a configurable
-  // time period on a one for one basis"). Victims: running normal jobs, least
-  // valued first: demoted jobs, then recently started, then the most
-  // over-subscribed project, then the project with most pending jobs.
+// Victims: running normal jobs, least valued first: demoted jobs, then
+// recently started, then the most over-subscribed project, then the project
+// with most pending jobs.
+std::vector<std::size_t> PbaPass::rank_victims() {
   std::vector<std::size_t> victims;
   for (std::size_t i : run_idx) {
     const auto& r = snap.running[i];
@@ -561,7 +600,14 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
     if (a.start != b.start) return a.start > b.start;
     return a.job.id > b.job.id;
   });
+  return victims;
+}
 
+// Preemption (patent: "free up one over-subscribed job slot for each
+// under-subscribed job that has been pending for more than a configurable
+// time period on a one for one basis"), victims as rank_victims() orders them.
+void PbaPass::preempt() {
+  const std::vector<std::size_t> victims = rank_victims();
   std::vector<char> taken(snap.running.size(), 0);
   std::size_t vnext = 0;
   std::vector<std::uint32_t> preemptors;
@@ -613,6 +659,22 @@ void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& 
       if (!pre.count(i)) order.push_back(i);
     st.order = std::move(order);
   }
+}
+
+}  // namespace
+
+void pba_stage(const Snapshot& snap, const PbaConfig& cfg, PassState& st, Plan& plan) {
+  if (!cfg.enabled) return;
+  PbaPass p(snap, cfg, st, plan);
+  p.make_buckets();
+  p.count_running();
+  p.count_free();
+  p.set_service_levels();
+  p.classify_pending();
+  p.admit_allocated();
+  p.reorder();
+  if (cfg.resume_suspended) p.resume_suspended();
+  if (cfg.preempt) p.preempt();
 }
 
 }  // namespace corral

@@ -1,5 +1,7 @@
 #include "coordinator/pba/plan_file.hpp"
 
+#include "coordinator/names.hpp"  // find_duration
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -49,28 +51,6 @@ std::optional<std::string> check_horizon(IsoWeek w, Time now, int horizon_weeks)
            " weeks ahead of " + format_iso_week(iso_week(now)) + "; allocations may be planned at most " +
            std::to_string(horizon_weeks) + " weeks ahead";
   return std::nullopt;
-}
-
-std::optional<Time> parse_duration(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  std::size_t i = 0;
-  long long v = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    if (v > (1LL << 40)) return std::nullopt;
-    v = v * 10 + (s[i] - '0');
-    ++i;
-  }
-  if (i == 0) return std::nullopt;
-  if (i == s.size()) return v;
-  if (i + 1 != s.size()) return std::nullopt;
-  switch (s[i]) {
-    case 's': return v;
-    case 'm': return v * 60;
-    case 'h': return v * 3600;
-    case 'd': return v * kDay;
-    case 'w': return v * kWeek;
-    default: return std::nullopt;
-  }
 }
 
 std::optional<std::string> set_allocation(ProjectPlan& plan, Allocation a, Time now) {
@@ -161,7 +141,7 @@ struct Parser {
   // (the deadline is the end of that week).
   std::optional<Time> deadline(const std::string& s) {
     if (!s.empty() && s[0] == '+') {
-      auto d = parse_duration(s.substr(1));
+      auto d = find_duration(s.substr(1));
       if (!d) err("bad relative deadline '" + s + "' (expected +DURATION, e.g. +36h)");
       else return opt.origin + *d;
       return std::nullopt;
@@ -291,7 +271,7 @@ struct Parser {
       else if (v == "month") g.period = 30 * kDay;
       else if (v == "quarter") g.period = 91 * kDay;
       else if (v == "year") g.period = 365 * kDay;
-      else if (auto d = parse_duration(v)) g.period = *d;
+      else if (auto d = find_duration(v)) g.period = *d;
       else return err("bad period '" + v + "'");
     }
     if (!p) return;
@@ -329,7 +309,7 @@ struct Parser {
       else if (k == "max_mem_mb") int_opt(q.max_mem_mb);
       else if (k == "max_jobfs_mb") int_opt(q.max_jobfs_mb);
       else if (k == "max_walltime") {
-        if (auto d = parse_duration(v)) q.max_walltime = *d;
+        if (auto d = find_duration(v)) q.max_walltime = *d;
         else { err("bad value for max_walltime: '" + v + "'"); ok = false; }
       } else if (k == "hosts") {
         std::string h;

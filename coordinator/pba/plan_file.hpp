@@ -106,7 +106,4 @@ std::optional<std::string> set_allocation(ProjectPlan& plan, Allocation a, Time 
 // `horizon_weeks` weeks after the week containing `now`.
 std::optional<std::string> check_horizon(IsoWeek w, Time now, int horizon_weeks);
 
-// Durations "3600", "90s", "30m", "12h", "7d", "2w"; nullopt if bad.
-std::optional<Time> parse_duration(const std::string& s);
-
 }  // namespace corral::pba

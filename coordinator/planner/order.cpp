@@ -9,21 +9,6 @@ namespace corral {
 
 namespace {
 
-enum class Pol { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Lxbf, Unknown };
-
-// Read every pass: compared as string_views (a length test, then the
-// bytes), not std::string against a C string (strlen and compare each).
-Pol parse(std::string_view p) {
-  if (p == "fifo" || p.empty()) return Pol::Fifo;
-  if (p == "sjf") return Pol::Sjf;
-  if (p == "saf") return Pol::Saf;
-  if (p == "wfp3") return Pol::Wfp3;
-  if (p == "lxf") return Pol::Lxf;
-  if (p == "sjbf") return Pol::Sjbf;
-  if (p == "lxbf") return Pol::Lxbf;
-  return Pol::Unknown;
-}
-
 Time est_of(const Job& j) {
   Time e = j.predicted > 0 ? j.predicted : j.estimate > 0 ? j.estimate : j.walltime;
   return std::max<Time>(1, e - j.work_done);
@@ -45,13 +30,10 @@ std::int64_t up_cores(const Snapshot& snap) {
   return c;
 }
 
-bool order_policy_known(const std::string& policy) { return parse(policy) != Pol::Unknown; }
-
 void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) {
   const auto& pend = snap.pending;
   const std::size_t n = pend.size();
-  Pol pol = parse(cfg.policy);
-  if (pol == Pol::Unknown) pol = Pol::Fifo;
+  const Order pol = cfg.policy;
 
   st.order.resize(n);
   st.order_is_pending_order = false;
@@ -96,12 +78,12 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
   }
   // PassState::order_is_pending_order: unless aging moved some jobs (not
   // none, not all), the FIFO order stands.
-  if (pol == Pol::Fifo || rest == st.order.end()) {
+  if (pol == Order::Fifo || rest == st.order.end()) {
     st.order_is_pending_order = given && (rest == st.order.begin() || rest == st.order.end());
     return;
   }
 
-  if (pol == Pol::Sjbf || pol == Pol::Lxbf) {
+  if (pol == Order::Sjbf || pol == Order::Lxbf) {
     // The FIFO prefix that fits in the free cores now, then the head (first
     // that does not fit); only the remaining candidates are reordered.
     std::int64_t free = 0;
@@ -124,16 +106,16 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st) 
     double e = static_cast<double>(est_of(j));
     double key = 0;
     switch (pol) {
-      case Pol::Sjf:
-      case Pol::Sjbf: key = e; break;
-      case Pol::Saf: key = e * std::max(1, j.slots_min); break;
-      case Pol::Wfp3: {
+      case Order::Sjf:
+      case Order::Sjbf: key = e; break;
+      case Order::Saf: key = e * std::max(1, j.slots_min); break;
+      case Order::Wfp3: {
         double w = static_cast<double>(std::max<Time>(0, snap.now - j.submit)) / e;
         key = -(w * w * w) * std::max(1, j.slots_min);
         break;
       }
-      case Pol::Lxf:  // largest expansion factor (wait + estimate) / estimate
-      case Pol::Lxbf:
+      case Order::Lxf:  // largest expansion factor (wait + estimate) / estimate
+      case Order::Lxbf:
         key = -(static_cast<double>(std::max<Time>(0, snap.now - j.submit)) + e) / e;
         break;
       default: break;

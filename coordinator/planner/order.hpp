@@ -6,10 +6,12 @@
 #include <string>
 
 #include "coordinator/model.hpp"
+#include "coordinator/names.hpp"  // Order
 
 namespace corral {
 
 struct OrderConfig {
+  // Names: coordinator/names.hpp.
   // "fifo": submit time, then job id (the SWF/textbook convention).
   // "sjf":  shortest estimate first (estimate = Job::estimate if set, else walltime).
   // "saf":  smallest area first (estimate x slots).
@@ -19,7 +21,7 @@ struct OrderConfig {
   //         backfilled first", EASY++, Tsafrir/Etsion/Feitelson 2007): the FIFO
   //         jobs that fit now, then the first that does not (the head, which
   //         gets the reservation), then every other job shortest first.
-  std::string policy = "fifo";
+  Order policy = Order::Fifo;
   // Starvation bound: a job that has waited at least `aging` seconds goes ahead
   // of every job that has not, and aged jobs keep FIFO order among themselves,
   // so (with a reservation for the head) no job waits much beyond it. 0: off.
@@ -41,11 +43,7 @@ std::int64_t up_cores(const Snapshot& snap);
 // FIFO order of pending jobs ("fifo" above): submit time, then job id.
 inline bool fifo_less(const Job& x, const Job& y) { return x.submit != y.submit ? x.submit < y.submit : x.id < y.id; }
 
-// True if `policy` names a policy above (for command-line validation).
-bool order_policy_known(const std::string& policy);
-
-// Fills st.order with every pending job, best first. An unknown policy name
-// falls back to fifo (callers validate names with order_policy_known).
+// Fills st.order with every pending job, best first.
 void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st);
 
 }  // namespace corral

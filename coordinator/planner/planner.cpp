@@ -25,27 +25,6 @@ Time backfill_duration(const Job& job, const PlannerConfig& cfg) {
   return split;
 }
 
-bool parse_backfill(const std::string& n, Backfill& out) {
-  if (n == "fcfs") out = Backfill::Fcfs;
-  else if (n == "easy") out = Backfill::Easy;
-  else if (n == "conservative") out = Backfill::Conservative;
-  else if (n == "reserve") out = Backfill::Reserve;
-  else if (n == "checkpoint") out = Backfill::Checkpoint;
-  else return false;
-  return true;
-}
-
-const char* backfill_name(Backfill b) {
-  switch (b) {
-    case Backfill::Fcfs: return "fcfs";
-    case Backfill::Easy: return "easy";
-    case Backfill::Conservative: return "conservative";
-    case Backfill::Reserve: return "reserve";
-    case Backfill::Checkpoint: return "checkpoint";
-  }
-  return "?";
-}
-
 struct Planner::Impl {
   planning::FastPath fast;
   planning::GeneralPass general;

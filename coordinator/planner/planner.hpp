@@ -61,11 +61,10 @@
 #include <memory>
 
 #include "coordinator/model.hpp"
+#include "coordinator/names.hpp"  // Backfill
 #include "coordinator/planner/profile.hpp"  // sat_add
 
 namespace corral {
-
-enum class Backfill { Fcfs, Easy, Conservative, Reserve, Checkpoint };
 
 struct PlannerConfig {
   Backfill backfill = Backfill::Easy;
@@ -144,9 +143,6 @@ inline Time planned_duration(const Job& job, const PlannerConfig& cfg) {
 }
 // The checkpoint policy's shortened duration for a non-head job.
 Time backfill_duration(const Job& job, const PlannerConfig& cfg);
-// Parses "fcfs", "easy", "conservative", "reserve", "checkpoint"; false if unknown.
-bool parse_backfill(const std::string& name, Backfill& out);
-const char* backfill_name(Backfill b);
 
 // Plans one pass over st.order: appends Start / Reserve / Checkpoint / Reject
 // decisions (and MONITOR lines when enabled) to `plan`. Pure except for one

@@ -1,4 +1,4 @@
-// The simulator's event queue (sim.cpp): completion and checkpoint-end
+// The simulator's event queue (simulator.hpp): completion and checkpoint-end
 // events in time order. A header of its own so that the tests can check it
 // against std::priority_queue directly.
 #pragma once

@@ -4,23 +4,6 @@
 
 namespace corral::sim {
 
-bool parse_predict_kind(const std::string& name, PredictKind& out) {
-  if (name == "mean2") out = PredictKind::Mean2;
-  else if (name == "max3") out = PredictKind::Max3;
-  else if (name == "similar") out = PredictKind::Similar;
-  else return false;
-  return true;
-}
-
-const char* predict_kind_name(PredictKind k) {
-  switch (k) {
-    case PredictKind::Mean2: return "mean2";
-    case PredictKind::Max3: return "max3";
-    case PredictKind::Similar: return "similar";
-  }
-  return "?";
-}
-
 Time RunPredictor::Runs::longest() const {
   const std::uint32_t k = std::min<std::uint32_t>(n, 3);
   Time m = 0;
@@ -40,14 +23,14 @@ std::uint64_t RunPredictor::similar_key(const SwfJob& s) {
 Time RunPredictor::predict(const SwfJob& s) const {
   if (s.user < 0) return 0;
   Time p = 0;
-  if (kind_ == PredictKind::Similar) {
+  if (kind_ == Predictor::Similar) {
     if (auto it = similar_.find(similar_key(s)); it != similar_.end()) p = it->second.longest();
   }
   if (p == 0) {
     auto it = user_.find(s.user);
     if (it == user_.end()) return 0;
     const Runs& u = it->second;
-    if (kind_ == PredictKind::Mean2)
+    if (kind_ == Predictor::Mean2)
       p = u.n >= 2 ? (u.last() + u.before_last() + 1) / 2 : u.last();
     else
       p = u.longest();
@@ -60,7 +43,7 @@ void RunPredictor::record(const SwfJob& s) {
   Runs& u = user_[s.user];
   u.r[u.n % 3] = s.run;
   ++u.n;
-  if (kind_ == PredictKind::Similar) {
+  if (kind_ == Predictor::Similar) {
     Runs& m = similar_[similar_key(s)];
     m.r[m.n % 3] = s.run;
     ++m.n;

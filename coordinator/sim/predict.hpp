@@ -1,5 +1,5 @@
-// Run-time prediction from users' history (`corral sim --predict`): what the
-// planner takes as a queued job's estimate instead of its requested time.
+// Run-time prediction from users' history (`corral sim --predict`; the
+// names in coordinator/names.hpp, Predictor): what the planner takes as a queued job's estimate instead of its requested time.
 //
 //  * mean2   EASY++ (Tsafrir, Etsion, Feitelson 2007): the mean of the user's
 //            last two run times (one run: that run).
@@ -21,18 +21,14 @@
 #include <unordered_map>
 
 #include "coordinator/model.hpp"
+#include "coordinator/names.hpp"
 #include "coordinator/sim/swf.hpp"
 
 namespace corral::sim {
 
-enum class PredictKind : std::uint8_t { Mean2, Max3, Similar };
-
-bool parse_predict_kind(const std::string& name, PredictKind& out);
-const char* predict_kind_name(PredictKind k);
-
 class RunPredictor {
  public:
-  explicit RunPredictor(PredictKind kind = PredictKind::Mean2) : kind_(kind) {}
+  explicit RunPredictor(Predictor kind = Predictor::Mean2) : kind_(kind) {}
   // The estimate for `s` (0: no history; its request stands).
   Time predict(const SwfJob& s) const;
   // `s` ended after running s.run seconds.
@@ -47,7 +43,7 @@ class RunPredictor {
     Time longest() const;
   };
   static std::uint64_t similar_key(const SwfJob& s);
-  PredictKind kind_;
+  Predictor kind_;
   std::unordered_map<long, Runs> user_;
   std::unordered_map<std::uint64_t, Runs> similar_;
 };

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "coordinator/nci/report.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/predict.hpp"
@@ -26,7 +28,7 @@ struct SimOptions {
   int nodes = 0;               // 0: the trace's machine size, as single-core nodes
   int cores = 1;               // cores per node
   bool predict = false;        // run-time prediction from users' history (predict.hpp)
-  PredictKind predictor = PredictKind::Mean2;  // with `predict`: which (default EASY++)
+  Predictor predictor = Predictor::Mean2;  // with `predict`: which (default EASY++)
   // With `predict`: the prediction orders the queue (OrderConfig, Job::predicted)
   // but plans nothing: reservations and backfills use the requested times.
   bool predict_order_only = false;
@@ -45,7 +47,7 @@ struct SimOptions {
   // (PlannerConfig::checkpoint_fresh). 0: no budget.
   double checkpoint_budget = 0;
   std::size_t max_jobs = 0;    // 0: all; else only the first N usable jobs
-  bool record_segments = false;  // keep every run segment (for a Gantt chart)
+  bool record_segments = false;  // keep every run segment and its reservation (for pictures)
   // Called every ~1% of events with the fraction done (progress bar).
   std::function<void(double)> progress;
   // Set: MONITOR on (PlannerConfig::monitor, sge6-reservation-backfill.txt
@@ -108,6 +110,11 @@ struct Segment {
   int slots = 0;
   std::vector<Placement> placement;  // as granted (may be empty; node ranges: Placement::count)
   bool checkpointed = false;         // ended by a checkpoint (not completion)
+  bool requeued = false;             // ended by a requeue (queued again, work lost)
+  bool suspended = false;            // ended by a suspension (resumed later)
+  // The start the job's reservation promised at the last pass before this
+  // segment began (-1: it held none then, e.g. backfilled or resumed).
+  Time reserved_at = -1;
 };
 
 struct JobResult {
@@ -120,6 +127,7 @@ struct JobResult {
   int requeues = 0;
   bool rejected = false;
   bool checkpointable = false;
+  long user = -1;        // the trace's user id (-1: unknown)
 };
 
 struct SimResult {
@@ -178,11 +186,9 @@ struct SimResult {
 // Throws std::invalid_argument for impossible options (no machine size, ...).
 SimResult simulate(const SwfTrace& trace, const SimOptions& opt);
 
-// The result as one JSON object (no trailing newline). `labels` come first,
-// as key -> already-encoded JSON value (use json_string for text).
-using JsonFields = std::vector<std::pair<std::string, std::string>>;
-std::string to_json(const SimResult& r, const JsonFields& labels = {});
-std::string json_string(const std::string& s);
+// The result as one JSON object (no trailing newline), the caller's
+// `labels` (an object) first.
+std::string to_json(const SimResult& r, const nlohmann::ordered_json& labels = {});
 
 // MONITOR lines of a replay name jobs by the simulator's ids (trace index +
 // 1): rewrites them to the trace's ids (the on_monitor lines).
@@ -190,8 +196,5 @@ void monitor_trace_ids(std::vector<std::string>& lines, const SwfTrace& trace);
 
 // Writes `id,start` lines, one per job in trace order (start -1 if never).
 std::string starts_csv(const SimResult& r);
-
-// An SVG Gantt chart of the segments overlapping [from, to).
-std::string gantt_svg(const SimResult& r, Time from, Time to);
 
 }  // namespace corral::sim

@@ -107,6 +107,14 @@ SwfTrace parse_swf(const std::string& text, int machine_procs) {
     if (line[0] == ';') {
       if (int v = header_int(line, "MaxProcs"); v > 0 && t.max_procs == 0) t.max_procs = v;
       if (int v = header_int(line, "MaxNodes"); v > 0 && t.max_nodes == 0) t.max_nodes = v;
+      if (auto k = line.find("UnixStartTime"); k != std::string_view::npos && t.unix_start == 0) {
+        const std::string rest(line.substr(k + 13));
+        const char* s = rest.c_str();
+        while (*s == ' ' || *s == '\t' || *s == ':') ++s;
+        char* end = nullptr;
+        const long long v = std::strtoll(s, &end, 10);
+        if (end != s && v > 0) t.unix_start = v;
+      }
       continue;
     }
     ++t.lines;

@@ -30,6 +30,7 @@ struct SwfJob {
 struct SwfTrace {
   int max_procs = 0;   // header "; MaxProcs:", else "; MaxNodes:" (0: absent)
   int max_nodes = 0;
+  std::int64_t unix_start = 0;  // header "; UnixStartTime:" (0: absent): submit 0 in epoch seconds
   // Usable jobs, sorted by submit time then id. A job is skipped when its run
   // time <= 0, procs <= 0, or procs > the machine size.
   std::vector<SwfJob> jobs;

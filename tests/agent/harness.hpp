@@ -9,12 +9,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
@@ -27,6 +30,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent/node/cgroup.hpp"
+#include "proto/proto.hpp"
 #include "tests/skip.hpp"
 
 namespace harness {
@@ -225,6 +229,33 @@ struct Agent {
   }
   std::string log() const { return slurp(dir + "/corrald.log"); }
 };
+
+// A connection to `socket` (blocking), or -1.
+inline int connect_unix(const std::string& socket) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket.c_str());
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+// One request straight on corrald's socket, bypassing `corral` and its checks (a raw client).
+inline corral::proto::Message raw_request(const std::string& socket, const corral::proto::Message& req) {
+  int fd = connect_unix(socket);
+  if (fd < 0) throw std::runtime_error("cannot connect to " + socket);
+  std::string out = corral::proto::frame(corral::proto::encode(req));
+  if (::write(fd, out.data(), out.size()) != static_cast<ssize_t>(out.size())) throw std::runtime_error("write");
+  corral::proto::FrameReader rd;
+  std::string frame;
+  char b[65536];
+  ssize_t n;
+  while (!rd.next(frame) && (n = ::read(fd, b, sizeof b)) > 0) rd.feed(b, static_cast<std::size_t>(n));
+  ::close(fd);
+  if (frame.empty()) throw std::runtime_error("corrald closed without answering");
+  return corral::proto::decode(frame);
+}
 
 // Children of `parent` (from /proc/*/stat), e.g. corrald's shepherd server.
 inline std::vector<pid_t> children_of(pid_t parent) {

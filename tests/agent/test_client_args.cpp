@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tools/corral/client.hpp"
 
@@ -142,6 +143,28 @@ TEST_CASE("-pe slot ranges: Grid Engine forms, clear errors", "[agent]") {
   CHECK_THROWS_WITH(parse_submit(6, const_cast<char**>(zero)), Catch::Contains("invalid -pe slot range '0'"));
 }
 
+TEST_CASE("JSON output: every control character escaped, bad UTF-8 replaced, read back", "[agent][json]") {
+  corral::proto::JobInfo j;
+  j.id = 6;
+  j.state = "ended";
+  j.end_reason = "mem";
+  for (int c = 1; c < 0x20; ++c) j.comment += static_cast<char>(c);
+  j.comment += "\x7f\"\\";
+  j.name = "bad\xff utf-8";
+  j.runs.push_back({1.5, 2.25, "mem", 137, j.comment});
+  const std::string js = to_json(j);
+  for (char c : js) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  const auto back = nlohmann::json::parse(js);
+  CHECK(back["comment"] == j.comment);
+  CHECK(back["runs"][0]["comment"] == j.comment);
+  CHECK(back["runs"][0]["end_reason"] == "mem");
+  CHECK(back["name"] == "bad\xef\xbf\xbd utf-8");  // U+FFFD: the output never stops on a user's bytes
+  corral::proto::NodeStatus n;
+  n.node = "n\x01";
+  n.recent.push_back(j);
+  CHECK(nlohmann::json::parse(to_json(n))["recent"][0]["comment"] == j.comment);
+}
+
 TEST_CASE("stat JSON shows the slot range and the granted slots", "[agent]") {
   corral::proto::JobInfo j;
   j.id = 9;
@@ -180,4 +203,63 @@ TEST_CASE("suspend/resume/requeue/checkpoint arguments", "[agent]") {
   CHECK_THROWS_WITH(parse_control(3, const_cast<char**>(opt)), Catch::Contains("unknown option"));
   const char* zero[] = {"resume", "0"};
   CHECK_THROWS_AS(parse_control(2, const_cast<char**>(zero)), UsageError);
+}
+
+TEST_CASE("submit: qsub spellings through CLI11, -pe as a value, --help first", "[agent][cli]") {
+  // "-pe" as -N's value names the job; the -pe after it is the option.
+  const char* named[] = {"submit", "-N", "-pe", "-pe", "smp", "-4", "-q=express", "-Pproj", "--wrap", "true"};
+  SubmitArgs a = parse_submit(10, const_cast<char**>(named));
+  CHECK(a.spec.name == "-pe");
+  CHECK(a.spec.pe == "smp");
+  CHECK((a.spec.slots_min == 1 && a.spec.slots_max == 4));  // "-4" = 1-4, not an option
+  CHECK(a.spec.queue == "express");
+  CHECK(a.spec.project == "proj");
+  // Repeated options: the last -q wins, every -l adds.
+  const char* again[] = {"submit", "-q", "a", "-l", "walltime=60", "-q", "b", "-l", "mem=1gb", "--socket=/x", "--wrap", "true"};
+  SubmitArgs r = parse_submit(12, const_cast<char**>(again));
+  CHECK(r.spec.queue == "b");
+  CHECK(r.spec.walltime == 60);
+  CHECK(r.spec.mem_mb == 1024);
+  CHECK(r.socket == "/x");
+  // --help is answered whatever else the line holds (no script, an unknown option).
+  const char* help[] = {"submit", "--bogus", "-l", "walltime=abc", "--help"};
+  CHECK(parse_submit(5, const_cast<char**>(help)).help);
+  // After "--" a script may start with '-'.
+  const char* dashed[] = {"submit", "--", "-no-such-script"};
+  CHECK_THROWS_WITH(parse_submit(3, const_cast<char**>(dashed)), Catch::Contains("cannot read script '-no-such-script'"));
+  const char* unk[] = {"submit", "-x", "--wrap", "true"};
+  CHECK_THROWS_WITH(parse_submit(4, const_cast<char**>(unk)),
+                    Catch::Equals("unknown option '-x' (see corral submit --help)"));
+  const char* two[] = {"submit", "a.sh", "b.sh"};
+  CHECK_THROWS_WITH(parse_submit(3, const_cast<char**>(two)), Catch::Contains("more than one script given ('a.sh' and 'b.sh')"));
+  const char* novalue[] = {"submit", "--wrap", "true", "-N"};
+  CHECK_THROWS_WITH(parse_submit(4, const_cast<char**>(novalue)), Catch::Equals("-N needs a value"));
+}
+
+TEST_CASE("stat/cancel/wait/node and the control commands: --help, --socket, ids", "[agent][cli]") {
+  const char* h[] = {"cancel", "7", "-h"};
+  CHECK(parse_common("cancel", 3, const_cast<char**>(h), false).help);
+  const char* s[] = {"stat", "--socket", "/a", "4", "--json", "--socket=/b"};
+  Common c = parse_common("stat", 6, const_cast<char**>(s), true);
+  CHECK(c.socket == "/b");  // the last one given
+  CHECK(c.json);
+  CHECK(c.args == std::vector<std::string>{"4"});
+  const char* j[] = {"wait", "--json", "4"};
+  CHECK_THROWS_WITH(parse_common("wait", 3, const_cast<char**>(j), false),
+                    Catch::Equals("unknown option '--json' (see corral wait --help)"));
+  const char* ch[] = {"checkpoint", "--help"};
+  ControlArgs ctl = parse_control(2, const_cast<char**>(ch));
+  CHECK(ctl.help);
+  CHECK(ctl.ids.empty());
+}
+
+TEST_CASE("an empty value after '=' is that option's value, not the next argument", "[agent][cli]") {
+  const char* wrap[] = {"submit", "--wrap=", "job.sh"};
+  CHECK_THROWS_WITH(parse_submit(3, const_cast<char**>(wrap)), Catch::Contains("give a script or --wrap, not both"));
+  const char* q[] = {"submit", "-q=", "--wrap", "true"};
+  CHECK(parse_submit(4, const_cast<char**>(q)).spec.queue.empty());
+  const char* s[] = {"cancel", "--socket=", "5"};
+  Common c = parse_common("cancel", 3, const_cast<char**>(s), false);
+  CHECK(c.args == std::vector<std::string>{"5"});
+  CHECK(c.socket == default_socket());
 }

@@ -68,7 +68,7 @@ TEST_CASE("config: checkpoint_signal by name or number and checkpoint_grace; bad
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "12x"), Catch::Contains("not a signal number"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", "RTMIN+99"), Catch::Contains("real-time"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_signal", ""), Catch::Contains("unknown signal"));
-  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "-1"), Catch::Contains("checkpoint_grace: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "-1"), Catch::Contains("checkpoint_grace: expected a duration"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "2.5"), Catch::Contains("checkpoint_grace"));
   CHECK_THROWS_WITH(set_config_key(c, "checkpoint_grace", "9999999"), Catch::Contains("at most"));
 
@@ -125,16 +125,17 @@ TEST_CASE("config file: the default one is optional, a named one must exist", "[
   Config c8;
   CHECK_THROWS_WITH(parse({"--standalone=yes"}, c8, def), Catch::Contains("--standalone takes no value"));
   CHECK_THROWS_WITH(parse({"--ckpt-root"}, c8, def), Catch::Contains("--ckpt-root needs a value"));
+  CHECK_THROWS_WITH(parse({"--no-such-flag"}, c8, def), Catch::Contains("unknown option '--no-such-flag'"));
+  CHECK_THROWS_WITH(parse({"stray"}, c8, def), Catch::Contains("unexpected argument 'stray'"));
   CHECK_THROWS_WITH(parse({"--no-config", "--export-topology="}, c8, def), Catch::Contains("--export-topology needs a file"));
 }
 
 TEST_CASE("corrald --help lists every flag its parser accepts", "[agent]") {
-  // The usage text against the parser's own table (config.cpp kFlags).
+  // The usage text against the parser's own options (config.cpp).
   std::string usage = corral::agent::kUsage;
-  REQUIRE(corral::agent::kFlagCount > 10);
-  for (std::size_t i = 0; i < corral::agent::kFlagCount; ++i) {
-    const auto& f = corral::agent::kFlags[i];
-    std::string want = std::string(f.flag) + (f.arg ? std::string(" ") + f.arg : std::string());
+  const std::vector<std::string> flags = corral::agent::usage_flags();
+  REQUIRE(flags.size() > 10);
+  for (const std::string& want : flags) {
     INFO("flag " << want);
     // As "  --flag ARG" (or "-h, --help") at the start of a usage line.
     bool listed = usage.find("  " + want + " ") != std::string::npos ||
@@ -220,8 +221,61 @@ TEST_CASE("config: pba keys and preempt_mode; bad values are clear errors", "[ag
   CHECK_FALSE(c.pba_require_project);
   CHECK(c.preempt_mode == "suspend");
   CHECK_THROWS_WITH(set_config_key(c, "pba", "maybe"), Catch::Contains("pba: expected yes or no"));
-  CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected an integer >= 0"));
+  CHECK_THROWS_WITH(set_config_key(c, "pba_preempt_after", "-5"), Catch::Contains("pba_preempt_after: expected a duration"));
   CHECK_THROWS_WITH(set_config_key(c, "pba_max_requeues", "x"), Catch::Contains("pba_max_requeues"));
   CHECK_THROWS_WITH(set_config_key(c, "preempt_mode", "checkpoint"),
                     Catch::Contains("preempt_mode: expected requeue or suspend, got 'checkpoint'"));
+}
+
+TEST_CASE("config: policy and order take the names of corral sim; backfill is read with a warning", "[agent]") {
+  Config c;
+  CHECK(c.policy == corral::Policy::Easy);
+  CHECK_FALSE(c.order);
+  for (std::string_view n : corral::kPolicyNames) {
+    set_config_key(c, "policy", std::string(n));
+    CHECK(corral::name(c.policy) == n);
+  }
+  for (std::string_view n : corral::kOrderNames) {
+    set_config_key(c, "order", std::string(n));
+    REQUIRE(c.order);
+    CHECK(corral::name(*c.order) == n);
+  }
+  set_config_key(c, "order", "");
+  CHECK_FALSE(c.order);  // empty: the policy's
+  // An unknown order is an error naming the valid ones, never FIFO.
+  CHECK_THROWS_WITH(set_config_key(c, "order", "random"),
+                    Catch::Contains("order: unknown order 'random' (fifo, sjf, saf, wfp3, lxf, sjbf, lxbf)"));
+  CHECK_THROWS_WITH(set_config_key(c, "policy", "magic"),
+                    Catch::Contains("policy: unknown policy 'magic' (fcfs, easy, conservative, reserve, checkpoint, corral)"));
+  CHECK(c.warnings.empty());
+
+  Tmp t;
+  const std::string f = t.path + "/c.conf";
+  std::ofstream(f) << "# old name\nbackfill = conservative\n";
+  Config old;
+  corral::agent::load_config_file(f, old);
+  CHECK(old.policy == corral::Policy::Conservative);
+  REQUIRE(old.warnings.size() == 1);
+  CHECK(old.warnings[0] == f + ":2: 'backfill' is deprecated: write 'policy = conservative' (the same names)");
+  std::ofstream(f) << "order = fifo\norder = lifo\n";
+  Config bad;
+  CHECK_THROWS_WITH(corral::agent::load_config_file(f, bad), Catch::Contains(f + ":2: order: unknown order 'lifo'"));
+  // Durations in the one grammar.
+  set_config_key(c, "default_duration", "2w");
+  CHECK(c.default_duration == 14 * 86400);
+  set_config_key(c, "pba_preempt_after", "5m");
+  CHECK(c.pba_preempt_after == 300);
+
+  // The binary: the warning on stderr, the error with exit 2.
+  std::ofstream(f) << "backfill = easy\n";
+  auto r = harness::run({corrald(), "--config", f, "--export-topology", t.path + "/x.xml"});
+  CHECK(r.rc == 0);
+  CHECK(r.err.find("corrald: warning: " + f + ":1: 'backfill' is deprecated") != std::string::npos);
+  std::ofstream(f) << "order = lifo\n";
+  r = harness::run({corrald(), "--config", f, "--standalone"});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("unknown order 'lifo' (fifo, sjf") != std::string::npos);
+  r = harness::run({corrald(), "--no-config", "--policy", "corral", "--export-topology", t.path + "/y.xml"});
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
 }

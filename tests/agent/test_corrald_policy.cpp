@@ -45,6 +45,16 @@ std::string passes_after(const std::string& file, std::size_t before) {
   return text;
 }
 
+// Cancels each job still alive: a short job may have ended on its own by then (not an error).
+template <class A>
+void cancel_alive(A& a, const std::vector<std::string>& ids) {
+  for (const auto& id : ids) {
+    auto r = a.cli({"cancel", id});
+    INFO("cancel " << id << ": " << r.err);
+    CHECK((r.rc == 0 || r.err.find("has already ended") != std::string::npos));
+  }
+}
+
 double num(const std::string& s) { return s == "null" || s.empty() ? -1 : std::stod(s); }
 
 // The job's view of what it was granted, written to work/<tag>.env. Written
@@ -595,7 +605,7 @@ TEST_CASE("MONITOR through corrald: monitor_file gets every pass's schedule line
   const std::string nid = trim(n.out);
   text = passes_after(file, seps_before);
   CHECK(text.find(nid + ":1:RESERVING:") == std::string::npos);
-  REQUIRE(a.cli({"cancel", bid, wid, nid}).rc == 0);
+  cancel_alive(a, {bid, wid, nid});
   CHECK(wait_state(a, nid, "ended") == "ended");
 
   // max_reservation = 0: no job is reserved, -R y or not.
@@ -615,7 +625,7 @@ TEST_CASE("MONITOR through corrald: monitor_file gets every pass's schedule line
     INFO(t0);
     CHECK(t0.find(":RUNNING:") != std::string::npos);
     CHECK(t0.find(":RESERVING:") == std::string::npos);
-    REQUIRE(z.cli({"cancel", trim(zb.out), zid}).rc == 0);
+    cancel_alive(z, {trim(zb.out), zid});
   }
 
   // A monitor_file corrald cannot open: a clear error at start, exit 1.

@@ -1,5 +1,5 @@
 #include "tools/corral/client.hpp"
-#include "coordinator/json.hpp"
+#include "proto/spec_check.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,8 +14,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tools/cli_args.hpp"
+#include "tools/cli_error.hpp"
 
 namespace corral::cli {
 namespace {
@@ -30,22 +38,53 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string esc(const std::string& s) { return corral::json_quote(s); }
+using Json = nlohmann::ordered_json;
 
-std::string num(double d) {
-  if (!std::isfinite(d)) return "0";
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6f", d);
-  std::string s = b;
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
+// Seconds and usage to the microsecond; a non-finite value as 0.
+double micro(double d) { return std::isfinite(d) ? std::round(d * 1e6) / 1e6 : 0.0; }
 
-std::string ints(const std::vector<int>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
+// The text, or null when empty.
+Json text_or_null(const std::string& s) { return s.empty() ? Json() : Json(s); }
+
+Json job_json(const proto::JobInfo& j) {
+  Json o;
+  o["id"] = j.id;
+  o["name"] = j.name;
+  o["user"] = j.user;
+  o["uid"] = j.uid;
+  o["queue"] = j.queue;
+  o["project"] = j.project;
+  o["state"] = j.state;
+  o["exit_code"] = j.state == "ended" && j.exit_code >= 0 ? Json(j.exit_code) : Json();
+  o["end_reason"] = text_or_null(j.end_reason);
+  o["submit_time"] = micro(j.submit_time);
+  o["start_time"] = j.start_time > 0 ? Json(micro(j.start_time)) : Json();
+  o["end_time"] = j.end_time > 0 ? Json(micro(j.end_time)) : Json();
+  o["walltime"] = j.walltime;
+  o["ncpus"] = j.ncpus;
+  o["mem_mb"] = j.mem_mb;
+  o["jobfs_mb"] = j.jobfs_mb;
+  o["cores"] = j.cores;
+  o["cpu_seconds"] = micro(j.cpu_seconds);
+  o["rss_mb"] = j.rss_mb;
+  o["requeues"] = j.requeues;
+  o["stdout"] = j.stdout_path;
+  o["stderr"] = j.stderr_path;
+  o["comment"] = j.comment;
+  o["pe"] = text_or_null(j.pe);
+  o["slots_min"] = j.slots_min > 0 ? j.slots_min : j.ncpus;
+  o["slots_max"] = j.slots_max == proto::kSlotsUnbounded ? Json() : Json(j.slots_max > 0 ? j.slots_max : j.ncpus);
+  o["slots"] = j.slots > 0 ? Json(j.slots) : Json();
+  o["suspended_seconds"] = micro(j.suspended_seconds);
+  // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
+  o["runs"] = Json::array();
+  for (const proto::RunInfo& r : j.runs)
+    o["runs"].push_back(Json{{"start", micro(r.start)},
+                             {"end", r.end > 0 ? Json(micro(r.end)) : Json()},
+                             {"end_reason", text_or_null(r.end_reason)},
+                             {"exit_code", r.end > 0 && r.exit_code >= 0 ? Json(r.exit_code) : Json()},
+                             {"comment", r.comment}});
+  return o;
 }
 
 }  // namespace
@@ -102,7 +141,7 @@ void apply_resources(const std::string& list, proto::JobSpec& spec) {
     if (val.empty()) throw UsageError("resource '" + key + "' has an empty value");
     if (key == "walltime") spec.walltime = parse_walltime(val);
     else if (key == "ncpus") {
-      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > 1000000)
+      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > proto::kMaxCpus)
         throw UsageError("invalid ncpus '" + val + "' (a positive integer)");
       spec.ncpus = static_cast<std::int32_t>(std::stoll(val));
     } else if (key == "mem" || key == "vmem") spec.mem_mb = parse_size_mb(val);
@@ -123,7 +162,7 @@ SlotRange parse_slot_range(const std::string& text) {
     if (!all_digits(t)) throw bad("'" + t + "' is not a positive integer");
     long long v = std::stoll(t);
     if (v == 0) throw bad("slot counts start at 1");
-    if (v > 1000000) throw bad("'" + t + "' is too large");
+    if (v > proto::kMaxCpus) throw bad("'" + t + "' is too large");
     return static_cast<std::int32_t>(v);
   };
   SlotRange r;
@@ -166,26 +205,174 @@ std::uint64_t parse_job_id(const std::string& s) {
   return std::stoull(t);
 }
 
-Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage) {
-  Common c;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", usage);
-      std::exit(0);
-    } else if (a == "--socket") {
-      if (i + 1 >= argc) throw UsageError("--socket needs a path");
-      c.socket = argv[++i];
-    } else if (a.rfind("--socket=", 0) == 0) {
-      c.socket = a.substr(9);
-    } else if (json_ok && a == "--json") {
-      c.json = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError(std::string("unknown option '") + a + "' (see corral " + cmd + " --help)");
-    } else {
-      c.args.push_back(a);
-    }
+namespace {
+
+// Runs `app` over args (without the command's name): true when --help was
+// asked for. CLI11's refusals become UsageError in the project's words; an
+// unknown option points at the command's --help.
+bool parse_or_help(CLI::App& app, const std::string& cmd, const std::vector<std::string>& args) {
+  try {
+    cli_parse(app, args);
+    return false;
+  } catch (const CLI::CallForHelp&) {
+    return true;
+  } catch (const CLI::ParseError& e) {
+    std::string why = usage_error(e);
+    if (why.rfind("unknown option", 0) == 0) why += " (see corral " + cmd + " --help)";
+    throw UsageError(why);
   }
+}
+
+// A submit command line with the qsub spellings CLI11 does not read taken
+// care of: "-pe NAME RANGE" is taken out (CLI11 has no single-dash long
+// options; it would read -p with the value "e"), and a short option's
+// "-q=VALUE" becomes "-qVALUE". Another option's value is left as it is
+// ("-N -pe" names a job "-pe"), and so is everything after "--".
+struct QsubLine {
+  std::vector<std::string> args;                            // for CLI11
+  std::vector<std::pair<std::string, std::string>> pe;      // each -pe's NAME and RANGE
+};
+
+QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app) {
+  QsubLine line;
+  std::vector<std::string>& out = line.args;
+  const std::size_t n = args.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string a = args[i];
+    if (a == "--") {
+      out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (a == "-pe") {
+      if (i + 2 >= n) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
+      line.pe.emplace_back(args[i + 1], args[i + 2]);
+      i += 2;
+      continue;
+    }
+    const bool is_long = a.rfind("--", 0) == 0, is_short = !is_long && a.size() > 1 && a[0] == '-';
+    const CLI::Option* o = is_long && a.find('=') == std::string::npos ? app.get_option_no_throw(a)
+                           : is_short ? app.get_option_no_throw(a.substr(0, 2))
+                                      : nullptr;
+    const int values = o ? o->get_items_expected_min() : 0;
+    if (is_short && values > 0 && a.size() > 2) {
+      if (a[2] == '=') a.erase(2, 1);
+      out.push_back(a);  // the value is attached
+      if (a.size() == 2) out.emplace_back();  // "-q=": an empty one
+      continue;
+    }
+    out.push_back(a);
+    for (int k = 0; k < values && i + 1 < n; ++k) out.push_back(args[++i]);
+  }
+  return line;
+}
+
+// What `corral submit` has read. The options' values are applied in the
+// order given once the whole line has parsed (so --help and unknown options
+// are answered first), then -pe.
+struct SubmitParse {
+  SubmitArgs a;
+  std::vector<std::function<void()>> steps;
+  std::vector<std::string> scripts;
+  std::optional<std::string> wrap;
+  bool have_ncpus = false;  // -l ncpus= and -pe both name the cpu count
+};
+
+void pe_option(proto::JobSpec& s, const std::string& name, const std::string& range) {
+  if (name.rfind("-", 0) == 0 || range.rfind("--", 0) == 0)
+    throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8 (got '-pe " + name +
+                     " " + range + "')");
+  apply_pe(name, range, s);
+}
+
+void resources_option(SubmitParse& p, const std::string& list) {
+  apply_resources(list, p.a.spec);
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    p.have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
+}
+
+void reserve_option(proto::JobSpec& s, const std::string& value) {
+  const std::string v = lower(value);
+  if (v == "y" || v == "yes") s.reserve = true;
+  else if (v == "n" || v == "no") s.reserve = false;
+  else throw UsageError("-R takes y or n, got '" + v + "'");
+}
+
+void submit_options(CLI::App& app, SubmitParse& p) {
+  proto::JobSpec& s = p.a.spec;
+  auto value = [&app, &p](const char* name, std::function<void(const std::string&)> apply) {
+    app.add_option_function<std::string>(name, [&p, apply](const std::string& v) { p.steps.push_back([apply, v] { apply(v); }); })
+        ->trigger_on_parse();
+  };
+  app.set_help_flag("-h,--help");
+  value("-l", [&p](const std::string& v) { resources_option(p, v); });
+  value("-q", [&s](const std::string& v) { s.queue = v; });
+  value("-P", [&s](const std::string& v) { s.project = v; });
+  value("-N", [&s](const std::string& v) {
+    if (v.empty()) throw UsageError("-N: the job name is empty");
+    s.name = v;
+  });
+  value("-o", [&s](const std::string& v) { s.stdout_path = v; });
+  value("-e", [&s](const std::string& v) { s.stderr_path = v; });
+  value("-R", [&s](const std::string& v) { reserve_option(s, v); });
+  value("--socket", [&p](const std::string& v) { p.a.socket = v; });
+  value("--wrap", [&p](const std::string& v) { p.wrap = v; });
+  app.add_option("SCRIPT", p.scripts);
+}
+
+// The script file's text ("-": stdin). Throws UsageError.
+std::string read_script(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) throw UsageError("cannot read script '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw UsageError("script '" + path + "' is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read script '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The job's script: the --wrap command or the script file.
+void set_script(SubmitParse& p) {
+  proto::JobSpec& s = p.a.spec;
+  if (p.scripts.size() > 1)
+    throw UsageError("more than one script given ('" + p.scripts[0] + "' and '" + p.scripts[1] + "')");
+  const std::string path = p.scripts.empty() ? "" : p.scripts[0];
+  if (p.wrap && !path.empty()) throw UsageError("give a script or --wrap, not both");
+  if (p.wrap) {
+    if (p.wrap->empty()) throw UsageError("--wrap needs a command");
+    s.script = "#!/bin/sh\n" + *p.wrap + "\n";
+    s.script_name = "--wrap";
+    if (s.name.empty()) s.name = "wrap";
+    return;
+  }
+  if (path.empty()) throw UsageError("missing job script (give a file, '-' for stdin, or --wrap 'command')");
+  const std::string text = read_script(path);
+  if (text.empty()) throw UsageError("script '" + path + "' is empty");
+  if (text.size() > proto::kMaxFrame / 2) throw UsageError("script '" + path + "' is too large");
+  s.script = text;
+  s.script_name = path;
+  if (s.name.empty()) {
+    std::string base = path == "-" ? "STDIN" : path.substr(path.rfind('/') + 1);
+    s.name = base.empty() ? "job" : base;
+  }
+}
+
+}  // namespace
+
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok) {
+  Common c;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.add_option("--socket", c.socket)->type_name("PATH")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  if (json_ok) app.add_flag("--json", c.json)->disable_flag_override();
+  app.add_option("ARGS", c.args);
+  c.help = parse_or_help(app, cmd, cli_args(argc, argv));
   if (c.socket.empty()) c.socket = default_socket();
   return c;
 }
@@ -193,108 +380,42 @@ Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const 
 ControlArgs parse_control(int argc, char** argv) {
   ControlArgs c;
   c.action = argc > 0 ? argv[0] : "";
-  Common common = parse_common(c.action.c_str(), argc, argv, false, "");
+  Common common = parse_common(c.action.c_str(), argc, argv, false);
+  c.socket = common.socket;
+  c.help = common.help;
+  if (c.help) return c;
   for (const auto& a : common.args) c.ids.push_back(parse_job_id(a));
   if (c.ids.empty()) throw UsageError("missing job id");
-  c.socket = common.socket;
   return c;
 }
 
 SubmitArgs parse_submit(int argc, char** argv) {
-  SubmitArgs a;
-  proto::JobSpec& s = a.spec;
-  std::string script_path, wrap;
-  bool have_wrap = false;
-  // -pe and -l ncpus= both name the cpu count: one of them only.
-  bool have_pe = false, have_ncpus = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string o = argv[i];
-    auto value = [&](const std::string& flag) -> std::string {
-      if (o.size() > flag.size()) return o.substr(flag.size() + (o[flag.size()] == '=' ? 1 : 0));
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      return argv[++i];
-    };
-    auto is = [&](const std::string& flag, bool attached_ok) {
-      return o == flag || (attached_ok && o.rfind(flag, 0) == 0 && o.size() > flag.size()) ||
-             o.rfind(flag + "=", 0) == 0;
-    };
-    if (is("--socket", false)) a.socket = value("--socket");
-    else if (is("--wrap", false)) { wrap = value("--wrap"); have_wrap = true; }
-    else if (o.rfind("--", 0) == 0 && o != "--") throw UsageError("unknown option '" + o + "'");
-    else if (o == "-pe") {
-      if (i + 2 >= argc) throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8");
-      if (have_pe) throw UsageError("-pe given twice");
-      std::string name = argv[i + 1], range = argv[i + 2];
-      if (name.rfind("-", 0) == 0 || range.rfind("--", 0) == 0)
-        throw UsageError("-pe needs a parallel environment name and a slot range, e.g. -pe smp 2-8 (got '-pe " +
-                         name + " " + range + "')");
-      i += 2;
-      apply_pe(name, range, s);
-      have_pe = true;
-    } else if (is("-l", true)) {
-      std::string list = value("-l");
-      apply_resources(list, s);
-      std::stringstream ss(list);
-      for (std::string item; std::getline(ss, item, ',');)
-        have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
-    }
-    else if (is("-q", true)) s.queue = value("-q");
-    else if (is("-P", true)) s.project = value("-P");
-    else if (is("-N", true)) s.name = value("-N");
-    else if (is("-o", true)) s.stdout_path = value("-o");
-    else if (is("-e", true)) s.stderr_path = value("-e");
-    else if (is("-R", true)) {
-      std::string v = lower(value("-R"));
-      if (v == "y" || v == "yes") s.reserve = true;
-      else if (v == "n" || v == "no") s.reserve = false;
-      else throw UsageError("-R takes y or n, got '" + v + "'");
-    } else if (o == "-") {
-      if (!script_path.empty()) throw UsageError("more than one script given");
-      script_path = "-";
-    } else if (o.size() > 1 && o[0] == '-') throw UsageError("unknown option '" + o + "'");
-    else {
-      if (!script_path.empty())
-        throw UsageError("more than one script given ('" + script_path + "' and '" + o + "')");
-      script_path = o;
-    }
-  }
-  if (have_pe && have_ncpus)
+  SubmitParse p;
+  CLI::App app;
+  submit_options(app, p);
+  const QsubLine line = qsub_spelling(cli_args(argc, argv), app);
+  p.a.help = parse_or_help(app, "submit", line.args);
+  if (p.a.help) return p.a;
+  for (const auto& step : p.steps) step();
+  if (line.pe.size() > 1) throw UsageError("-pe given twice");
+  for (const auto& [name, range] : line.pe) pe_option(p.a.spec, name, range);
+  if (!line.pe.empty() && p.have_ncpus)
     throw UsageError("give either -l ncpus=N or -pe NAME RANGE, not both (the slot range is the cpu count)");
-  if (have_wrap && !script_path.empty()) throw UsageError("give a script or --wrap, not both");
-  if (have_wrap) {
-    if (wrap.empty()) throw UsageError("--wrap needs a command");
-    s.script = "#!/bin/sh\n" + wrap + "\n";
-    s.script_name = "--wrap";
-    if (s.name.empty()) s.name = "wrap";
-  } else {
-    if (script_path.empty()) throw UsageError("missing job script (give a file, '-' for stdin, or --wrap 'command')");
-    std::string text;
-    if (script_path == "-") {
-      std::ostringstream ss;
-      ss << std::cin.rdbuf();
-      text = ss.str();
-    } else {
-      struct stat st{};
-      if (::stat(script_path.c_str(), &st) != 0)
-        throw UsageError("cannot read script '" + script_path + "': " + std::strerror(errno));
-      if (!S_ISREG(st.st_mode)) throw UsageError("script '" + script_path + "' is not a regular file");
-      std::ifstream in(script_path, std::ios::binary);
-      if (!in) throw UsageError("cannot read script '" + script_path + "': " + std::strerror(errno));
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
-    }
-    if (text.empty()) throw UsageError("script '" + script_path + "' is empty");
-    if (text.size() > proto::kMaxFrame / 2) throw UsageError("script '" + script_path + "' is too large");
-    s.script = text;
-    s.script_name = script_path;
-    if (s.name.empty()) {
-      std::string base = script_path == "-" ? "STDIN" : script_path.substr(script_path.rfind('/') + 1);
-      s.name = base.empty() ? "job" : base;
-    }
-  }
-  if (a.socket.empty()) a.socket = default_socket();
-  return a;
+  set_script(p);
+  const std::string& name = p.a.spec.name;
+  if (std::string why = proto::check_job_name(name); !why.empty())
+    throw UsageError(why + (name.empty() ? "" : " (-N NAME chooses another)"));
+  if (p.a.socket.empty()) p.a.socket = default_socket();
+  return p.a;
+}
+
+void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env) {
+  spec.cwd = cwd;
+  for (char** e = env; e && *e; ++e) spec.env.emplace_back(*e);
+  mode_t mask = ::umask(0);  // reading it needs setting it
+  ::umask(mask);
+  spec.umask = static_cast<std::int32_t>(mask);
+  if (std::string why = proto::check_spec(spec); !why.empty()) throw UsageError(why);
 }
 
 std::string default_socket() {
@@ -315,15 +436,23 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     throw std::runtime_error("cannot reach corrald at " + path + ": " + std::strerror(err) +
                              " (is corrald running? --socket or CORRAL_SOCKET choose another)");
   }
+  // A submit corrald may have made durable before it died: say so, and how to find out.
+  auto lost = [&req](const std::string& what) {
+    const auto* sub = std::get_if<proto::SubmitReq>(&req);
+    if (!sub) return std::runtime_error(what);
+    return std::runtime_error(what + ": the job may have been accepted all the same; before submitting it again, "
+                              "check with `corral stat` for a job named '" + proto::printable(sub->spec.name) +
+                              "' of your user");
+  };
   std::string out = proto::frame(proto::encode(req));
   std::string_view rest = out;
+  std::string send_err;  // corrald may have refused the connection at once: its answer is read below
   while (!rest.empty()) {
     ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      throw std::runtime_error(std::string("lost corrald while sending: ") + std::strerror(err));
+      send_err = std::strerror(errno);
+      break;
     }
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -335,7 +464,8 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
-      throw std::runtime_error("corrald closed the connection without answering");
+      if (!send_err.empty()) throw std::runtime_error("lost corrald while sending: " + send_err);
+      throw lost("corrald closed the connection without answering");
     }
     rd.feed(buf, static_cast<std::size_t>(n));
   }
@@ -343,72 +473,28 @@ proto::Message request(const std::string& path, const proto::Message& req) {
   return proto::decode(frame);
 }
 
-std::string to_json(const proto::JobInfo& j) {
-  std::string o = "{";
-  o += "\"id\":" + std::to_string(j.id);
-  o += ",\"name\":" + esc(j.name);
-  o += ",\"user\":" + esc(j.user);
-  o += ",\"uid\":" + std::to_string(j.uid);
-  o += ",\"queue\":" + esc(j.queue);
-  o += ",\"project\":" + esc(j.project);
-  o += ",\"state\":" + esc(j.state);
-  o += ",\"exit_code\":" + (j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : std::string("null"));
-  o += ",\"end_reason\":" + (j.end_reason.empty() ? std::string("null") : esc(j.end_reason));
-  o += ",\"submit_time\":" + num(j.submit_time);
-  o += ",\"start_time\":" + (j.start_time > 0 ? num(j.start_time) : std::string("null"));
-  o += ",\"end_time\":" + (j.end_time > 0 ? num(j.end_time) : std::string("null"));
-  o += ",\"walltime\":" + std::to_string(j.walltime);
-  o += ",\"ncpus\":" + std::to_string(j.ncpus);
-  o += ",\"mem_mb\":" + std::to_string(j.mem_mb);
-  o += ",\"jobfs_mb\":" + std::to_string(j.jobfs_mb);
-  o += ",\"cores\":" + ints(j.cores);
-  o += ",\"cpu_seconds\":" + num(j.cpu_seconds);
-  o += ",\"rss_mb\":" + std::to_string(j.rss_mb);
-  o += ",\"requeues\":" + std::to_string(j.requeues);
-  o += ",\"stdout\":" + esc(j.stdout_path);
-  o += ",\"stderr\":" + esc(j.stderr_path);
-  o += ",\"comment\":" + esc(j.comment);
-  o += ",\"pe\":" + (j.pe.empty() ? std::string("null") : esc(j.pe));
-  o += ",\"slots_min\":" + std::to_string(j.slots_min > 0 ? j.slots_min : j.ncpus);
-  o += ",\"slots_max\":" + (j.slots_max == proto::kSlotsUnbounded ? std::string("null")
-                                : std::to_string(j.slots_max > 0 ? j.slots_max : j.ncpus));
-  o += ",\"slots\":" + (j.slots > 0 ? std::to_string(j.slots) : std::string("null"));
-  o += ",\"suspended_seconds\":" + num(j.suspended_seconds);
-  // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
-  o += ",\"runs\":[";
-  for (std::size_t i = 0; i < j.runs.size(); ++i) {
-    const proto::RunInfo& r = j.runs[i];
-    o += std::string(i ? "," : "") + "{\"start\":" + num(r.start);
-    o += ",\"end\":" + (r.end > 0 ? num(r.end) : std::string("null"));
-    o += ",\"end_reason\":" + (r.end_reason.empty() ? std::string("null") : esc(r.end_reason));
-    o += ",\"exit_code\":" + (r.end > 0 && r.exit_code >= 0 ? std::to_string(r.exit_code) : std::string("null"));
-    o += ",\"comment\":" + esc(r.comment) + "}";
-  }
-  o += "]";
-  return o + "}";
-}
+std::string to_json(const proto::JobInfo& j) { return job_json(j).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 std::string to_json(const proto::NodeStatus& n) {
-  std::string o = "{";
-  o += "\"node\":" + esc(n.node);
-  o += ",\"mode\":" + esc(n.mode);
-  o += ",\"topology\":" + esc(n.topology);
-  o += ",\"cores\":" + std::to_string(n.cores);
-  o += ",\"numa_nodes\":" + std::to_string(n.numa_nodes);
-  o += ",\"mem_mb\":" + std::to_string(n.mem_mb);
-  o += ",\"slots_total\":" + std::to_string(n.slots_total);
-  o += ",\"slots_used\":" + std::to_string(n.slots_used);
-  o += ",\"pending\":" + std::to_string(n.pending);
-  o += ",\"running\":[";
-  for (std::size_t i = 0; i < n.running.size(); ++i) o += (i ? "," : "") + to_json(n.running[i]);
-  o += "],\"recent\":[";
-  for (std::size_t i = 0; i < n.recent.size(); ++i) o += (i ? "," : "") + to_json(n.recent[i]);
-  o += "],\"agent_pid\":" + std::to_string(n.agent_pid);
-  o += ",\"agent_uptime\":" + num(n.agent_uptime);
-  o += ",\"version\":" + esc(n.version);
-  o += ",\"criu\":{\"available\":" + std::string(n.criu_available ? "true" : "false") +
-       ",\"why\":" + esc(n.criu_why) + "}";
-  return o + "}";
+  Json o;
+  o["node"] = n.node;
+  o["mode"] = n.mode;
+  o["topology"] = n.topology;
+  o["cores"] = n.cores;
+  o["numa_nodes"] = n.numa_nodes;
+  o["mem_mb"] = n.mem_mb;
+  o["slots_total"] = n.slots_total;
+  o["slots_used"] = n.slots_used;
+  o["pending"] = n.pending;
+  o["running"] = Json::array();
+  for (const proto::JobInfo& j : n.running) o["running"].push_back(job_json(j));
+  o["recent"] = Json::array();
+  for (const proto::JobInfo& j : n.recent) o["recent"].push_back(job_json(j));
+  o["agent_pid"] = n.agent_pid;
+  o["agent_uptime"] = micro(n.agent_uptime);
+  o["version"] = n.version;
+  o["criu"] = Json{{"available", n.criu_available}, {"why", n.criu_why}};
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace corral::cli

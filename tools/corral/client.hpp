@@ -39,10 +39,16 @@ void apply_pe(const std::string& name, const std::string& range, proto::JobSpec&
 struct SubmitArgs {
   proto::JobSpec spec;           // without env/cwd (filled by the caller)
   std::string socket;
+  bool help = false;             // --help: nothing else is read
 };
 // Parses `corral submit` arguments (argv[0] is "submit"); reads the script
 // file. Throws UsageError with a clear message.
 SubmitArgs parse_submit(int argc, char** argv);
+
+// Completes a parsed submit with what the job inherits: the working directory, the environment
+// (NULL-terminated, as environ) and this process's umask; then checks every field as corrald
+// will (proto/spec_check.hpp). Throws UsageError.
+void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env);
 
 // The socket path: --socket, else $CORRAL_SOCKET, else /run/corral/corrald.sock.
 std::string default_socket();
@@ -52,14 +58,15 @@ std::string default_socket();
 proto::Message request(const std::string& socket, const proto::Message& req);
 
 // Shared flags of the commands that take job ids or nothing: --socket PATH,
-// --json (when json_ok), --help (prints usage, exits 0); the rest are args.
-// Throws UsageError on an unknown option.
+// --json (when json_ok), --help; the rest are args. Throws UsageError on an
+// unknown option.
 struct Common {
   std::string socket;
   bool json = false;
+  bool help = false;             // --help: nothing else is read
   std::vector<std::string> args;
 };
-Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, const char* usage);
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok);
 
 // `corral suspend|resume|requeue|checkpoint JOBID...` arguments (argv[0] is
 // the command): the ids and --socket. Throws UsageError.
@@ -67,6 +74,7 @@ struct ControlArgs {
   std::string action;
   std::vector<std::uint64_t> ids;
   std::string socket;
+  bool help = false;             // --help: nothing else is read
 };
 ControlArgs parse_control(int argc, char** argv);
 // "42" or "42.host" (as PBS prints) -> 42. Throws UsageError.

@@ -13,12 +13,46 @@
 
 #include "tools/corral/client.hpp"
 #include "tools/corral/commands.hpp"
+#include "proto/spec_check.hpp"
 
 extern char** environ;
 
 namespace corral::cli {
 namespace {
 
+const char* const kSubmitHelp =
+    "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
+    "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
+    "                     [-pe NAME RANGE] [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
+    "Prints the new job's id. The job keeps your environment and working directory.\n"
+    "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
+    "  -m (1-m) or n- (n up to the node's cores); the job gets the largest count it can\n"
+    "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n";
+const char* const kStatHelp =
+    "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
+    "With JOBID and --json: one JSON object; without JOBID: an array.\n";
+const char* const kCancelHelp = "usage: corral cancel JOBID... [--socket PATH]\n";
+const char* const kWaitHelp =
+    "usage: corral wait JOBID [--socket PATH]\n"
+    "Blocks until the job ends; exits with its exit code (1 if it never ran).\n";
+const char* const kNodeHelp =
+    "usage: corral node [--json] [--socket PATH]\n"
+    "This node's status from its own corrald (no mesh needed).\n";
+// %s: the command (suspend, resume, requeue or checkpoint).
+const char* const kControlHelp =
+    "usage: corral %s JOBID... [--socket PATH]\n"
+    "  suspend     freeze a running job (its cores go to other jobs, memory stays held;\n"
+    "              walltime stops); it stays suspended until `corral resume` (root only)\n"
+    "  resume      thaw a suspended job on its own cores (root only; refused while\n"
+    "              other jobs run on them)\n"
+    "  requeue     stop a running job and put it back in the queue (owner or root)\n"
+    "  checkpoint  signal the job to checkpoint (SIGUSR1 into CORRAL_CKPT_DIR), stop\n"
+    "              it and requeue it with CORRAL_RESTART=1 (owner or root)\n";
+
+int help(const char* text) {
+  std::fputs(text, stdout);
+  return 0;
+}
 
 // Runs `fn`, turning errors into messages and exit codes.
 template <class Fn>
@@ -79,10 +113,11 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
               "QUEUE", "NCPUS", "WALLTIME", "EXIT", "REASON / COMMENT");
   for (const auto& j : jobs) {
     std::string exitc = j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
-    std::string why = why_text(j);
+    // Escaped: a name or comment cannot break the table (one job, one line).
+    std::string why = proto::printable(why_text(j)), name = proto::printable(j.name);
     std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %5s %s\n",
-                static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
-                j.state.c_str(), j.queue.c_str(), j.slots > 0 ? j.slots : j.ncpus,
+                static_cast<unsigned long long>(j.id), name.c_str(), proto::printable(j.user).c_str(),
+                j.state.c_str(), proto::printable(j.queue).c_str(), j.slots > 0 ? j.slots : j.ncpus,
                 hms(j.walltime).c_str(), exitc.c_str(),
                 why.c_str());
   }
@@ -92,25 +127,11 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
 
 int cmd_submit(int argc, char** argv) {
   return guarded("submit", [&] {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
-        std::printf(
-            "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
-            "                     [-P PROJECT] [-N NAME] [-o FILE] [-e FILE] [-R y|n]\n"
-            "                     [-pe NAME RANGE] [--socket PATH] (SCRIPT | - | --wrap 'COMMAND')\n"
-            "Prints the new job's id. The job keeps your environment and working directory.\n"
-            "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
-            "  -m (1-m) or n- (n up to the node's cores); the job gets the largest count it can\n"
-            "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n");
-        return 0;
-      }
-    }
     SubmitArgs a = parse_submit(argc, argv);
+    if (a.help) return help(kSubmitHelp);
     char cwd[4096];
     if (!::getcwd(cwd, sizeof cwd)) throw std::runtime_error("cannot read the working directory");
-    a.spec.cwd = cwd;
-    for (char** e = environ; e && *e; ++e) a.spec.env.emplace_back(*e);
+    finish_submit(a.spec, cwd, environ);
     proto::SubmitRep rep = expect<proto::SubmitRep>(request(a.socket, proto::SubmitReq{a.spec}));
     std::printf("%llu\n", static_cast<unsigned long long>(rep.id));
     return 0;
@@ -119,9 +140,8 @@ int cmd_submit(int argc, char** argv) {
 
 int cmd_stat(int argc, char** argv) {
   return guarded("stat", [&] {
-    Common c = parse_common("stat", argc, argv, true,
-                            "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
-                            "With JOBID and --json: one JSON object; without JOBID: an array.\n");
+    Common c = parse_common("stat", argc, argv, true);
+    if (c.help) return help(kStatHelp);
     if (c.args.size() > 1) throw UsageError("at most one job id");
     std::uint64_t id = c.args.empty() ? 0 : parse_job_id(c.args[0]);
     proto::StatRep rep = expect<proto::StatRep>(request(c.socket, proto::StatReq{id}));
@@ -143,8 +163,8 @@ int cmd_stat(int argc, char** argv) {
 
 int cmd_cancel(int argc, char** argv) {
   return guarded("cancel", [&] {
-    Common c = parse_common("cancel", argc, argv, false,
-                            "usage: corral cancel JOBID... [--socket PATH]\n");
+    Common c = parse_common("cancel", argc, argv, false);
+    if (c.help) return help(kCancelHelp);
     if (c.args.empty()) throw UsageError("missing job id");
     int rc = 0;
     for (const auto& a : c.args) {
@@ -165,9 +185,8 @@ int cmd_cancel(int argc, char** argv) {
 
 int cmd_wait(int argc, char** argv) {
   return guarded("wait", [&] {
-    Common c = parse_common("wait", argc, argv, false,
-                            "usage: corral wait JOBID [--socket PATH]\n"
-                            "Blocks until the job ends; exits with its exit code (1 if it never ran).\n");
+    Common c = parse_common("wait", argc, argv, false);
+    if (c.help) return help(kWaitHelp);
     if (c.args.size() != 1) throw UsageError("give exactly one job id");
     std::uint64_t id = parse_job_id(c.args[0]);
     proto::WaitRep rep = expect<proto::WaitRep>(request(c.socket, proto::WaitReq{id}));
@@ -183,9 +202,8 @@ int cmd_wait(int argc, char** argv) {
 
 int cmd_node(int argc, char** argv) {
   return guarded("node", [&] {
-    Common c = parse_common("node", argc, argv, true,
-                            "usage: corral node [--json] [--socket PATH]\n"
-                            "This node's status from its own corrald (no mesh needed).\n");
+    Common c = parse_common("node", argc, argv, true);
+    if (c.help) return help(kNodeHelp);
     if (!c.args.empty()) throw UsageError("unexpected argument '" + c.args[0] + "'");
     proto::NodeRep rep = expect<proto::NodeRep>(request(c.socket, proto::NodeReq{}));
     const proto::NodeStatus& n = rep.node;
@@ -228,23 +246,11 @@ int cmd_node(int argc, char** argv) {
 int cmd_control(int argc, char** argv) {
   const char* cmd = argc > 0 ? argv[0] : "control";
   return guarded(cmd, [&] {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
-        std::printf(
-            "usage: corral %s JOBID... [--socket PATH]\n"
-            "  suspend     freeze a running job (its cores go to other jobs, memory stays held;\n"
-            "              walltime stops); it stays suspended until `corral resume` (root only)\n"
-            "  resume      thaw a suspended job on its own cores (root only; refused while\n"
-            "              other jobs run on them)\n"
-            "  requeue     stop a running job and put it back in the queue (owner or root)\n"
-            "  checkpoint  signal the job to checkpoint (SIGUSR1 into CORRAL_CKPT_DIR), stop\n"
-            "              it and requeue it with CORRAL_RESTART=1 (owner or root)\n",
-            cmd);
-        return 0;
-      }
-    }
     ControlArgs c = parse_control(argc, argv);
+    if (c.help) {
+      std::printf(kControlHelp, cmd);
+      return 0;
+    }
     int rc = 0;
     for (auto id : c.ids) {
       proto::Message m = request(c.socket, proto::ControlReq{id, c.action});

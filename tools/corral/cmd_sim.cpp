@@ -2,65 +2,53 @@
 // core in simulated time and prints one JSON object on stdout.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "coordinator/names.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
+#include "tools/corral/sim_pictures.hpp"
+#include "tools/corral/sim_policy.hpp"
 
 namespace corral::cli {
 
 namespace {
 
-// The default is the best setting measured on all seven traces with 30 % and
-// with no job checkpointable (bench/sim/RESULTS.md): checkpoint-based
-// aggressive backfilling (backfill candidates longer than 1 h planned at
-// p = 0.25 x their request, or their predicted run if shorter, checkpointed
-// at the window's end; only checkpointable jobs), reservations for the head
-// and the next two blocked jobs, queue ordered by largest expansion factor on
-// predicted run times (the longest of the last three runs of the user's
-// similar jobs, re-predicted as they end) that order only: plans use the
-// requested times, so a job outliving its prediction delays no reservation;
-// jobs waiting 2 days go first in FIFO order. No selective preemption: with
-// few checkpointable jobs it checkpointed more jobs for no gain.
-constexpr const char* kDefaultPolicy = "checkpoint";
-constexpr const char* kDefaultOrder = "lxf";
-constexpr Time kDefaultAging = 2 * 86400;
-constexpr Time kDefaultAgingWide = 0;
-constexpr double kDefaultWideFraction = 0.1;
-constexpr double kDefaultSplit = 0.25;
-constexpr int kDefaultReserveDepth = 3;
-constexpr bool kDefaultPredict = true;
-constexpr sim::PredictKind kDefaultPredictor = sim::PredictKind::Similar;
-constexpr bool kDefaultPredictOrderOnly = true;
-constexpr bool kDefaultRepredict = true;
-// Selective preemption is never on by default, so
-// `--policy easy --order fifo --aging 0 --no-predict` stays textbook EASY.
-constexpr bool kDefaultPreemptWithCheckpoint = false;
-
 const char* kHelp =
     "usage: corral sim TRACE [options]\n"
+    "       corral sim compare TRACE --policies A,B,... (see corral sim compare --help)\n"
     "\n"
     "Replays a Standard Workload Format trace (plain or .gz) through Corral's\n"
     "scheduling core in simulated time; prints one JSON object on stdout.\n"
     "\n"
     "options:\n"
-    "  --policy P           fcfs | easy | conservative | reserve | checkpoint\n"
+    "  --policy P           corral (the default) | fcfs | easy | conservative | reserve |\n"
+    "                       checkpoint; the last five are the textbook policies alone (FIFO\n"
+    "                       order, requested times, no aging, no preemption): options\n"
+    "                       given with them add to them\n"
     "  --order O            queue order: fifo | sjf | saf | wfp3 | lxf | sjbf | lxbf\n"
     "  --aging T            starvation bound: jobs waiting >= T go first, FIFO (0: no\n"
     "                       aging at all)\n"
     "  --aging-wide T       jobs of >= --wide-fraction of the machine age after T\n"
     "                       (if shorter than --aging; 0: same as --aging)\n"
-    "  --wide-fraction F    what a wide job is, as a fraction of the cores (default 0.1)\n"
+    "  --wide-fraction F    what a wide job is, as a fraction of the cores (default 0.1\n"
+    "                       with --policy corral, else 0.5)\n"
     "  --max-reservation N  with --policy reserve: reservations per pass for -R y jobs\n"
     "                       (Grid Engine max_reservation; 0: none; default 1)\n"
     "  --reserve-min-procs N  with --policy reserve: jobs of N or more processors are\n"
@@ -71,29 +59,34 @@ const char* kHelp =
     "                       are planned with T, not with their run time (Grid Engine\n"
     "                       default_duration; not enforced: a job running longer is\n"
     "                       then expected to end at its run time)\n"
-    "  --predict            run-time prediction from users' history (default)\n"
+    "  --predict            run-time prediction from users' history; default with\n"
+    "                       --policy corral only\n"
     "  --no-predict         use the requested times as estimates\n"
+    "  --predictor NAME     with --predict: mean2 (EASY++: the mean of the user's last\n"
+    "                       two runs), max3 (the longest of the user's last three\n"
+    "                       runs), similar (the longest of the last three of the\n"
+    "                       user's jobs with the same request and size, else max3);\n"
+    "                       default similar with --policy corral, else mean2\n"
     "  --predict-order-only with --predict: predictions order the queue only; plans\n"
-    "                       (reservations, backfills) use the requested times (default)\n"
+    "                       (reservations, backfills) use the requested times;\n"
+    "                       default with --policy corral only\n"
     "  --no-predict-order-only  predictions plan too (EASY++)\n"
-    "  --predictor NAME     with --predict: mean2 (EASY++), max3 (the\n"
-    "                       longest of the user's last three runs), similar (the\n"
-    "                       longest of the last three of the user's jobs with the\n"
-    "                       same request and size, else max3; the default);\n"
-    "                       coordinator/sim/predict.hpp\n"
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
-    "                       user's job ends (--no-repredict: at submit only)\n"
+    "                       user's job ends (--no-repredict: at submit only); default\n"
+    "                       with --policy corral only\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --checkpoint-budget F  once F of the jobs arrived so far were checkpointed,\n"
     "                       only jobs checkpointed before may be again (0: no budget)\n"
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
-    "                       or their predicted run if shorter (default 0.25)\n"
+    "                       or their predicted run if shorter (default 0.25 with\n"
+    "                       --policy corral, else 0.5); only checkpointable jobs\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
     "  --reserve-depth N    checkpoint policy: reservations per pass, the head's and\n"
-    "                       the next N - 1 blocked jobs' in queue order (default 3)\n"
+    "                       the next N - 1 blocked jobs' in queue order (default 3\n"
+    "                       with --policy corral, else 1)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
-    "                       off by default\n"
+    "                       default with --policy corral only\n"
     "  --no-preempt         no selective preemption\n"
     "  --preempt-factor F   a blocked job preempts jobs whose expansion factor x F is\n"
     "                       below its own (default 2)\n"
@@ -101,6 +94,7 @@ const char* kHelp =
     "  --preempt-min-wait T a job waits T before it may preempt (default 0)\n"
     "  --preempt-min-left T a victim has at least T of planned run left (default 10m)\n"
     "  --preempt-max-requeues N  a job requeued N times is no longer a victim (default 2)\n"
+    "  --no-preempt-aged    aged jobs preempt only as other blocked jobs do\n"
     "  --nodes N            machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
     "  --cores C            cores per node (default 1)\n"
     "  --max-jobs N         replay only the first N usable jobs\n"
@@ -111,8 +105,11 @@ const char* kHelp =
     "                       only those are ever checkpointed, by any policy\n"
     "                       (default 1: every job; 0: none)\n"
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
-    "  --gantt FILE.svg     draw a Gantt chart of --from T .. --to T (seconds)\n"
-    "  --from T, --to T     time range of the chart (default: the first day)\n"
+    "  --gantt FILE.svg     draw a Gantt chart (who ran where) of --from .. --to\n"
+    "  --from T, --to T     the chart's range, counted from the trace's first submit\n"
+    "                       (e.g. --from 1d --to 36h; default: the first day)\n"
+    "  --timeline FILE.svg  draw utilization and queue length (jobs and requested\n"
+    "                       processor-hours) over the whole trace\n"
     "  --monitor FILE       write Grid Engine's MONITOR schedule file: every pass's\n"
     "                       jobid:task:STATE:start:duration:level:name:resource:amount\n"
     "                       lines, each interval begun by '::::::::', one closing the\n"
@@ -142,72 +139,200 @@ const char* kHelp =
     "  --pba-max-requeues N with --projects: a job PBA preempted N times is not\n"
     "                       preempted again (default 3)\n"
     "  --help               this text\n"
-    "Times accept a suffix s, m, h or d (e.g. --aging 24h).\n"
+    "Times are seconds or take a suffix s, m, h, d or w (e.g. --aging 24h, --aging 2w).\n"
+    "--policy corral (the default) is --policy checkpoint --order lxf --aging 2d\n"
+    "--aging-wide 0 --wide-fraction 0.1 --predict --predictor similar\n"
+    "--predict-order-only --repredict --no-preempt --split-factor 0.25\n"
+    "--reserve-depth 3, the best setting measured on every trace with 30 % and\n"
+    "with no job checkpointable (bench/sim/RESULTS.md); the options above change\n"
+    "any part of it.\n"
     "\n"
-    "JSON figures (besides the options given): wait = first start - submit;\n"
-    "max_wait, p99_wait (99th percentile, nearest rank) over the started jobs;\n"
-    "mean_bsld = mean of max(1, (end - submit) / max(run, 10 s)) over finished jobs;\n"
+    "JSON figures (besides the settings): wait = first start - submit; max_wait,\n"
+    "p99_wait (99th percentile, nearest rank) over the started jobs; mean_bsld =\n"
+    "mean of max(1, (end - submit) / max(run, 10 s)) over finished jobs;\n"
     "utilization = useful core-seconds / (cores x makespan);\n"
     "idle_core_seconds_waiting = the integral over simulated time of the cores held\n"
     "by no job (running, or writing a checkpoint), counted only while at least one\n"
     "job is queued; jobs_checkpointable = jobs marked; jobs_checkpointed = jobs\n"
     "checkpointed at least once; checkpoints = checkpoints taken; checkpoint_seconds\n"
     "= their writing time summed (checkpoints x --checkpoint-cost), and\n"
-    "checkpoint_cost_total / restart_cost_total the same in core-seconds.\n"
-    "Default: --policy checkpoint --order lxf --aging 2d --aging-wide 0 --predict\n"
-    "--predictor similar --predict-order-only --repredict --no-preempt\n"
-    "--split-factor 0.25 --reserve-depth 3, the best setting measured on every\n"
-    "trace with 30 % and with no job checkpointable (bench/sim/RESULTS.md).\n";
+    "checkpoint_cost_total / restart_cost_total the same in core-seconds.\n";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// What the command line asked for; unset options take the policy's value
+// (names.hpp, policy_preset).
+struct SimArgs {
+  std::string trace, starts, monitor, projects, report, report_json;
+  SimPictures pictures;
+  Policy policy = Policy::Corral;
+  std::optional<Order> order;
+  std::optional<Time> aging, aging_wide, default_duration;
+  std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
+  std::optional<double> wide_fraction, split;
+  std::optional<bool> predict, repredict, preempt, predict_order_only;
+  std::optional<Predictor> predictor;
+  std::optional<int> max_reservation, pba_max_requeues, reserve_depth;
+  int reserve_min_procs = 0;  // 0: no job asks for a reservation (-R n)
+  bool reserve_all = false, nci = false, help = false;
+  sim::SimOptions opt;        // the options that go there unchanged
 };
 
-long long parse_int(std::string_view opt, const std::string& v, long long lo, long long hi) {
+[[noreturn]] void refuse(const std::string& why) { throw CLI::ValidationError(why); }
+
+long long whole(const std::string& opt, const std::string& v, long long lo, long long hi) {
   errno = 0;
   char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
+  const long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || x < lo || x > hi)
-    throw UsageError(std::string(opt) + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "]");
+    refuse(opt + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return x;
 }
 
-Time parse_time(std::string_view opt, std::string v) {
-  long long mul = 1;
-  if (!v.empty()) {
-    switch (v.back()) {
-      case 's': mul = 1; v.pop_back(); break;
-      case 'm': mul = 60; v.pop_back(); break;
-      case 'h': mul = 3600; v.pop_back(); break;
-      case 'd': mul = 86400; v.pop_back(); break;
-      default: break;
-    }
+Time duration(const std::string& opt, const std::string& v) {
+  try {
+    return parse_duration(v);
+  } catch (const std::invalid_argument& e) {
+    refuse(opt + ": " + e.what());
   }
-  return parse_int(opt, v, 0, (1LL << 40) / mul) * mul;
 }
 
-Backfill parse_policy(const std::string& p) {
-  if (p == "fcfs") return Backfill::Fcfs;
-  if (p == "easy") return Backfill::Easy;
-  if (p == "conservative") return Backfill::Conservative;
-  if (p == "reserve") return Backfill::Reserve;
-  if (p == "checkpoint") return Backfill::Checkpoint;
-  throw UsageError("--policy: unknown policy '" + p + "' (fcfs, easy, conservative, reserve, checkpoint)");
+// A number in (lo, hi] (lo_open) or [lo, hi].
+double number(const std::string& opt, const std::string& v, double lo, double hi, bool lo_open, const char* range) {
+  char* end = nullptr;
+  const double f = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !((lo_open ? f > lo : f >= lo) && f <= hi))
+    refuse(opt + ": '" + v + "' is not a number in " + range);
+  return f;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  f << text;
-  f.close();
-  if (!f) throw std::runtime_error("cannot write '" + path + "'");
+template <class E> E named(const std::string& opt, const std::string& v) {
+  try {
+    return parse_name<E>(v);
+  } catch (const std::invalid_argument& e) {
+    refuse(opt + ": " + e.what());
+  }
 }
 
-std::string json_num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
+// The option table: each value is parsed (and refused) as it is read.
+void add_options(CLI::App& app, SimArgs& a) {
+  sim::SimOptions& o = a.opt;
+  auto value = [&app](const char* name, const char* type, std::function<void(const std::string&)> f) {
+    app.add_option_function<std::string>(name, std::move(f))->type_name(type);
+  };
+  auto flag = [&app](const char* name, std::function<void()> f) {
+    app.add_flag_callback(name, std::move(f))->disable_flag_override();
+  };
+  app.set_help_flag();  // kHelp is the help text
+  app.add_flag("-h,--help", a.help)->disable_flag_override();
+  app.add_option("TRACE", a.trace);
+  value("--policy", "P", [&a](const std::string& v) { a.policy = named<Policy>("--policy", v); });
+  value("--order", "O", [&a](const std::string& v) { a.order = named<Order>("--order", v); });
+  value("--aging", "T", [&a](const std::string& v) { a.aging = duration("--aging", v); });
+  value("--aging-wide", "T", [&a](const std::string& v) { a.aging_wide = duration("--aging-wide", v); });
+  value("--wide-fraction", "F", [&a](const std::string& v) { a.wide_fraction = number("--wide-fraction", v, 0, 1, true, "(0, 1]"); });
+  value("--split-factor", "P", [&a](const std::string& v) { a.split = number("--split-factor", v, 0, 1, true, "(0, 1]"); });
+  value("--split-threshold", "S", [&o](const std::string& v) { o.sched.planner.checkpoint_threshold = duration("--split-threshold", v); });
+  value("--reserve-depth", "N", [&a](const std::string& v) { a.reserve_depth = static_cast<int>(whole("--reserve-depth", v, 1, 1 << 20)); });
+  flag("--predict", [&a] { a.predict = true; });
+  flag("--no-predict", [&a] { a.predict = false; });
+  value("--predictor", "NAME", [&a](const std::string& v) { a.predictor = named<Predictor>("--predictor", v); });
+  flag("--predict-order-only", [&a] { a.predict_order_only = true; });
+  flag("--no-predict-order-only", [&a] { a.predict_order_only = false; });
+  flag("--repredict", [&a] { a.repredict = true; });
+  flag("--no-repredict", [&a] { a.repredict = false; });
+  value("--checkpoint-cost", "S", [&o](const std::string& v) { o.checkpoint_cost = duration("--checkpoint-cost", v); });
+  value("--restart-cost", "S", [&o](const std::string& v) { o.restart_cost = duration("--restart-cost", v); });
+  value("--checkpoint-budget", "F", [&o](const std::string& v) { o.checkpoint_budget = number("--checkpoint-budget", v, 0, 1, false, "[0, 1]"); });
+  flag("--preempt", [&a] { a.preempt = true; });
+  flag("--no-preempt", [&a] { a.preempt = false; });
+  value("--preempt-factor", "F", [&o](const std::string& v) { o.sched.preempt.factor = number("--preempt-factor", v, 1, 1e6, false, "[1, 1e6]"); });
+  value("--preempt-max", "N", [&o](const std::string& v) { o.sched.preempt.max_preemptors = static_cast<int>(whole("--preempt-max", v, 0, 1 << 20)); });
+  value("--preempt-min-wait", "T", [&o](const std::string& v) { o.sched.preempt.min_wait = duration("--preempt-min-wait", v); });
+  value("--preempt-min-left", "T", [&o](const std::string& v) { o.sched.preempt.min_left = duration("--preempt-min-left", v); });
+  value("--preempt-max-requeues", "N", [&o](const std::string& v) { o.sched.preempt.max_requeues = static_cast<int>(whole("--preempt-max-requeues", v, 0, 1 << 20)); });
+  flag("--no-preempt-aged", [&o] { o.sched.preempt.aged_preempt = false; });
+  value("--nodes", "N", [&o](const std::string& v) { o.nodes = static_cast<int>(whole("--nodes", v, 1, 1 << 20)); });
+  value("--cores", "C", [&o](const std::string& v) { o.cores = static_cast<int>(whole("--cores", v, 1, 4096)); });
+  value("--max-jobs", "N", [&o](const std::string& v) { o.max_jobs = static_cast<std::size_t>(whole("--max-jobs", v, 1, 1LL << 40)); });
+  value("--seed", "N", [&o](const std::string& v) { o.seed = static_cast<std::uint64_t>(whole("--seed", v, 0, 1LL << 62)); });
+  value("--checkpointable", "F", [&o](const std::string& v) { o.checkpointable = number("--checkpointable", v, 0, 1, false, "[0, 1]"); });
+  value("--starts", "FILE", [&a](const std::string& v) { a.starts = v; });
+  value("--gantt", "FILE.svg", [&a](const std::string& v) { a.pictures.gantt = v; });
+  value("--timeline", "FILE.svg", [&a](const std::string& v) { a.pictures.timeline = v; });
+  value("--from", "T", [&a](const std::string& v) { a.pictures.from = duration("--from", v); });
+  value("--to", "T", [&a](const std::string& v) { a.pictures.to = duration("--to", v); });
+  value("--monitor", "FILE", [&a](const std::string& v) {
+    if (v.empty()) refuse("--monitor: empty file name");
+    a.monitor = v;
+  });
+  value("--max-reservation", "N", [&a](const std::string& v) { a.max_reservation = static_cast<int>(whole("--max-reservation", v, 0, 1 << 20)); });
+  value("--reserve-min-procs", "N", [&a](const std::string& v) { a.reserve_min_procs = static_cast<int>(whole("--reserve-min-procs", v, 1, 1 << 24)); });
+  flag("--reserve-all", [&a] { a.reserve_all = true; });
+  value("--default-duration", "T", [&a](const std::string& v) {
+    a.default_duration = duration("--default-duration", v);
+    if (*a.default_duration < 1) refuse("--default-duration: must be at least 1 s");
+  });
+  value("--projects", "FILE", [&a](const std::string& v) { a.projects = v; });
+  value("--report", "FILE", [&a](const std::string& v) { a.report = v; });
+  value("--report-json", "FILE", [&a](const std::string& v) { a.report_json = v; });
+  flag("--nci", [&a] { a.nci = true; });
+  value("--pending-threshold", "T", [&a](const std::string& v) { a.pending_threshold = duration("--pending-threshold", v); });
+  value("--start-window", "T", [&a](const std::string& v) { a.start_window = duration("--start-window", v); });
+  value("--window-quantum", "T", [&a](const std::string& v) { a.window_quantum = duration("--window-quantum", v); });
+  value("--resume-window", "T", [&a](const std::string& v) { a.resume_window = duration("--resume-window", v); });
+  value("--pba-max-requeues", "N", [&a](const std::string& v) { a.pba_max_requeues = static_cast<int>(whole("--pba-max-requeues", v, 0, 1 << 20)); });
+}
+
+// Options that need others (refused with what they need).
+void check_combinations(SimArgs& a) {
+  if (a.trace.empty()) refuse("missing TRACE (see corral sim --help)");
+  if (std::string e = picture_usage_error(a.pictures); !e.empty()) refuse(e);
+  if ((!a.report.empty() || !a.report_json.empty()) && a.projects.empty()) refuse("--report/--report-json need --projects FILE");
+  if ((a.nci || a.pending_threshold) && a.projects.empty())
+    refuse(std::string(a.nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
+  if (a.start_window && !a.nci) refuse("--start-window needs --nci");
+  if (a.window_quantum && !a.start_window) refuse("--window-quantum needs --start-window");
+  if (a.resume_window && !a.start_window) refuse("--resume-window needs --start-window");
+  if (a.pba_max_requeues && a.projects.empty()) refuse("--pba-max-requeues needs --projects FILE");
+  if (a.reserve_all && a.reserve_min_procs > 0) refuse("give either --reserve-all or --reserve-min-procs N, not both");
+  if (a.reserve_all) a.reserve_min_procs = 1;
+  // Only the reserve policy reads max_reservation and a job's -R y.
+  if (a.policy != Policy::Reserve && (a.max_reservation || a.reserve_min_procs > 0))
+    refuse(std::string(a.max_reservation ? "--max-reservation" : a.reserve_all ? "--reserve-all" : "--reserve-min-procs") +
+           " needs --policy reserve (other policies ignore -R y)");
+}
+
+// The policy's settings, then every option given on top.
+void apply_args(SimArgs& a) {
+  sim::SimOptions& opt = a.opt;
+  apply_policy(a.policy, opt.sched);
+  const PolicyPreset preset = policy_preset(a.policy);
+  opt.predict = a.predict.value_or(preset.predict);
+  opt.repredict = a.repredict.value_or(preset.repredict);
+  opt.predictor = a.predictor.value_or(preset.predictor);
+  opt.predict_order_only = a.predict_order_only.value_or(preset.predict_order_only);
+  if (a.reserve_depth) opt.sched.planner.reserve_depth = *a.reserve_depth;
+  if (a.order) opt.sched.order.policy = *a.order;
+  if (a.aging) opt.sched.order.aging = *a.aging;
+  if (a.aging_wide) opt.sched.order.aging_wide = *a.aging_wide;
+  if (a.wide_fraction) opt.sched.order.wide_fraction = *a.wide_fraction;
+  if (a.split) opt.sched.planner.checkpoint_split = *a.split;
+  if (a.preempt) opt.sched.preempt.enabled = *a.preempt;
+  opt.record_segments = a.pictures.wanted();
+  if (a.max_reservation) opt.sched.planner.max_reservation = *a.max_reservation;
+  if (a.default_duration) opt.sched.planner.default_duration = *a.default_duration;
+  if (a.reserve_min_procs > 0 || a.default_duration) {
+    opt.on_arrival = [min_procs = a.reserve_min_procs, dd = a.default_duration.value_or(0)](Job& j, const sim::SwfJob& s) {
+      if (min_procs > 0) j.reserve = s.procs >= min_procs;
+      // No requested time in the trace: the job has no walltime (a Grid
+      // Engine job without h_rt), so the planner assumes default_duration.
+      // Its estimate says the same (unless predicted): the simulator expects
+      // a running job to end at its start + estimate.
+      if (dd > 0 && !s.requested) {
+        j.walltime = 0;
+        if (j.estimate <= 0) j.estimate = dd;
+      }
+    };
+  }
 }
 
 void progress_bar(double frac) {
@@ -218,379 +343,179 @@ void progress_bar(double frac) {
   std::fflush(stderr);
 }
 
+// Reads the project plan into opt (PBA, and NCI with --nci). Refusals as UsageError text.
+std::optional<std::string> use_plan(SimArgs& a, const sim::SwfTrace& trace) {
+  std::ifstream f(a.projects, std::ios::binary);
+  if (!f) return "--projects: cannot read '" + a.projects + "': " + std::strerror(errno);
+  std::ostringstream text;
+  text << f.rdbuf();
+  // Relative weeks (+N) and deadlines count from the trace's first submit.
+  pba::PlanParseOptions po;
+  po.origin = trace.jobs.front().submit;
+  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
+  if (!pr.ok()) {
+    std::string all;
+    for (const std::string& e : pr.errors) all += (all.empty() ? "" : "\ncorral sim: ") + a.projects + ": " + e;
+    return all;
+  }
+  if (pr.plan.projects.empty()) return a.projects + ": no project declared";
+  sim::SimOptions& opt = a.opt;
+  sim::use_projects(opt, pr.plan, a.nci);
+  opt.weekly_reports = !a.report.empty() || !a.report_json.empty();
+  if (a.pending_threshold) opt.sched.pba.preempt_after = *a.pending_threshold;
+  if (a.start_window) opt.sched.nci.window_wait = *a.start_window;
+  // With a time window NCI lets PBA's allocated class use the cores
+  // suspended jobs hold (nci.cpp), so PBA counts them free.
+  if (a.start_window.value_or(0) > 0) opt.sched.pba.suspended_hold_cores = false;
+  if (a.window_quantum) opt.sched.nci.window_quantum = *a.window_quantum;
+  if (a.resume_window) opt.sched.nci.resume_window = *a.resume_window;
+  if (a.pba_max_requeues) opt.sched.pba.max_requeues = *a.pba_max_requeues;
+  return std::nullopt;
+}
+
+// The JSON's settings, before the results.
+nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
+  const sim::SimOptions& opt = a.opt;
+  nlohmann::ordered_json l = {
+      {"trace", a.trace},
+      {"policy", name(a.policy)},
+      {"order", name(opt.sched.order.policy)},
+      {"aging", opt.sched.order.aging},
+      {"aging_wide", opt.sched.order.aging_wide},
+      {"wide_fraction", opt.sched.order.wide_fraction},
+      {"split_factor", opt.sched.planner.checkpoint_split},
+      {"reserve_depth", opt.sched.planner.reserve_depth},
+      {"predict", opt.predict},
+      {"predictor", name(opt.predictor)},
+      {"predict_order_only", opt.predict_order_only && opt.predict},
+      {"preempt", opt.sched.preempt.enabled},
+      {"repredict", opt.repredict && opt.predict},
+      {"checkpointable", opt.checkpointable},
+      {"seed", opt.seed},
+      {"checkpoint_budget", opt.checkpoint_budget},
+      {"checkpoint_cost", opt.checkpoint_cost},
+      {"restart_cost", opt.restart_cost},
+      {"bad_lines", trace.bad_lines},
+      {"skipped", trace.skipped},
+  };
+  if (a.policy == Policy::Reserve) {
+    l["max_reservation"] = opt.sched.planner.max_reservation;
+    l["reserve_min_procs"] = a.reserve_min_procs;
+  }
+  if (a.default_duration) l["default_duration"] = *a.default_duration;
+  if (!a.projects.empty()) {
+    l["projects_file"] = a.projects;
+    l["nci"] = a.nci;
+  }
+  return l;
+}
+
+// The replay, its JSON on stdout and the files asked for. Exit code.
+int run(SimArgs& a, const sim::SwfTrace& trace, std::FILE*& monitor) {
+  sim::SimResult r = sim::simulate(trace, a.opt);
+  if (std::FILE* f = std::exchange(monitor, nullptr)) {
+    // The specification's file ends with the separator too: each pass's
+    // block is followed by one (a reader may split on it either way).
+    std::fputs("::::::::\n", f);
+    const bool bad = std::ferror(f) != 0;
+    if (std::fclose(f) != 0 || bad) throw std::runtime_error("--monitor: cannot write '" + a.monitor + "'");
+  }
+  std::printf("%s\n", sim::to_json(r, labels_of(a, trace)).c_str());
+  if (!a.starts.empty()) write_text_file(a.starts, sim::starts_csv(r));
+  if (!a.report.empty()) {
+    std::string text;
+    for (const NciReport& w : r.weekly) text += render_report_table(w) + "\n";
+    write_text_file(a.report, text);
+  }
+  if (!a.report_json.empty()) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < r.weekly.size(); ++i) text += (i ? ",\n" : "\n") + render_report_json(r.weekly[i]);
+    write_text_file(a.report_json, text + "\n]\n");
+  }
+  if (a.pictures.wanted())
+    write_pictures(a.pictures, r, trace, base_name(a.trace), std::string(name(a.policy)), a.opt.cores);
+  if (r.unstarted > 0)
+    std::fprintf(stderr, "corral sim: %zu job(s) never started (the planner left them pending)\n", r.unstarted);
+  return 0;
+}
+
 }  // namespace
 
-int cmd_sim(int argc, char** argv) {
-  std::string trace_path, policy = kDefaultPolicy, order = kDefaultOrder, starts_path, gantt_path;
-  std::string report_path, report_json_path;
-  sim::SimOptions opt;
-  opt.sched.order.aging = kDefaultAging;
-  opt.sched.order.aging_wide = kDefaultAgingWide;
-  opt.sched.order.wide_fraction = kDefaultWideFraction;
-  opt.sched.planner.checkpoint_split = kDefaultSplit;
-  opt.sched.planner.reserve_depth = kDefaultReserveDepth;
-  opt.predict = kDefaultPredict;
-  opt.predictor = kDefaultPredictor;
-  opt.predict_order_only = kDefaultPredictOrderOnly;
-  opt.repredict = kDefaultRepredict;
-  int preempt = -1;  // -1: the default for the policy
-  Time from = -1, to = -1;
-  std::string projects_path;
-  bool nci = false;
-  Time pending_threshold = -1;
-  Time start_window = -1;    // -1: use_projects' default
-  Time window_quantum = -1;  // -1: NciConfig's default
-  Time resume_window = -1;   // -1: NciConfig's default
-  int pba_max_requeues = -1;
-  std::string monitor_path;
-  int max_reservation = -1;    // -1: PlannerConfig's default
-  int reserve_min_procs = 0;   // 0: no job asks for a reservation (-R n)
-  bool reserve_all = false;
-  Time default_duration = -1;  // -1: the SWF convention (no job lacks a requested time)
+std::string sim_default_policy() { return std::string(name(Policy::Corral)); }
+
+void sim_policy_options(const std::string& policy, sim::SimOptions& opt) {
+  SimArgs a;
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i], val;
-      bool has_eq = false;
-      if (a.rfind("--", 0) == 0) {
-        if (auto eq = a.find('='); eq != std::string::npos) {
-          val = a.substr(eq + 1);
-          a = a.substr(0, eq);
-          has_eq = true;
-        }
-      }
-      auto value = [&]() -> std::string {
-        if (has_eq) return val;
-        if (i + 1 >= argc) throw UsageError(a + ": missing value");
-        return argv[++i];
-      };
-      if (a == "--help" || a == "-h") {
-        std::fputs(kHelp, stdout);
-        return 0;
-      } else if (a == "--policy") {
-        policy = value();
-        parse_policy(policy);
-      } else if (a == "--order") {
-        order = value();
-        if (!order_policy_known(order))
-          throw UsageError("--order: unknown order '" + order + "' (fifo, sjf, saf, wfp3, lxf, sjbf, lxbf)");
-      } else if (a == "--aging") {
-        opt.sched.order.aging = parse_time(a, value());
-      } else if (a == "--aging-wide") {
-        opt.sched.order.aging_wide = parse_time(a, value());
-      } else if (a == "--wide-fraction") {
-        std::string v = value();
-        char* end = nullptr;
-        double f = std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !(f > 0 && f <= 1))
-          throw UsageError("--wide-fraction: '" + v + "' is not a number in (0, 1]");
-        opt.sched.order.wide_fraction = f;
-      } else if (a == "--predict") {
-        if (has_eq) throw UsageError("--predict takes no value");
-        opt.predict = true;
-      } else if (a == "--repredict") {
-        opt.repredict = true;
-      } else if (a == "--no-repredict") {
-        opt.repredict = false;
-      } else if (a == "--predictor") {
-        std::string v = value();
-        if (!sim::parse_predict_kind(v, opt.predictor))
-          throw UsageError("--predictor: unknown predictor '" + v + "' (mean2, max3, similar)");
-      } else if (a == "--predict-order-only") {
-        opt.predict_order_only = true;
-      } else if (a == "--no-predict-order-only") {
-        opt.predict_order_only = false;
-      } else if (a == "--no-predict") {
-        opt.predict = false;
-      } else if (a == "--checkpoint-cost") {
-        opt.checkpoint_cost = parse_time(a, value());
-      } else if (a == "--restart-cost") {
-        opt.restart_cost = parse_time(a, value());
-      } else if (a == "--split-factor") {
-        std::string v = value();
-        char* end = nullptr;
-        double p = std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !(p > 0 && p <= 1))
-          throw UsageError("--split-factor: '" + v + "' is not a number in (0, 1]");
-        opt.sched.planner.checkpoint_split = p;
-      } else if (a == "--split-threshold") {
-        opt.sched.planner.checkpoint_threshold = parse_time(a, value());
-      } else if (a == "--reserve-depth") {
-        opt.sched.planner.reserve_depth = static_cast<int>(parse_int(a, value(), 1, 1 << 20));
-      } else if (a == "--preempt") {
-        if (has_eq) throw UsageError("--preempt takes no value");
-        preempt = 1;
-      } else if (a == "--no-preempt") {
-        preempt = 0;
-      } else if (a == "--preempt-factor") {
-        std::string v = value();
-        char* end = nullptr;
-        double f = std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !(f >= 1 && f <= 1e6))
-          throw UsageError("--preempt-factor: '" + v + "' is not a number in [1, 1e6]");
-        opt.sched.preempt.factor = f;
-      } else if (a == "--preempt-max") {
-        opt.sched.preempt.max_preemptors = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
-      } else if (a == "--preempt-min-wait") {
-        opt.sched.preempt.min_wait = parse_time(a, value());
-      } else if (a == "--preempt-max-requeues") {
-        opt.sched.preempt.max_requeues = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
-      } else if (a == "--no-preempt-aged") {
-        opt.sched.preempt.aged_preempt = false;
-      } else if (a == "--preempt-min-left") {
-        opt.sched.preempt.min_left = parse_time(a, value());
-      } else if (a == "--nodes") {
-        opt.nodes = static_cast<int>(parse_int(a, value(), 1, 1 << 20));
-      } else if (a == "--cores") {
-        opt.cores = static_cast<int>(parse_int(a, value(), 1, 4096));
-      } else if (a == "--max-jobs") {
-        opt.max_jobs = static_cast<std::size_t>(parse_int(a, value(), 1, 1LL << 40));
-      } else if (a == "--seed") {
-        opt.seed = static_cast<std::uint64_t>(parse_int(a, value(), 0, (1LL << 62)));
-      } else if (a == "--checkpointable") {
-        std::string v = value();
-        char* end = nullptr;
-        double f = std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !(f >= 0 && f <= 1))
-          throw UsageError("--checkpointable: '" + v + "' is not a fraction in [0, 1]");
-        opt.checkpointable = f;
-      } else if (a == "--checkpoint-budget") {
-        std::string v = value();
-        char* end = nullptr;
-        double f = std::strtod(v.c_str(), &end);
-        if (v.empty() || end != v.c_str() + v.size() || !(f >= 0 && f <= 1))
-          throw UsageError("--checkpoint-budget: '" + v + "' is not a fraction in [0, 1]");
-        opt.checkpoint_budget = f;
-      } else if (a == "--starts") {
-        starts_path = value();
-      } else if (a == "--report") {
-        report_path = value();
-      } else if (a == "--report-json") {
-        report_json_path = value();
-      } else if (a == "--gantt") {
-        gantt_path = value();
-      } else if (a == "--from") {
-        from = parse_time(a, value());
-      } else if (a == "--to") {
-        to = parse_time(a, value());
-      } else if (a == "--monitor") {
-        monitor_path = value();
-        if (monitor_path.empty()) throw UsageError("--monitor: empty file name");
-      } else if (a == "--max-reservation") {
-        max_reservation = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
-      } else if (a == "--reserve-min-procs") {
-        reserve_min_procs = static_cast<int>(parse_int(a, value(), 1, 1 << 24));
-      } else if (a == "--reserve-all") {
-        if (has_eq) throw UsageError("--reserve-all takes no value");
-        reserve_all = true;
-      } else if (a == "--default-duration") {
-        default_duration = parse_time(a, value());
-        if (default_duration < 1) throw UsageError("--default-duration: must be at least 1 s");
-      } else if (a == "--projects") {
-        projects_path = value();
-      } else if (a == "--nci") {
-        if (has_eq) throw UsageError("--nci takes no value");
-        nci = true;
-      } else if (a == "--pending-threshold") {
-        pending_threshold = parse_time(a, value());
-      } else if (a == "--start-window") {
-        start_window = parse_time(a, value());
-      } else if (a == "--resume-window") {
-        resume_window = parse_time(a, value());
-      } else if (a == "--window-quantum") {
-        window_quantum = parse_time(a, value());
-      } else if (a == "--pba-max-requeues") {
-        pba_max_requeues = static_cast<int>(parse_int(a, value(), 0, 1 << 20));
-      } else if (a.size() > 1 && a[0] == '-') {
-        throw UsageError("unknown option '" + a + "' (see corral sim --help)");
-      } else if (trace_path.empty()) {
-        trace_path = a;
-      } else {
-        throw UsageError("only one TRACE may be given (got '" + trace_path + "' and '" + a + "')");
-      }
+    a.policy = parse_name<Policy>(policy);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--policies: ") + e.what());
+  }
+  apply_args(a);
+  opt = a.opt;
+}
+
+int cmd_sim(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "compare") return cmd_compare(argc - 1, argv + 1);
+  SimArgs a;
+  try {
+    CLI::App app("corral sim");
+    add_options(app, a);
+    cli_parse(app, cli_args(argc, argv));
+    if (a.help) {
+      std::fputs(kHelp, stdout);
+      return 0;
     }
-    if (trace_path.empty()) throw UsageError("missing TRACE (see corral sim --help)");
-    if ((from >= 0 || to >= 0) && gantt_path.empty()) throw UsageError("--from/--to need --gantt FILE.svg");
-    if (from >= 0 && to >= 0 && to <= from) throw UsageError("--to must be after --from");
-    if ((!report_path.empty() || !report_json_path.empty()) && projects_path.empty())
-      throw UsageError("--report/--report-json need --projects FILE");
-    if ((nci || pending_threshold >= 0) && projects_path.empty())
-      throw UsageError(std::string(nci ? "--nci" : "--pending-threshold") + " needs --projects FILE");
-    if (start_window >= 0 && !nci) throw UsageError("--start-window needs --nci");
-    if (window_quantum >= 0 && start_window < 0) throw UsageError("--window-quantum needs --start-window");
-    if (resume_window >= 0 && start_window < 0) throw UsageError("--resume-window needs --start-window");
-    if (pba_max_requeues >= 0 && projects_path.empty()) throw UsageError("--pba-max-requeues needs --projects FILE");
-    if (reserve_all && reserve_min_procs > 0) throw UsageError("give either --reserve-all or --reserve-min-procs N, not both");
-    if (reserve_all) reserve_min_procs = 1;
-    // Only the reserve policy reads max_reservation and a job's -R y.
-    if (policy != "reserve" && (max_reservation >= 0 || reserve_min_procs > 0))
-      throw UsageError(std::string(max_reservation >= 0 ? "--max-reservation" : reserve_all ? "--reserve-all" : "--reserve-min-procs") +
-                       " needs --policy reserve (other policies ignore -R y)");
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "corral sim: %s\n", e.what());
+    check_combinations(a);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "corral sim: %s\n", usage_error(e).c_str());
     return 2;
   }
-
-  opt.sched.order.policy = order;
-  opt.sched.preempt.enabled = preempt >= 0 ? preempt == 1 : policy == "checkpoint" && kDefaultPreemptWithCheckpoint;
-  opt.sched.planner.backfill = parse_policy(policy);
-  opt.record_segments = !gantt_path.empty();
-  if (max_reservation >= 0) opt.sched.planner.max_reservation = max_reservation;
-  if (default_duration > 0) opt.sched.planner.default_duration = default_duration;
-  if (reserve_min_procs > 0 || default_duration > 0) {
-    opt.on_arrival = [reserve_min_procs, default_duration](Job& j, const sim::SwfJob& s) {
-      if (reserve_min_procs > 0) j.reserve = s.procs >= reserve_min_procs;
-      // No requested time in the trace: the job has no walltime (a Grid
-      // Engine job without h_rt), so the planner assumes default_duration.
-      // Its estimate says the same (unless predicted): the simulator expects
-      // a running job to end at its start + estimate.
-      if (default_duration > 0 && !s.requested) {
-        j.walltime = 0;
-        if (j.estimate <= 0) j.estimate = default_duration;
-      }
-    };
-  }
-  if (isatty(STDERR_FILENO)) opt.progress = progress_bar;
+  apply_args(a);
+  if (isatty(STDERR_FILENO)) a.opt.progress = progress_bar;
 
   sim::SwfTrace trace;
   try {
     // With --nodes the machine is the one given: larger jobs are skipped.
-    trace = sim::read_swf(trace_path, opt.nodes > 0 ? opt.nodes * opt.cores : 0);
+    trace = sim::read_swf(a.trace, a.opt.nodes > 0 ? a.opt.nodes * a.opt.cores : 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "corral sim: %s\n", e.what());
     return 2;
   }
   if (trace.bad_lines > 0)
     std::fprintf(stderr, "corral sim: %zu bad line(s) skipped in '%s' (first: %s)\n", trace.bad_lines,
-                 trace_path.c_str(), trace.first_bad.c_str());
+                 a.trace.c_str(), trace.first_bad.c_str());
   if (trace.jobs.empty()) {
-    std::fprintf(stderr, "corral sim: '%s' has no usable job\n", trace_path.c_str());
+    std::fprintf(stderr, "corral sim: '%s' has no usable job\n", a.trace.c_str());
     return 2;
   }
-
-  if (!projects_path.empty()) {
-    std::ifstream f(projects_path, std::ios::binary);
-    if (!f) {
-      std::fprintf(stderr, "corral sim: --projects: cannot read '%s': %s\n", projects_path.c_str(),
-                   std::strerror(errno));
+  if (!a.projects.empty())
+    if (auto why = use_plan(a, trace)) {
+      std::fprintf(stderr, "corral sim: %s\n", why->c_str());
       return 2;
     }
-    std::ostringstream text;
-    text << f.rdbuf();
-    // Relative weeks (+N) and deadlines count from the trace's first submit.
-    pba::PlanParseOptions po;
-    po.origin = trace.jobs.front().submit;
-    pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
-    if (!pr.ok()) {
-      for (const std::string& e : pr.errors)
-        std::fprintf(stderr, "corral sim: %s: %s\n", projects_path.c_str(), e.c_str());
-      return 2;
-    }
-    if (pr.plan.projects.empty()) {
-      std::fprintf(stderr, "corral sim: %s: no project declared\n", projects_path.c_str());
-      return 2;
-    }
-    sim::use_projects(opt, pr.plan, nci);
-    opt.weekly_reports = !report_path.empty() || !report_json_path.empty();
-    if (pending_threshold >= 0) opt.sched.pba.preempt_after = pending_threshold;
-    if (start_window >= 0) opt.sched.nci.window_wait = start_window;
-    // With a time window NCI lets PBA's allocated class use the cores
-    // suspended jobs hold (nci.cpp), so PBA counts them free.
-    if (start_window > 0) opt.sched.pba.suspended_hold_cores = false;
-    if (window_quantum >= 0) opt.sched.nci.window_quantum = window_quantum;
-    if (resume_window >= 0) opt.sched.nci.resume_window = resume_window;
-    if (pba_max_requeues >= 0) opt.sched.pba.max_requeues = pba_max_requeues;
-  }
 
   // The schedule file is opened before the replay: a bad path fails at once.
   std::FILE* monitor = nullptr;
-  if (!monitor_path.empty()) {
-    monitor = std::fopen(monitor_path.c_str(), "w");
+  if (!a.monitor.empty()) {
+    monitor = std::fopen(a.monitor.c_str(), "w");
     if (!monitor) {
-      std::fprintf(stderr, "corral sim: --monitor: cannot write '%s': %s\n", monitor_path.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "corral sim: --monitor: cannot write '%s': %s\n", a.monitor.c_str(), std::strerror(errno));
       return 2;
     }
-    opt.on_monitor = [monitor](const std::vector<std::string>& lines) {
+    a.opt.on_monitor = [monitor](const std::vector<std::string>& lines) {
       for (const std::string& l : lines) {
         std::fwrite(l.data(), 1, l.size(), monitor);
         std::fputc('\n', monitor);
       }
     };
   }
-
   try {
-    sim::SimResult r = sim::simulate(trace, opt);
-    if (monitor) {
-      // The specification's file ends with the separator too: each pass's
-      // block is followed by one (a reader may split on it either way).
-      std::fputs("::::::::\n", monitor);
-      const bool bad = std::ferror(monitor) != 0;
-      if (std::fclose(monitor) != 0 || bad) {
-        monitor = nullptr;
-        throw std::runtime_error("--monitor: cannot write '" + monitor_path + "'");
-      }
-      monitor = nullptr;
-    }
-    sim::JsonFields labels = {
-        {"trace", sim::json_string(trace_path)},
-        {"policy", sim::json_string(policy)},
-        {"order", sim::json_string(order)},
-        {"aging", std::to_string(opt.sched.order.aging)},
-        {"aging_wide", std::to_string(opt.sched.order.aging_wide)},
-        {"wide_fraction", json_num(opt.sched.order.wide_fraction)},
-        {"split_factor", json_num(opt.sched.planner.checkpoint_split)},
-        {"reserve_depth", std::to_string(opt.sched.planner.reserve_depth)},
-        {"predict", opt.predict ? "true" : "false"},
-        {"predictor", sim::json_string(sim::predict_kind_name(opt.predictor))},
-        {"predict_order_only", opt.predict_order_only ? "true" : "false"},
-        {"preempt", opt.sched.preempt.enabled ? "true" : "false"},
-        {"repredict", opt.repredict && opt.predict ? "true" : "false"},
-        {"checkpointable", json_num(opt.checkpointable)},
-        {"seed", std::to_string(opt.seed)},
-        {"checkpoint_budget", json_num(opt.checkpoint_budget)},
-        {"checkpoint_cost", std::to_string(opt.checkpoint_cost)},
-        {"restart_cost", std::to_string(opt.restart_cost)},
-        {"bad_lines", std::to_string(trace.bad_lines)},
-        {"skipped", std::to_string(trace.skipped)},
-    };
-    if (policy == "reserve") {
-      labels.emplace_back("max_reservation", std::to_string(opt.sched.planner.max_reservation));
-      labels.emplace_back("reserve_min_procs", std::to_string(reserve_min_procs));
-    }
-    if (default_duration > 0) labels.emplace_back("default_duration", std::to_string(default_duration));
-    if (!projects_path.empty()) {
-      labels.emplace_back("projects_file", sim::json_string(projects_path));
-      labels.emplace_back("nci", nci ? "true" : "false");
-    }
-    std::printf("%s\n", sim::to_json(r, labels).c_str());
-    if (!starts_path.empty()) write_file(starts_path, sim::starts_csv(r));
-    if (!report_path.empty()) {
-      std::string text;
-      for (const NciReport& w : r.weekly) text += render_report_table(w) + "\n";
-      write_file(report_path, text);
-    }
-    if (!report_json_path.empty()) {
-      std::string text = "[";
-      for (std::size_t i = 0; i < r.weekly.size(); ++i)
-        text += (i ? ",\n" : "\n") + render_report_json(r.weekly[i]);
-      write_file(report_json_path, text + "\n]\n");
-    }
-    if (!gantt_path.empty()) {
-      Time f = from >= 0 ? from : trace.jobs.front().submit;
-      Time t = to >= 0 ? to : f + 86400;
-      write_file(gantt_path, sim::gantt_svg(r, f, t));
-    }
-    if (r.unstarted > 0)
-      std::fprintf(stderr, "corral sim: %zu job(s) never started (the planner left them pending)\n", r.unstarted);
-  } catch (const std::invalid_argument& e) {
-    if (monitor) std::fclose(monitor);
-    std::fprintf(stderr, "corral sim: %s\n", e.what());
-    return 2;
+    return run(a, trace, monitor);
   } catch (const std::exception& e) {
     if (monitor) std::fclose(monitor);
     std::fprintf(stderr, "corral sim: %s\n", e.what());
-    return 1;
+    return dynamic_cast<const std::invalid_argument*>(&e) ? 2 : 1;
   }
-  return 0;
 }
 
 }  // namespace corral::cli

@@ -2,6 +2,7 @@
 #pragma once
 namespace corral::cli {
 int cmd_sim(int argc, char** argv);      // cmd_sim.cpp: trace simulation
+int cmd_compare(int argc, char** argv);  // cmd_compare.cpp: `corral sim compare`, policies side by side
 int cmd_submit(int argc, char** argv);   // cmd_jobs.cpp: talk to corrald
 int cmd_stat(int argc, char** argv);
 int cmd_cancel(int argc, char** argv);

@@ -1,9 +1,12 @@
 // `corral`: the one command for users and admins. Dispatches to subcommands.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <string_view>
+#include <string>
+#include <vector>
 
+#include "tools/cli_args.hpp"
+#include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
 
 namespace {
@@ -26,32 +29,57 @@ constexpr Sub kSubs[] = {
 };
 
 void usage(std::FILE* out) {
-  std::fprintf(out, "usage: corral COMMAND [options]\n\ncommands:\n");
+  std::fprintf(out, "usage: corral [--socket PATH] COMMAND [options]\n\ncommands:\n");
   for (const Sub& s : kSubs) std::fprintf(out, "  %-10s %s\n", s.name, s.help);
   std::fprintf(out, "\n'corral COMMAND --help' describes each command.\n");
+}
+
+// Runs the command named by args[0] with args as its argv; 2 for an unknown one.
+int dispatch(std::vector<std::string> args) {
+  for (const Sub& s : kSubs) {
+    if (args[0] != s.name) continue;
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return s.fn(static_cast<int>(args.size()), argv.data());
+  }
+  std::fprintf(stderr, "corral: unknown command '%s'\n\n", args[0].c_str());
+  usage(stderr);
+  return 2;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `corral --socket PATH COMMAND ...`: a global --socket before the command
-  // (daemon part); the commands read it from CORRAL_SOCKET.
-  while (argc >= 3 && std::string_view(argv[1]) == "--socket") {
-    ::setenv("CORRAL_SOCKET", argv[2], 1);
-    argc -= 2;
-    argv += 2;
+  // Options before the command are corral's own; the command and all after it
+  // are the command's (prefix_command). A global --socket reaches the
+  // commands through CORRAL_SOCKET.
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.add_option_function<std::string>("--socket", [](const std::string& v) { ::setenv("CORRAL_SOCKET", v.c_str(), 1); })
+      ->type_name("PATH")
+      ->trigger_on_parse();
+  app.prefix_command();
+  try {
+    corral::cli_parse(app, corral::cli_args(argc, argv));
+  } catch (const CLI::CallForHelp&) {
+    usage(stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "corral: %s (see corral --help)\n", corral::usage_error(e).c_str());
+    return 2;
   }
-  if (argc < 2) {
+  const std::vector<std::string> rest = app.remaining();
+  if (rest.empty()) {
     usage(stderr);
     return 2;
   }
-  std::string_view cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+  if (rest[0] == "help") {
     usage(stdout);
     return 0;
   }
-  for (const Sub& s : kSubs)
-    if (cmd == s.name) return s.fn(argc - 1, argv + 1);
-  std::fprintf(stderr, "corral: unknown command '%s'\n\n", argv[1]);
-  usage(stderr);
-  return 2;
+  if (rest[0].size() > 1 && rest[0][0] == '-') {
+    std::fprintf(stderr, "corral: unknown option '%s' (see corral --help)\n", rest[0].c_str());
+    return 2;
+  }
+  return dispatch(rest);
 }

@@ -549,7 +549,7 @@ TEST_CASE("two suspended jobs want one free core: the stage and the planner's vi
           "[nci][resume][claims]") {
   // Job 1 (cores 0-1, suspended at 100) and job 2 (cores 1-2, suspended at
   // 200, longer: the more expanded) both want free core 1; core 0 runs job 3,
-  // cores 2 and 3 are free. One claim rule (nci.cpp walk_claims) decides for
+  // cores 2 and 3 are free. One claim rule (claim_order.hpp walk_claims) decides for
   // the stage (which may resume a job only on cores it holds) and for the
   // view the planner plans on.
   Snapshot s;

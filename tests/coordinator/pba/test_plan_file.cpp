@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/names.hpp"
 #include "coordinator/pba/plan_file.hpp"
 
 using namespace corral;
@@ -160,15 +161,15 @@ TEST_CASE("plan file: run-time allocation changes", "[planfile]") {
 }
 
 TEST_CASE("plan file: durations and deadlines", "[planfile]") {
-  CHECK(parse_duration("90") == 90);
-  CHECK(parse_duration("90s") == 90);
-  CHECK(parse_duration("30m") == 1800);
-  CHECK(parse_duration("2h") == 7200);
-  CHECK(parse_duration("1d") == kDay);
-  CHECK(parse_duration("2w") == 2 * kWeek);
-  CHECK_FALSE(parse_duration("2x"));
-  CHECK_FALSE(parse_duration("h"));
-  CHECK_FALSE(parse_duration("-5"));
+  CHECK(find_duration("90") == 90);
+  CHECK(find_duration("90s") == 90);
+  CHECK(find_duration("30m") == 1800);
+  CHECK(find_duration("2h") == 7200);
+  CHECK(find_duration("1d") == kDay);
+  CHECK(find_duration("2w") == 2 * kWeek);
+  CHECK_FALSE(find_duration("2x"));
+  CHECK_FALSE(find_duration("h"));
+  CHECK_FALSE(find_duration("-5"));
   auto r = parse_plan("project a\nsla a throughput 10 2026-W50\n", {kW48});
   REQUIRE(r.ok());
   CHECK(r.plan.projects[0].sla.deadline == week_start(IsoWeek{2026, 51}));

@@ -205,7 +205,7 @@ void drive(Backfill b, Time offset, std::uint64_t seed, int passes, bool track_r
     full.plan(w.snap, cfg, st, f);
     Planner fresh;
     fresh.plan(w.snap, cfg, st, c);
-    INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
+    INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     REQUIRE(describe(a) == describe(f));
     REQUIRE(describe(c) == describe(f));
     if (track_log) {  // later changes are relative to what this pass saw
@@ -273,7 +273,7 @@ std::size_t drive_ranges(Backfill b, std::uint64_t seed, int passes, long max_no
     full.plan(w.snap, cfg, st, f);
     Planner fresh;
     fresh.plan(w.snap, cfg, st, c);
-    INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
+    INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     for (const Decision& d : n.decisions)
       for (const Placement& p : d.placement) REQUIRE(p.count == 1);
     for (const Decision& d : a.decisions)
@@ -374,7 +374,7 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
     kept.plan(w.snap, cfg, st, a);
     Planner fresh;
     fresh.plan(plain, per_node, st, c);
-    INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
+    INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     REQUIRE(describe_nodes(a) == describe_nodes(c));
     for (const Decision& d : a.decisions) {
       if (d.action != Action::Start) continue;
@@ -399,7 +399,7 @@ std::size_t drive_odd_single(Backfill b, std::uint64_t seed, int passes) {
 // had a job past the reservation that needs more than the free cores.
 std::size_t long_fit_passes = 0;  // passes with a job left that fits now
 std::size_t order_array_passes = 0;  // passes given the order arrays, order == pending_order
-std::size_t drive_slots_min(Backfill b, const std::string& order, std::uint64_t seed, int passes) {
+std::size_t drive_slots_min(Backfill b, Order order, std::uint64_t seed, int passes) {
   World w(seed, seed % 2 == 0 ? 40 : 12);
   w.track_running = w.track_log = seed % 2 == 0;
   PlannerConfig cfg;
@@ -466,7 +466,7 @@ std::size_t drive_slots_min(Backfill b, const std::string& order, std::uint64_t 
     plain.plan(without, cfg, st, p);
     Planner fresh;
     fresh.plan(without, cfg, st, c);
-    INFO("policy " << backfill_name(b) << " order " << order << " seed " << seed << " pass " << pass << " now " << s.now);
+    INFO("policy " << name(b) << " order " << name(order) << " seed " << seed << " pass " << pass << " now " << s.now);
     REQUIRE(describe(a) == describe(p));
     REQUIRE(describe(a) == describe(c));
     // Did this pass have something to pass over? (free cores after the
@@ -541,7 +541,7 @@ std::size_t drive_compact(Backfill b, std::uint64_t seed, int passes) {
     order_pending(w.snap, OrderConfig{}, st);
     Plan p;
     plain.plan(w.snap, plain_cfg, st, p);
-    INFO("policy " << backfill_name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
+    INFO("policy " << name(b) << " seed " << seed << " pass " << pass << " now " << w.snap.now);
     // The compact plan as Start decisions, in order, after the others.
     // (A pass of the general path gives Start decisions and no records.)
     Plan e;
@@ -604,7 +604,7 @@ TEST_CASE("incremental planner: PlannerConfig::compact_starts and compact_reserv
 TEST_CASE("incremental planner: Snapshot::pending_slots_min and pending_order_slots_min pass over jobs as the full scan", "[planner][incremental]") {
   std::size_t skippable = 0;
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
-    for (const char* order : {"fifo", "lxf", "sjbf"})
+    for (Order order : {Order::Fifo, Order::Lxf, Order::Sjbf})
       for (std::uint64_t seed = 1; seed <= 8; ++seed)
         skippable += drive_slots_min(b, order, seed * 3571 + static_cast<int>(b), 400);
   CHECK(skippable > 1000);  // the skip had work to do
@@ -660,15 +660,15 @@ TEST_CASE("incremental planner: PassState::order_is_pending_order only when the 
     }
     OrderConfig oc;
     const long pol = U(0, 3);
-    oc.policy = pol == 0 ? "fifo" : pol == 1 ? "fifo" : pol == 2 ? "lxf" : "sjbf";
+    oc.policy = pol <= 1 ? Order::Fifo : pol == 2 ? Order::Lxf : Order::Sjbf;
     if (U(0, 2) != 0) oc.aging = U(1, 5000);
     if (U(0, 1) == 0) oc.aging_wide = U(1, 3000);
     PassState st;
     order_pending(s, oc, st);
-    INFO("round " << round << " policy " << oc.policy << " aging " << oc.aging << "/" << oc.aging_wide);
+    INFO("round " << round << " policy " << name(oc.policy) << " aging " << oc.aging << "/" << oc.aging_wide);
     if (st.order_is_pending_order) REQUIRE(st.order == s.pending_order);
     trusted += st.order_is_pending_order;
-    moved += oc.policy == "fifo" && st.order != s.pending_order;
+    moved += oc.policy == Order::Fifo && st.order != s.pending_order;
     PassState plain = st;
     plain.order_is_pending_order = false;
     PlannerConfig cfg;
@@ -847,7 +847,7 @@ TEST_CASE("incremental planner: a trace replay gives the same starts as from-scr
     };
     const sim::SimResult r1 = sim::simulate(tr, inc);
     const sim::SimResult r2 = sim::simulate(tr, scratch);
-    INFO(backfill_name(b));
+    INFO(name(b));
     REQUIRE(r1.per_job.size() == r2.per_job.size());
     std::size_t diff = 0;
     for (std::size_t i = 0; i < r1.per_job.size(); ++i) diff += r1.per_job[i].first_start != r2.per_job[i].first_start;

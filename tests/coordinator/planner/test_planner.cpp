@@ -375,10 +375,8 @@ TEST_CASE("schedule() runs the pipeline into the planner", "[planner]") {
     CHECK(started(q) == std::vector<JobId>{3, 4});
   }
   JobId id = 0;
-  Backfill b;
-  CHECK(parse_backfill("conservative", b));
-  CHECK(b == Backfill::Conservative);
-  CHECK_FALSE(parse_backfill("nope", b));
+  CHECK(find_name<Backfill>("conservative") == Backfill::Conservative);
+  CHECK_FALSE(find_name<Backfill>("nope"));
   (void)id;
 }
 

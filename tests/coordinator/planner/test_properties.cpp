@@ -234,7 +234,7 @@ TEST_CASE("no policy ever over-commits a resource", "[planner][property]") {
       c.checkpoint_threshold = 100;
       c.monitor = round % 3 == 0;
       Plan p = run(s, c);
-      INFO("round " << round << " policy " << backfill_name(b));
+      INFO("round " << round << " policy " << name(b));
       check_no_overcommit(s, p, c);
     }
   }
@@ -354,7 +354,7 @@ TEST_CASE("no policy ever over-commits jobfs, host consumables, queue slots or q
       c.checkpoint_cost = round % 2 ? 0 : 30;
       c.monitor = round % 3 == 0;
       Plan p = run(s, c);
-      INFO("round " << round << " policy " << backfill_name(b));
+      INFO("round " << round << " policy " << name(b));
       Peaks pk;
       check_no_overcommit(s, p, c, &pk);
       starts += static_cast<int>(started(p).size());

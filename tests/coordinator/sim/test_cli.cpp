@@ -18,11 +18,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "coordinator/sim/sim.hpp"
+#include "tests/coordinator/sim/run_corral.hpp"
+#include "tests/coordinator/sim/svg_read.hpp"
 #include "tests/skip.hpp"
 #include "tests/traces.hpp"
 
@@ -35,67 +40,19 @@ using namespace corral::sim;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out, err;
-};
-
-// A scratch directory, removed with its files.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char d[] = "/tmp/corral-simcli-XXXXXX";
-    REQUIRE(mkdtemp(d));
-    path = d;
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  std::string operator/(const std::string& f) const { return path + "/" + f; }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Runs `corral sim ARGS`: exit code, stdout, stderr.
-Run corral_sim(const std::string& args) {
-  TempDir tmp;
-  Run r;
-  const std::string cmd = std::string(CORRAL_EXE) + " sim " + args + " 2>" + (tmp / "err");
-  FILE* f = popen(cmd.c_str(), "r");
-  REQUIRE(f);
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = slurp(tmp / "err");
-  return r;
-}
-
-// The raw JSON value of "key" (numbers here).
-std::string value_of(const std::string& json, const std::string& key) {
-  const std::string k = "\"" + key + "\": ";
-  const std::size_t p = json.find(k);
-  if (p == std::string::npos) return "(absent)";
-  const std::size_t b = p + k.size();
-  return json.substr(b, json.find_first_of(",}", b) - b);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> v;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) v.push_back(l);
-  return v;
+// The jobs a Gantt chart draws.
+std::set<JobId> drawn_jobs(const std::string& svg) {
+  std::set<JobId> s;
+  for (const corral_test::Element& e : corral_test::read_svg(svg))
+    if (e.is("job")) s.insert(static_cast<JobId>(e.num("data-job")));
+  return s;
 }
 
 const std::string kSample = SAMPLE_SWF;
-// Textbook EASY, requested times as estimates.
-const std::string kEasy = " --policy easy --order fifo --no-predict --aging 0";
+// Textbook EASY, requested times as estimates: the name alone.
+const std::string kEasy = " --policy easy";
 // Grid Engine's reserve policy, jobs of >= 3 processors submitted -R y (job 3).
-const std::string kReserve = " --policy reserve --order fifo --no-predict --aging 0 --reserve-min-procs 3";
+const std::string kReserve = " --policy reserve --reserve-min-procs 3";
 
 // The schedule file (--monitor) of the sample under EASY on one node of 4
 // cores (one Q line a job: all.q@n0), worked out by hand. Passes run at the
@@ -177,20 +134,10 @@ TEST_CASE("corral sim --starts writes id,start lines; --gantt draws only the job
   // Trace order (submit, id), trace ids; the skipped job 2 is not there.
   CHECK(slurp(tmp / "starts.csv") == "1,0\n3,100\n4,20\n5,150\n");
   // [0, 90): job 1 (0..100) and job 4 (20..50) only.
-  const std::string a = slurp(tmp / "a.svg");
-  CHECK(a.rfind("<svg", 0) == 0);
-  CHECK(a.find("t = 0 .. 90 s") != std::string::npos);
-  CHECK(a.find("<title>job 1: 0..100, 2 procs</title>") != std::string::npos);
-  CHECK(a.find("<title>job 4: 20..50, 2 procs</title>") != std::string::npos);
-  CHECK(a.find("job 3:") == std::string::npos);
-  CHECK(a.find("job 5:") == std::string::npos);
+  CHECK(drawn_jobs(slurp(tmp / "a.svg")) == std::set<JobId>{1, 4});
   // [120, 200): job 3 (100..150) and job 5 (150..350) only.
   REQUIRE(corral_sim(kSample + kEasy + " --gantt " + (tmp / "b.svg") + " --from 2m --to 200").code == 0);
-  const std::string b = slurp(tmp / "b.svg");
-  CHECK(b.find("<title>job 3: 100..150, 4 procs</title>") != std::string::npos);
-  CHECK(b.find("<title>job 5: 150..350, 1 procs</title>") != std::string::npos);
-  CHECK(b.find("job 1:") == std::string::npos);
-  CHECK(b.find("job 4:") == std::string::npos);
+  CHECK(drawn_jobs(slurp(tmp / "b.svg")) == std::set<JobId>{3, 5});
 }
 
 // --------------------------------------------------------------- MONITOR --
@@ -224,7 +171,7 @@ TEST_CASE("corral sim --monitor: an unwritable file is refused at once with exit
   CHECK(r.err.find("cannot write") != std::string::npos);
   r = corral_sim(kSample + " --monitor");
   CHECK(r.code == 2);
-  CHECK(r.err.find("--monitor: missing value") != std::string::npos);
+  CHECK(r.err.find("--monitor needs a value") != std::string::npos);
 }
 
 TEST_CASE("sim on_monitor: one block per pass, trace ids, the same schedule as without", "[cli][monitor]") {
@@ -280,7 +227,7 @@ TEST_CASE("sim on_monitor: one block per pass, trace ids, the same schedule as w
       }
     };
     const SimResult m = simulate(lublin, o);
-    INFO(backfill_name(bf));
+    INFO(name(bf));
     CHECK(starts_csv(m) == plain);
     CHECK(seps == m.passes);
     CHECK(lines > seps);
@@ -341,17 +288,17 @@ TEST_CASE("corral sim --max-reservation 0 vs 1 changes the schedule of -R y jobs
   CHECK(zero.find("RESERVING") == std::string::npos);
   CHECK(zero.find("5:1:STARTING:60:200:Q:all.q@n0:slots:1.000000\n") != std::string::npos);
   // No job -R y (Grid Engine's default -R n): as with max_reservation 0.
-  r = corral_sim(kSample + " --policy reserve --order fifo --no-predict --aging 0 --starts " + (tmp / "none.csv"));
+  r = corral_sim(kSample + " --policy reserve --starts " + (tmp / "none.csv"));
   REQUIRE(r.code == 0);
   CHECK(slurp(tmp / "none.csv") == "1,0\n3,260\n4,20\n5,60\n");
   // --reserve-all: job 3 -R y as well (jobs 1, 4 start at once, job 5 is
   // not reserved past the one reservation): as with --reserve-min-procs 3.
-  r = corral_sim(kSample + " --policy reserve --order fifo --no-predict --aging 0 --reserve-all --starts " +
+  r = corral_sim(kSample + " --policy reserve --reserve-all --starts " +
                  (tmp / "all.csv"));
   REQUIRE(r.code == 0);
   CHECK(slurp(tmp / "all.csv") == "1,0\n3,100\n4,20\n5,150\n");
   // There job 5 is reserved at t=100 as under EASY: the same file.
-  r = corral_sim(kSample + " --policy reserve --order fifo --no-predict --aging 0 --reserve-all --nodes 1 --cores 4 --monitor " +
+  r = corral_sim(kSample + " --policy reserve --reserve-all --nodes 1 --cores 4 --monitor " +
                  (tmp / "all.sched"));
   REQUIRE(r.code == 0);
   CHECK(slurp(tmp / "all.sched") == kExpected);
@@ -387,7 +334,7 @@ TEST_CASE("corral sim --default-duration plans jobs without a requested time wit
   CHECK(slurp(tmp / "s.csv") == "1,0\n3,100\n4,20\n5,150\n");
 }
 
-TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration are refused, exit 2", "[cli][reserve]") {
+TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration, names, options are refused, exit 2", "[cli][reserve]") {
   struct Case {
     const char* args;
     const char* says;
@@ -395,7 +342,7 @@ TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration ar
   const Case cases[] = {
       {" --policy reserve --max-reservation -1", "--max-reservation: '-1' is not a whole number in [0, 1048576]"},
       {" --policy reserve --max-reservation many", "--max-reservation: 'many' is not a whole number"},
-      {" --policy reserve --max-reservation", "--max-reservation: missing value"},
+      {" --policy reserve --max-reservation", "--max-reservation needs a value"},
       {" --policy easy --max-reservation 2", "--max-reservation needs --policy reserve"},
       {" --max-reservation 2", "--max-reservation needs --policy reserve"},
       {" --policy reserve --reserve-min-procs 0", "--reserve-min-procs: '0' is not a whole number in [1, "},
@@ -404,8 +351,15 @@ TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration ar
       {" --policy reserve --reserve-all=yes", "--reserve-all takes no value"},
       {" --policy reserve --reserve-all --reserve-min-procs 2", "either --reserve-all or --reserve-min-procs N"},
       {" --default-duration 0", "--default-duration: must be at least 1 s"},
-      {" --default-duration soon", "--default-duration: 'soon' is not a whole number"},
-      {" --default-duration -5m", "--default-duration: '-5' is not a whole number"},
+      {" --default-duration soon", "--default-duration: expected a duration (3600, 90s, 30m, 12h, 7d or 2w), got 'soon'"},
+      {" --default-duration -5m", "--default-duration: expected a duration"},
+      // Names and durations: what is valid is named.
+      {" --policy magic", "--policy: unknown policy 'magic' (fcfs, easy, conservative, reserve, checkpoint, corral)"},
+      {" --order random", "--order: unknown order 'random' (fifo, sjf, saf, wfp3, lxf, sjbf, lxbf)"},
+      {" --aging 2y", "--aging: expected a duration (3600, 90s, 30m, 12h, 7d or 2w), got '2y'"},
+      {" --bogus", "unknown option '--bogus'"},
+      {" --predict=yes", "--predict takes no value"},
+      {" extra.swf", "unexpected argument 'extra.swf'"},
   };
   for (const Case& c : cases) {
     const Run r = corral_sim(kSample + c.args);
@@ -416,10 +370,70 @@ TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration ar
   }
 }
 
+TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the default and says so", "[cli]") {
+  TempDir tmp;
+  // The bare name gives the schedule of EASY spelled out in full.
+  Run r = corral_sim(kSample + " --policy easy --starts " + (tmp / "bare.csv"));
+  REQUIRE(r.code == 0);
+  const auto bare = nlohmann::json::parse(r.out);
+  CHECK(bare["policy"] == "easy");
+  CHECK(bare["order"] == "fifo");
+  CHECK(bare["aging"] == 0);
+  CHECK(bare["predict"] == false);
+  CHECK(bare["repredict"] == false);
+  CHECK(bare["preempt"] == false);
+  CHECK(bare["reserve_depth"] == 1);
+  CHECK(bare["predictor"] == "mean2");
+  CHECK(bare["checkpointable"] == 1);
+  r = corral_sim(kSample + " --policy easy --order fifo --aging 0 --no-predict --no-preempt --starts " + (tmp / "full.csv"));
+  REQUIRE(r.code == 0);
+  CHECK(slurp(tmp / "bare.csv") == slurp(tmp / "full.csv"));
+  CHECK(slurp(tmp / "bare.csv") == "1,0\n3,100\n4,20\n5,150\n");  // the hand-worked EASY schedule
+  // No --policy: Corral's setting, named.
+  r = corral_sim(kSample);
+  REQUIRE(r.code == 0);
+  auto def = nlohmann::json::parse(r.out);
+  CHECK(def["policy"] == "corral");
+  CHECK(def["order"] == "lxf");
+  CHECK(def["aging"] == 2 * 86400);
+  CHECK(def["aging_wide"] == 0);
+  CHECK(def["predict"] == true);
+  CHECK(def["predictor"] == "similar");
+  CHECK(def["predict_order_only"] == true);
+  CHECK(def["repredict"] == true);
+  CHECK(def["preempt"] == false);
+  CHECK(def["split_factor"] == 0.25);
+  CHECK(def["reserve_depth"] == 3);
+  def.erase("sim_seconds");
+  r = corral_sim(kSample + " --policy corral");
+  auto named = nlohmann::json::parse(r.out);
+  named.erase("sim_seconds");
+  CHECK(named == def);
+  // Options layer on any policy; durations in weeks too.
+  r = corral_sim(kSample + " --policy easy --predict --aging 2w");
+  REQUIRE(r.code == 0);
+  const auto layered = nlohmann::json::parse(r.out);
+  CHECK(layered["policy"] == "easy");
+  CHECK(layered["predict"] == true);
+  CHECK(layered["aging"] == 2 * 7 * 86400);
+  CHECK(layered["order"] == "fifo");
+}
+
+TEST_CASE("corral sim JSON: control characters in the trace name are escaped", "[cli][json]") {
+  TempDir tmp;
+  const std::string path = tmp / "a\tb\x01\"c.swf";
+  std::ofstream(path) << slurp(kSample);
+  const Run r = corral_sim("'" + path + "' --policy easy");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (char c : r.out.substr(0, r.out.size() - 1)) CHECK(static_cast<unsigned char>(c) >= 0x20);
+  CHECK(nlohmann::json::parse(r.out)["trace"] == path);
+}
+
 TEST_CASE("corral sim --help lists the new options", "[cli]") {
   const Run r = corral_sim("--help");
   REQUIRE(r.code == 0);
   for (const char* o : {"--monitor FILE", "--max-reservation N", "--reserve-min-procs N", "--reserve-all",
-                        "--default-duration T"})
+                        "--default-duration T", "--no-preempt-aged", "corral (the default)", "2w"})
     CHECK(r.out.find(o) != std::string::npos);
 }

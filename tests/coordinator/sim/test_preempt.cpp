@@ -217,7 +217,7 @@ TEST_CASE("order: wide jobs age after aging_wide; aging 0 turns every bound off"
   s.pending.push_back(job(1, 1000, 100, 1));    // narrow, waited 9000
   s.pending.push_back(job(2, 5000, 36000, 5));  // wide, waited 5000, low xf
   OrderConfig c;
-  c.policy = "lxf";
+  c.policy = Order::Lxf;
   PassState st;
   order_pending(s, c, st);
   REQUIRE(st.order == std::vector<std::uint32_t>{0, 1});  // lxf: 91 vs 1.14
@@ -249,7 +249,7 @@ TEST_CASE("sim: queued jobs are predicted again when their user's job ends (repr
   SwfTrace tr = parse_swf(text);
   SimOptions opt;
   opt.sched.planner.backfill = Backfill::Easy;
-  opt.sched.order.policy = "lxf";
+  opt.sched.order.policy = Order::Lxf;
   opt.predict = true;
   SimResult a = simulate(tr, opt);
   opt.repredict = true;
@@ -273,7 +273,7 @@ TEST_CASE("sim: selective preemption keeps every job's work and charges its cost
   SwfTrace tr = parse_swf(text);
   SimOptions opt;
   opt.sched.planner.backfill = Backfill::Checkpoint;
-  opt.sched.order.policy = "lxf";
+  opt.sched.order.policy = Order::Lxf;
   opt.sched.preempt.enabled = true;
   SimResult r = simulate(tr, opt);
   REQUIRE(r.finished == 3);
@@ -316,7 +316,7 @@ TEST_CASE("sim: the wait bound holds on random workloads", "[sim][preempt][bound
     SimOptions opt;
     opt.sched.planner.backfill = Backfill::Checkpoint;
     opt.sched.planner.checkpoint_split = 0.1;
-    opt.sched.order.policy = "lxf";
+    opt.sched.order.policy = Order::Lxf;
     opt.sched.order.aging = aging;
     opt.sched.order.aging_wide = aging / 2;
     opt.sched.preempt.enabled = true;
@@ -352,8 +352,8 @@ TEST_CASE("sim: preemption passes give the same schedule with a kept planner as 
   // jobs re-enter at their FIFO place (not at the end); a pass function of
   // the caller's gets no such arrays, so both replays agree only if the
   // simulator keeps them right through requeues.
-  for (const auto& [b, order] : {std::pair{Backfill::Easy, "lxf"}, std::pair{Backfill::Checkpoint, "lxf"},
-                                 std::pair{Backfill::Easy, "fifo"}}) {
+  for (const auto& [b, order] : {std::pair{Backfill::Easy, Order::Lxf}, std::pair{Backfill::Checkpoint, Order::Lxf},
+                                 std::pair{Backfill::Easy, Order::Fifo}}) {
     SimOptions opt;
     opt.sched.planner.backfill = b;
     opt.sched.order.policy = order;
@@ -363,7 +363,7 @@ TEST_CASE("sim: preemption passes give the same schedule with a kept planner as 
     SimResult kept = simulate(tr, opt);
     opt.scheduler = [](const Snapshot& s, const SchedConfig& c, std::uint64_t seed) { return schedule(s, c, seed); };
     SimResult fresh = simulate(tr, opt);
-    INFO(backfill_name(b) << " " << order);
+    INFO(name(b) << " " << name(order));
     REQUIRE(kept.checkpoints > 0);
     REQUIRE(kept.checkpoints == fresh.checkpoints);
     for (std::size_t i = 0; i < kept.per_job.size(); ++i) {
@@ -495,7 +495,7 @@ TEST_CASE("sim: checkpointed work is never lost or repeated (random workloads)",
       opt.sched.planner.checkpoint_threshold = 900;
       opt.sched.preempt.enabled = st.preempt;
       if (st.preempt) {
-        opt.sched.order.policy = "lxf";
+        opt.sched.order.policy = Order::Lxf;
         opt.sched.order.aging = 6 * 3600;
         opt.predict = opt.repredict = seed % 3 != 0;
       }

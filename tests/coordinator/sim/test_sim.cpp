@@ -16,6 +16,7 @@
 
 #include "coordinator/planner/order.hpp"
 #include "coordinator/sim/events.hpp"
+#include "coordinator/sim/pictures/gantt.hpp"
 #include "coordinator/sim/sim.hpp"
 #include "tests/skip.hpp"
 #include "tests/traces.hpp"
@@ -352,33 +353,33 @@ TEST_CASE("order: fifo, sjf, saf, wfp3, sjbf and the aging bound", "[sim][order]
   std::swap(s.pending[0], s.pending[3]);  // FIFO does not rely on input order
   CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
   s = order_snap();
-  c.policy = "sjf";
+  c.policy = Order::Sjf;
   CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});  // 50, 50 (FIFO tie), 100, 300, 500
   s.pending[2].estimate = 400;                            // a prediction overrides walltime
   CHECK(ids(s, c) == std::vector<JobId>{4, 2, 5, 3, 1});
   s = order_snap();
-  c.policy = "saf";  // areas 2000, 800, 50, 100, 300
+  c.policy = Order::Saf;  // areas 2000, 800, 50, 100, 300
   CHECK(ids(s, c) == std::vector<JobId>{3, 4, 5, 2, 1});
-  c.policy = "wfp3";  // (wait/est)^3*slots: 1: 8*4, 2: 729*8, 3: 4096*1, 4: 8*2, 5: ~0
+  c.policy = Order::Wfp3;  // (wait/est)^3*slots: 1: 8*4, 2: 729*8, 3: 4096*1, 4: 8*2, 5: ~0
   CHECK(ids(s, c) == std::vector<JobId>{2, 3, 1, 4, 5});
-  c.policy = "sjf";
+  c.policy = Order::Sjf;
   c.aging = 850;  // jobs 1, 2 (waited 1000, 900) go first, in FIFO order
   CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
   c.aging = 950;
   CHECK(ids(s, c) == std::vector<JobId>{1, 3, 4, 2, 5});
   c.aging = 0;
-  c.policy = "sjbf";  // 10 free: job 1 (4) fits, job 2 (8) is the head, then shortest first
+  c.policy = Order::Sjbf;  // 10 free: job 1 (4) fits, job 2 (8) is the head, then shortest first
   CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
   s.pending[4].walltime = 10;
   CHECK(ids(s, c) == std::vector<JobId>{1, 2, 5, 3, 4});
-  CHECK(order_policy_known("wfp3"));
-  CHECK_FALSE(order_policy_known("random"));
+  CHECK(find_name<Order>("wfp3") == Order::Wfp3);
+  CHECK_FALSE(find_name<Order>("random"));
 }
 
 TEST_CASE("order: Snapshot::pending_fifo skips the check, the policies still apply", "[sim][order]") {
   Snapshot s = order_snap();
   OrderConfig c;
-  for (const char* pol : {"fifo", "sjf", "saf", "wfp3", "lxf", "sjbf"})
+  for (Order pol : {Order::Fifo, Order::Sjf, Order::Saf, Order::Wfp3, Order::Lxf, Order::Sjbf})
     for (Time aging : {Time{0}, Time{950}}) {
       c.policy = pol;
       c.aging = aging;
@@ -389,7 +390,7 @@ TEST_CASE("order: Snapshot::pending_fifo skips the check, the policies still app
     }
   // The promise is taken as given (no job is read for it): a caller that
   // breaks it gets its own order back under fifo.
-  c.policy = "fifo";
+  c.policy = Order::Fifo;
   c.aging = 0;
   std::swap(s.pending[0], s.pending[3]);
   s.pending_fifo = true;
@@ -437,7 +438,7 @@ TEST_CASE("order: Snapshot::pending_order is taken as the FIFO order", "[sim][or
   std::swap(s.pending[0], s.pending[3]);  // ids 4 2 3 1 5
   std::swap(s.pending[1], s.pending[4]);  // ids 4 5 3 1 2
   OrderConfig c;
-  for (const char* pol : {"fifo", "sjf", "saf", "wfp3", "lxf", "sjbf"})
+  for (Order pol : {Order::Fifo, Order::Sjf, Order::Saf, Order::Wfp3, Order::Lxf, Order::Sjbf})
     for (Time aging : {Time{0}, Time{950}}) {
       c.policy = pol;
       c.aging = aging;
@@ -446,7 +447,7 @@ TEST_CASE("order: Snapshot::pending_order is taken as the FIFO order", "[sim][or
       s.pending_order = {3, 4, 2, 0, 1};  // the positions of ids 1 2 3 4 5
       CHECK(ids(s, c) == checked);
     }
-  c.policy = "fifo";
+  c.policy = Order::Fifo;
   c.aging = 0;
   s.pending_order = {4, 3, 2, 1, 0};  // taken as given
   CHECK(ids(s, c) == std::vector<JobId>{2, 1, 3, 5, 4});
@@ -479,7 +480,7 @@ TEST_CASE("sim: pending kept unordered with pending_order gives the replay of a 
         return schedule(s, cfg, sd);
       };
       const SimResult ref = simulate(tr, sorted);
-      INFO("seed " << seed << " policy " << backfill_name(b));
+      INFO("seed " << seed << " policy " << name(b));
       CHECK(with_order == 0);  // the caller's pass function sees pending in vector order
       CHECK(own.finished == 200);
       CHECK(starts_csv(own) == starts_csv(ref));
@@ -520,7 +521,7 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
         return plan;
       };
       const SimResult rec = simulate(tr, as_records);
-      INFO("seed " << seed << " policy " << backfill_name(b));
+      INFO("seed " << seed << " policy " << name(b));
       CHECK(compact_in_decisions == 0);
       CHECK(records > 250);
       CHECK(own.finished == 300);
@@ -536,7 +537,7 @@ TEST_CASE("sim: compact starts (Plan::starts) replay as Start decisions", "[sim]
 
 TEST_CASE("sim: a compact start's placement reaches its running entry exactly, cores included", "[sim]") {
   // Compact starts are copied into pooled placement buffers of finished jobs
-  // (sim.cpp copy_place: entries overwritten in place, cores copied only when
+  // (job_moves.hpp copy_place: entries overwritten in place, cores copied only when
   // either side has some). A pass function gives compact records whose
   // entries carry cores on some jobs and none on others, so the pooled
   // buffers alternate between the two; every later snapshot must show each
@@ -627,7 +628,7 @@ TEST_CASE("sim: the planner's own starts, nodes not counted by the simulator, re
         return plan;
       };
       const SimResult ref = simulate(tr, checked);
-      INFO("seed " << seed << " policy " << backfill_name(b));
+      INFO("seed " << seed << " policy " << name(b));
       CHECK(starts >= 300);
       CHECK(over == 0);
       CHECK(own.deferred_starts == 0);
@@ -669,7 +670,7 @@ TEST_CASE("sim: a pass is skipped only when no pending job fits in the free core
       SimOptions every = opt;
       every.scheduler = [](const Snapshot& s, const SchedConfig& cfg, std::uint64_t sd) { return schedule(s, cfg, sd); };
       const SimResult ref = simulate(tr, every);
-      INFO("machine " << machine << " policy " << backfill_name(b));
+      INFO("machine " << machine << " policy " << name(b));
       CHECK(own.skipped_passes > 50);
       CHECK(ref.skipped_passes == 0);
       CHECK(own.passes + own.skipped_passes == ref.passes);
@@ -712,7 +713,7 @@ TEST_CASE("sim: a pass's starts given in any order start each job with its own s
         return p;
       };
       const SimResult rec = simulate(tr, rev_records);
-      INFO("seed " << seed << " policy " << backfill_name(b));
+      INFO("seed " << seed << " policy " << name(b));
       CHECK(multi > 10);
       CHECK(own.finished == 300);
       CHECK(dec.deferred_starts == 0);
@@ -861,7 +862,7 @@ TEST_CASE("sim: pending_cores_only is promised only when every pending job needs
     };
     const SimResult ref = simulate(tr, checked);
     const SimResult own = simulate(tr, opt);
-    INFO("policy " << backfill_name(b));
+    INFO("policy " << name(b));
     CHECK(broken == 0);
     CHECK(promised > 0);
     CHECK(odd_seen > 0);
@@ -890,7 +891,7 @@ TEST_CASE("sim: pending_slots_min and pending_min_duration follow pending", "[si
       text += swf_line(i, t, run, procs, procs, run + static_cast<long>(rng() % 900), user);
     }
     const SwfTrace tr = parse_swf(text);
-    for (const char* order : {"fifo", "lxf"}) {
+    for (Order order : {Order::Fifo, Order::Lxf}) {
       SimOptions opt;
       opt.sched.planner.backfill = Backfill::Easy;
       opt.sched.order.policy = order;
@@ -907,7 +908,7 @@ TEST_CASE("sim: pending_slots_min and pending_min_duration follow pending", "[si
         return schedule(s, cfg, sd);
       };
       const SimResult ref = simulate(tr, ref_opt);
-      INFO("seed " << seed << " order " << order);
+      INFO("seed " << seed << " order " << name(order));
       CHECK(with_arrays == 0);
       CHECK(own.rejected == 400 / 97);
       CHECK(own.rejected == ref.rejected);
@@ -940,10 +941,10 @@ TEST_CASE("sim: completions before arrivals, metrics, starts file", "[sim]") {
   CHECK(r.mean_bsld == Approx((1 + 1 + 5.5) / 3));
   CHECK(r.utilization == Approx((400.0 + 200 + 5) / (4 * 155)));
   CHECK(starts_csv(r) == "1,0\n2,100\n3,150\n");
-  std::string js = to_json(r, {{"policy", json_string("x\"y")}});
-  CHECK(js.find("\"policy\": \"x\\\"y\"") != std::string::npos);
-  CHECK(js.find("\"mean_bsld\": ") != std::string::npos);
-  CHECK(js.find("\"sim_seconds\": ") != std::string::npos);
+  const auto js = nlohmann::json::parse(to_json(r, {{"policy", "x\"y"}}));
+  CHECK(js["policy"] == "x\"y");
+  CHECK(js["mean_bsld"].get<double>() == Approx(r.mean_bsld).epsilon(1e-5));
+  CHECK(js.contains("sim_seconds"));
 }
 
 TEST_CASE("sim: checkpoint costs are charged and the job resumes its work", "[sim]") {
@@ -974,9 +975,12 @@ TEST_CASE("sim: checkpoint costs are charged and the job resumes its work", "[si
   REQUIRE(r.segments.size() == 3);
   CHECK(r.segments[0].checkpointed);
   CHECK(r.segments[0].end == 160);
-  std::string svg = gantt_svg(r, 0, 2000);
+  GanttOptions g;
+  g.to = 2000;
+  const std::string svg = gantt_svg(r, g);
   CHECK(svg.find("<svg") == 0);
-  CHECK(svg.find("job 1: 0..160, 4 procs (checkpointed)") != std::string::npos);
+  CHECK(svg.find("<g class=\"mark checkpoint\" data-job=\"1\">") != std::string::npos);
+  CHECK(svg.find("ended by a checkpoint") != std::string::npos);
 }
 
 TEST_CASE("sim: requeue loses work, suspend/resume keeps it", "[sim]") {

@@ -1,0 +1,74 @@
+#include "coordinator/names.hpp"
+
+namespace corral {
+
+std::string join_names(std::span<const std::string_view> names, std::string_view sep) {
+  std::string o;
+  for (std::string_view n : names) {
+    if (!o.empty()) o += sep;
+    o += n;
+  }
+  return o;
+}
+
+PolicyPreset policy_preset(Policy p) {
+  PolicyPreset s;
+  switch (p) {
+    case Policy::Fcfs: s.backfill = Backfill::Fcfs; break;
+    case Policy::Easy: s.backfill = Backfill::Easy; break;
+    case Policy::Conservative: s.backfill = Backfill::Conservative; break;
+    case Policy::Reserve: s.backfill = Backfill::Reserve; break;
+    case Policy::Checkpoint: s.backfill = Backfill::Checkpoint; break;
+    case Policy::Corral:
+      // bench/sim/RESULTS.md, the checkpointable table: with few
+      // checkpointable jobs, preemption checkpointed more jobs for no gain;
+      // the short aging bound and the reservations beyond the head bound the
+      // worst waits; predictions that only order lose no reservation when a
+      // job outlives its prediction.
+      s.backfill = Backfill::Checkpoint;
+      s.order = Order::Lxf;
+      s.aging = 2 * 86400;
+      s.aging_wide = 0;
+      s.wide_fraction = 0.1;
+      s.split_factor = 0.25;
+      s.reserve_depth = 3;
+      s.preempt = false;
+      s.predict = true;
+      s.repredict = true;
+      s.predictor = Predictor::Similar;
+      s.predict_order_only = true;
+      break;
+  }
+  return s;
+}
+
+std::optional<std::int64_t> find_duration(std::string_view s) {
+  std::size_t i = 0;
+  std::int64_t v = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    v = v * 10 + (s[i] - '0');
+    if (v > kMaxDuration) return std::nullopt;
+  }
+  if (i == 0 || i + 1 < s.size()) return std::nullopt;
+  std::int64_t unit = 1;
+  if (i < s.size()) {
+    switch (s[i]) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 86400; break;
+      case 'w': unit = 7 * 86400; break;
+      default: return std::nullopt;
+    }
+  }
+  if (v > kMaxDuration / unit) return std::nullopt;
+  return v * unit;
+}
+
+std::int64_t parse_duration(std::string_view s) {
+  if (auto d = find_duration(s)) return *d;
+  throw std::invalid_argument("expected a duration (" + std::string(kDurationGrammar) + "), got '" + std::string(s) +
+                              "'");
+}
+
+}  // namespace corral

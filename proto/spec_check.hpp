@@ -1,0 +1,35 @@
+// What a job request may hold, checked once for both sides: `corral submit` refuses a bad request
+// before sending it, and corrald refuses the same request from any client (a raw one included)
+// with the same words. Node-dependent checks (cores, memory, queues) stay in corrald.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "proto/proto.hpp"
+
+namespace corral::proto {
+
+// A job's name becomes part of its default output files' names ("<name>.o<id>"), which must fit
+// in one path component (255 bytes) with the suffix.
+inline constexpr std::size_t kMaxJobName = 200;
+inline constexpr std::int64_t kMaxWalltime = 10LL * 365 * 24 * 3600;  // seconds: ten years
+inline constexpr std::int32_t kMaxCpus = 1000000;
+inline constexpr std::int64_t kMaxSizeMb = 1LL << 40;                  // MiB: one EiB
+inline constexpr std::size_t kMaxPath = 4095;                          // PATH_MAX less the NUL
+inline constexpr std::size_t kMaxLabel = 64;                           // queue, project, pe names
+inline constexpr std::int32_t kUmaskUnset = -1;                        // JobSpec::umask not sent
+
+// Why `name` cannot be a job name, or "" when it can. An empty name is "not given" (the
+// default applies) and passes.
+std::string check_job_name(std::string_view name);
+
+// Why `s` cannot be accepted, or "" when it can (empty name, queue and walltime are "not given").
+std::string check_spec(const JobSpec& s);
+
+// `text` with control characters and backslashes written as \n, \t, \xHH, \\: safe to print in
+// one line of a log or a table.
+std::string printable(std::string_view text);
+
+}  // namespace corral::proto

@@ -1,0 +1,205 @@
+// `corral sim compare TRACE --policies A,B,...`: replays one trace under
+// several policies, each as `corral sim TRACE --policy NAME` would, and
+// prints their figures side by side: a table, one JSON object (--json), a
+// picture (--svg FILE: grouped bars and the timelines stacked).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/sim/pictures/compare.hpp"
+#include "coordinator/sim/pictures/svg.hpp"
+#include "coordinator/sim/swf.hpp"
+#include "tools/corral/commands.hpp"
+#include "tools/corral/sim_pictures.hpp"
+#include "tools/corral/sim_policy.hpp"
+
+namespace corral::cli {
+
+namespace {
+
+const char* kHelp =
+    "usage: corral sim compare TRACE [--policies A,B,...] [--svg FILE] [--json]\n"
+    "\n"
+    "Replays one Standard Workload Format trace under each policy, as\n"
+    "'corral sim TRACE --policy NAME' does, and prints their figures side by\n"
+    "side: mean and max wait, mean bounded slowdown, utilization, checkpoints.\n"
+    "\n"
+    "options:\n"
+    "  --policies LIST   policies, comma-separated, any 'corral sim --policy' takes\n"
+    "                    (default: easy and corral sim's default)\n"
+    "  --svg FILE        also draw the figures as grouped bars and each policy's\n"
+    "                    utilization and queue over time, stacked\n"
+    "  --json            one JSON object instead of the table\n"
+    "  --max-jobs N      replay only the first N usable jobs\n"
+    "  --nodes N         machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
+    "  --cores C         cores per node (default 1)\n"
+    "  --help            this text\n";
+
+struct Args {
+  std::string trace;
+  std::vector<std::string> policies;
+  std::string svg;
+  bool json = false;
+  std::size_t max_jobs = 0;
+  int nodes = 0, cores = 1;
+};
+
+long long whole(const std::string& opt, const std::string& v, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || x < lo || x > hi)
+    throw std::invalid_argument(opt + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "]");
+  return x;
+}
+
+std::vector<std::string> split_policies(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t a = 0;
+  for (;;) {
+    const std::size_t b = list.find(',', a);
+    const std::string name = list.substr(a, b == std::string::npos ? std::string::npos : b - a);
+    if (name.empty()) throw std::invalid_argument("--policies: empty name in '" + list + "'");
+    for (const std::string& seen : out)
+      if (seen == name) throw std::invalid_argument("--policies: '" + name + "' given twice");
+    sim::SimOptions probe;
+    sim_policy_options(name, probe);  // an unknown name fails here, before any replay
+    out.push_back(name);
+    if (b == std::string::npos) return out;
+    a = b + 1;
+  }
+}
+
+// Parses the command line; false after --help.
+bool parse(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string o = argv[i], val;
+    bool has_eq = false;
+    if (o.rfind("--", 0) == 0)
+      if (auto eq = o.find('='); eq != std::string::npos) {
+        val = o.substr(eq + 1);
+        o = o.substr(0, eq);
+        has_eq = true;
+      }
+    auto value = [&]() -> std::string {
+      if (has_eq) return val;
+      if (i + 1 >= argc) throw std::invalid_argument(o + ": missing value");
+      return argv[++i];
+    };
+    if (o == "--help" || o == "-h") {
+      std::fputs(kHelp, stdout);
+      return false;
+    }
+    if (o == "--policies") a.policies = split_policies(value());
+    else if (o == "--svg") {
+      a.svg = value();
+      if (a.svg.empty()) throw std::invalid_argument("--svg: empty file name");
+    }
+    else if (o == "--json" && !has_eq) a.json = true;
+    else if (o == "--max-jobs") a.max_jobs = static_cast<std::size_t>(whole(o, value(), 1, 1LL << 40));
+    else if (o == "--nodes") a.nodes = static_cast<int>(whole(o, value(), 1, 1 << 20));
+    else if (o == "--cores") a.cores = static_cast<int>(whole(o, value(), 1, 4096));
+    else if (o.size() > 1 && o[0] == '-')
+      throw std::invalid_argument("unknown option '" + o + "' (see corral sim compare --help)");
+    else if (a.trace.empty()) a.trace = o;
+    else throw std::invalid_argument("only one TRACE may be given (got '" + a.trace + "' and '" + o + "')");
+  }
+  if (a.trace.empty()) throw std::invalid_argument("missing TRACE (see corral sim compare --help)");
+  if (a.policies.empty()) {
+    a.policies = {"easy"};
+    if (sim_default_policy() != "easy") a.policies.push_back(sim_default_policy());
+  }
+  return true;
+}
+
+std::string table(const std::vector<sim::PolicyRun>& runs) {
+  std::string o;
+  char b[256];
+  std::snprintf(b, sizeof b, "%-14s %10s %10s %10s %12s %12s\n", "policy", "mean wait", "max wait", "mean bsld",
+                "utilization", "checkpoints");
+  o += b;
+  for (const sim::PolicyRun& p : runs) {
+    const sim::SimResult& r = p.result;
+    std::snprintf(b, sizeof b, "%-14s %10s %10s %10.2f %10.1f %% %12zu\n", p.policy.c_str(),
+                  sim::svg::duration_text(static_cast<Time>(r.mean_wait + 0.5)).c_str(),
+                  sim::svg::duration_text(r.max_wait).c_str(), r.mean_bsld, 100 * r.utilization, r.checkpoints);
+    o += b;
+  }
+  return o;
+}
+
+std::string json(const Args& a, const std::vector<sim::PolicyRun>& runs) {
+  nlohmann::ordered_json o = {{"trace", a.trace}};
+  if (!runs.empty()) {
+    o["jobs"] = runs.front().result.jobs;
+    o["machine_procs"] = runs.front().result.machine_procs;
+  }
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const sim::PolicyRun& p : runs) {
+    const sim::SimResult& r = p.result;
+    list.push_back({{"policy", p.policy},
+                    {"mean_wait", r.mean_wait},
+                    {"max_wait", r.max_wait},
+                    {"mean_bsld", r.mean_bsld},
+                    {"utilization", r.utilization},
+                    {"checkpoints", r.checkpoints},
+                    {"preemptions", r.preemptions},
+                    {"unstarted", r.unstarted}});
+  }
+  o["policies"] = std::move(list);
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+int cmd_compare(int argc, char** argv) {
+  Args a;
+  sim::SwfTrace trace;
+  try {
+    if (!parse(argc, argv, a)) return 0;
+    trace = sim::read_swf(a.trace, a.nodes > 0 ? a.nodes * a.cores : 0);
+    if (trace.jobs.empty()) throw std::invalid_argument("'" + a.trace + "' has no usable job");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corral sim compare: %s\n", e.what());
+    return 2;
+  }
+  try {
+    std::vector<sim::PolicyRun> runs;
+    for (const std::string& p : a.policies) {
+      sim::SimOptions opt;
+      sim_policy_options(p, opt);
+      opt.nodes = a.nodes;
+      opt.cores = a.cores;
+      opt.max_jobs = a.max_jobs;
+      opt.record_segments = !a.svg.empty();
+      runs.push_back({p, sim::simulate(trace, opt)});
+    }
+    if (a.json) {
+      std::printf("%s\n", json(a, runs).c_str());
+    } else {
+      std::printf("%s: %zu jobs on %d processors\n%s", base_name(a.trace).c_str(), runs.front().result.jobs,
+                  runs.front().result.machine_procs, table(runs).c_str());
+    }
+    if (!a.svg.empty()) {
+      sim::CompareOptions co;
+      co.unix_start = trace.unix_start;
+      co.title = base_name(a.trace);
+      write_text_file(a.svg, sim::compare_svg(runs, co));
+    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "corral sim compare: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "corral sim compare: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace corral::cli
