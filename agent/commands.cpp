@@ -125,6 +125,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
 
 proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
   // Like qstat, everyone sees every job (never scripts or environments).
+  charge_running(now());  // the units shown are charged up to now
   proto::StatRep rep;
   if (r.id != 0) {
     const JobRecord* rec = store_->find(r.id);

@@ -68,6 +68,17 @@ std::int64_t to_duration(const std::string& k, const std::string& v) {
   }
 }
 
+// A queue's charge: service units per cpu-hour, 0 (free) or more.
+double to_charge(const std::string& v) {
+  try {
+    std::size_t n = 0;
+    double d = std::stod(v, &n);
+    if (n == v.size() && d >= 0 && d <= 1e6) return d;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("queues: expected a charge of 0 to 1000000 service units per cpu-hour, got '" + v + "'");
+}
+
 std::vector<QueueDef> to_queues(const std::string& v) {
   std::vector<QueueDef> out;
   std::size_t pos = 0;
@@ -78,8 +89,11 @@ std::vector<QueueDef> to_queues(const std::string& v) {
       QueueDef q;
       std::size_t colon = item.find(':');
       q.name = trim(item.substr(0, colon));
-      if (colon != std::string::npos)
-        q.priority = static_cast<int>(to_int("queues", trim(item.substr(colon + 1)), -1000000));
+      if (colon != std::string::npos) {
+        std::size_t second = item.find(':', colon + 1);
+        q.priority = static_cast<int>(to_int("queues", trim(item.substr(colon + 1, second - colon - 1)), -1000000));
+        if (second != std::string::npos) q.charge = to_charge(trim(item.substr(second + 1)));
+      }
       if (q.name.empty()) throw std::invalid_argument("queues: empty queue name in '" + v + "'");
       out.push_back(q);
     }
@@ -193,6 +207,7 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
     c.checkpoint_grace = static_cast<int>(g);
   } else if (key == "pba") c.pba = to_bool(key, v);
   else if (key == "pba_plan") c.pba_plan = v;
+  else if (key == "nci_plan") c.nci_plan = v;
   else if (key == "pba_preempt") c.pba_preempt = to_bool(key, v);
   else if (key == "pba_preempt_after") c.pba_preempt_after = to_duration(key, v);
   else if (key == "pba_max_requeues") c.pba_max_requeues = to_int(key, v, 0);

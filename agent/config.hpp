@@ -17,6 +17,9 @@ namespace corral::agent {
 struct QueueDef {
   std::string name;
   int priority = 0;
+  // Service units per cpu-hour (nci-pbs-policy.txt "Queue structure"); < 0: the policy's for
+  // its name (express 3, normal 1, bonus 0), else 1.
+  double charge = -1;
 };
 
 struct Config {
@@ -66,6 +69,9 @@ struct Config {
   // long must start, and starts within twice it (window_bound()); 0: the
   // window closes after NciConfig::window_cycles pending cycles instead.
   std::int64_t nci_start_window = 0;
+  // NCI charging (nci = yes): the project plan file (docs/plan-file.md) whose `grant` lines set
+  // each project's service units; empty: pba_plan's, if any (else no grants: charged, never moved).
+  std::string nci_plan;
   // PBA (coordinator/pba, pba-synopsys-patent.txt): project allocations from a plan file
   // (docs/plan-file.md), pre-qualification, priority arithmetic, one-for-one preemption
   // of normal jobs for an allocated job pending longer than pba_preempt_after.

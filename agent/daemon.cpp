@@ -35,6 +35,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
 
   store_ = std::make_unique<Store>(cfg_.state_dir, cfg_.fsync, cfg_.recover);
   if (cfg_.pba) setup_pba();  // after the store: its plan's origin is kept in state_dir
+  setup_charging();           // after PBA: its plan may hold the grants
   // Traversable, not listable: jobs (running as their users) read their own
   // script under scripts/; the journal itself is 0600.
   ::chmod(cfg_.state_dir.c_str(), 0711);
@@ -85,6 +86,7 @@ Daemon::~Daemon() {
   close_socket();
   pub_.close();
   try {
+    flush_ledger(true);
     store_->flush();
   } catch (const std::exception& e) {
     log_line(std::string("error: ") + e.what());
@@ -206,6 +208,7 @@ bool Daemon::commit_and_reply() {
       store_->trim_ended(static_cast<std::size_t>(cfg_.keep_ended));
     bool owed = false;
     for (auto& [fd, c] : clients_) owed |= !c->out.empty();
+    flush_ledger(owed || need_sync_);  // charges first: a run's end in the journal is charged
     try {
       store_->flush(owed || need_sync_);
       if (owed || need_sync_) need_sync_ = false;

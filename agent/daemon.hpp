@@ -7,6 +7,8 @@
 //   node_bridge.cpp   the node and launcher bridge: starting, ending, limits,
 //                     usage, adopting jobs after a restart
 //   scheduling.cpp    the scheduling cycle: snapshot() and apply()
+//   charging.cpp      NCI charging: service units as jobs run, the ledger
+//                     (ledger_book.hpp), grants, `corral report`
 //   events.hpp        the event publisher (ZeroMQ PUB)
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
@@ -35,6 +37,7 @@
 #include "agent/config.hpp"
 #include "agent/events.hpp"
 #include "agent/id_set.hpp"
+#include "agent/ledger_book.hpp"
 #include "agent/log.hpp"
 #include "agent/node/criu.hpp"
 #include "agent/node/owner.hpp"
@@ -118,6 +121,7 @@ class Daemon {
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
+  proto::Message on_report(const Peer& p, const proto::ReportReq& r);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -152,6 +156,14 @@ class Daemon {
   void drop_pass_snapshot();
   void open_monitor();
   void write_monitor(const std::vector<std::string>& lines);
+
+  // ---- NCI charging (charging.cpp) --------------------------------------
+  void setup_charging();
+  // Charges a started job's running seconds up to wall time t (close: its run ends at t).
+  void charge_job(const JobRecord& rec, double t, bool close);
+  void charge_running(double t);
+  void flush_ledger(bool sync);
+  void charge_info(const JobRecord& rec, proto::JobInfo& j) const;
 
   // ---- state --------------------------------------------------------------
   Config cfg_;
@@ -220,6 +232,11 @@ class Daemon {
   };
   std::unique_ptr<std::FILE, FileCloser> monitor_;  // Config::monitor_file, open while set
 
+  // NCI charging: nullptr without nci = yes
+  std::unique_ptr<LedgerBook> book_;
+  std::set<std::uint64_t> uncharged_;  // jobs whose charge failed (logged once)
+  bool ledger_full_ = false;           // the last ledger write found the state disk full
+
   // events
   EventPublisher pub_;
 };
@@ -228,5 +245,9 @@ class Daemon {
 // (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
 // none). --export-topology writes this.
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir);
+
+// A project plan file (docs/plan-file.md) with relative dates counted from `origin`. Throws
+// std::runtime_error("KEY FILE: why") when it cannot be read, has bad lines or no project.
+pba::ProjectPlan read_plan(const std::string& key, const std::string& path, Time origin);
 
 }  // namespace corral::agent

@@ -27,6 +27,7 @@ void Daemon::load_jobs() {
 
 void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int exit_code) {
   double t = now();
+  charge_job(rec, t, true);
   rec.runs.push_back(proto::RunInfo{rec.start_time, t, std::string(name(EndReason::Preempted)), exit_code, why});
   if (keep_work && rec.start_time > 0)
     rec.work_done += static_cast<std::int64_t>(t - rec.start_time - suspended_total(rec, t));
@@ -61,7 +62,10 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   const std::string reason(name(why));
   double t = now();
   const bool ran = active_.count(rec.id) > 0;  // else it ends before any run (cancel, reject, launch)
-  if (ran) rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
+  if (ran) {
+    charge_job(rec, t, true);
+    rec.runs.push_back(proto::RunInfo{rec.start_time, t, reason, exit_code, msg});
+  }
   close_suspension(rec, t);
   rec.held = false;
   rec.state = std::string(proto::state::kEnded);
@@ -185,6 +189,7 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.stderr_path = r.spec.stderr_path;
   j.comment = r.comment;
   j.runs = r.runs;
+  charge_info(r, j);
   if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
     j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run
   return j;

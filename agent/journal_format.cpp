@@ -21,24 +21,37 @@ constexpr std::size_t kMaxPayload = proto::kMaxFrame * 2;
 
 }  // namespace
 
-std::string encode(const Entry& e) {
-  msgpack::sbuffer buf;
-  msgpack::pack(buf, e);
+std::string frame(std::string_view payload) {
   std::string out;
-  put_u32(out, static_cast<std::uint32_t>(buf.size()));
-  put_u32(out, crc(buf.data(), buf.size()));
-  out.append(buf.data(), buf.size());
+  out.reserve(payload.size() + 8);
+  put_u32(out, static_cast<std::uint32_t>(payload.size()));
+  put_u32(out, crc(payload.data(), payload.size()));
+  out.append(payload);
   return out;
 }
 
-std::size_t decode_at(std::string_view data, std::size_t pos, Entry& out) {
+std::size_t frame_at(std::string_view data, std::size_t pos, std::string_view& payload) {
   if (pos > data.size() || data.size() - pos < 8) return 0;
   std::size_t len = get_u32(data.data() + pos);
   if (len == 0 || len > kMaxPayload || data.size() - pos - 8 < len) return 0;
   const char* p = data.data() + pos + 8;
   if (crc(p, len) != get_u32(data.data() + pos + 4)) return 0;
+  payload = std::string_view(p, len);
+  return 8 + len;
+}
+
+std::string encode(const Entry& e) {
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, e);
+  return frame(std::string_view(buf.data(), buf.size()));
+}
+
+std::size_t decode_at(std::string_view data, std::size_t pos, Entry& out) {
+  std::string_view p;
+  const std::size_t n = frame_at(data, pos, p);
+  if (!n) return 0;
   try {
-    msgpack::object_handle oh = msgpack::unpack(p, len);
+    msgpack::object_handle oh = msgpack::unpack(p.data(), p.size());
     Entry e;
     oh.get().convert(e);
     if (e.op != "put" && e.op != "del" && e.op != "base") return 0;
@@ -46,7 +59,7 @@ std::size_t decode_at(std::string_view data, std::size_t pos, Entry& out) {
   } catch (const std::exception&) {
     return 0;
   }
-  return 8 + len;
+  return n;
 }
 
 std::size_t resync(std::string_view data, std::size_t from) {

@@ -21,6 +21,11 @@ struct Entry {
   MSGPACK_DEFINE_MAP(op, id, next_id, job, live)
 };
 
+// Any payload framed so (the charge ledger's file uses the same frames), and the payload of the
+// frame at `pos` with its framed size when its length fits and its CRC matches, else 0.
+std::string frame(std::string_view payload);
+std::size_t frame_at(std::string_view data, std::size_t pos, std::string_view& payload);
+
 std::string encode(const Entry& e);
 // The framed size of the entry at `pos` when it verifies (and the entry in `out`), else 0.
 std::size_t decode_at(std::string_view data, std::size_t pos, Entry& out);

@@ -355,6 +355,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
       send(c, on_node(c.peer, *nd));
     } else if (auto* ct = std::get_if<proto::ControlReq>(&m)) {
       send(c, on_control(c.peer, *ct));
+    } else if (auto* rp = std::get_if<proto::ReportReq>(&m)) {
+      send(c, on_report(c.peer, *rp));
     } else {
       send(c, proto::ErrorRep{"invalid", std::string("'") + std::string(proto::type_name(m)) +
                                              "' is not a request"});

@@ -349,6 +349,7 @@ void Daemon::on_end(const node::JobEnd& e) {
 
 void Daemon::heartbeat() {
   need_sync_ = true;  // starts and ends reach the disk at least every heartbeat
+  charge_running(now());
   proto::Event e;
   e.kind = "heartbeat";
   e.pending = static_cast<int>(pending_.size());

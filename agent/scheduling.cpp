@@ -21,6 +21,13 @@
 namespace corral::agent {
 
 namespace {
+// The charge of a queue configured without one: the policy's for its name
+// (nci-pbs-policy.txt "Queue structure": express 3, normal 1, bonus 0), else 1.
+double seed_charge(const std::string& name) {
+  for (const Queue& q : nci_default_queues())
+    if (q.name == name) return q.charge_factor;
+  return 1.0;
+}
 // The core's view of a job record. What can change while a job waits (policy state from
 // Plan::updates, a Demote's queue) is set by refresh() too; the names, project, pe and sizes are
 // fixed at submit.
@@ -99,30 +106,37 @@ Time Daemon::pba_origin() {
   return t;
 }
 
+pba::ProjectPlan read_plan(const std::string& key, const std::string& path, Time origin) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(key + " " + path + ": cannot read: " + errno_text());
+  std::ostringstream text;
+  text << f.rdbuf();
+  pba::PlanParseOptions po;
+  po.origin = origin;
+  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
+  if (!pr.ok()) {
+    std::string all;
+    for (const auto& e : pr.errors) all += (all.empty() ? "" : "; ") + e;
+    throw std::runtime_error(key + " " + path + ": " + all);
+  }
+  if (pr.plan.projects.empty()) throw std::runtime_error(key + " " + path + ": no project declared");
+  return std::move(pr.plan);
+}
+
 // pba = yes: the plan file (docs/plan-file.md) read as `corral sim --projects` reads
 // it (sim::use_projects), with relative dates counted from pba_origin().
 void Daemon::setup_pba() {
   const std::string& path = cfg_.pba_plan;
   if (path.empty())
     throw std::runtime_error("pba = yes needs pba_plan = FILE (a project plan: docs/plan-file.md)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("pba_plan " + path + ": cannot read: " + errno_text());
-  std::ostringstream text;
-  text << f.rdbuf();
   pba::PlanParseOptions po;
   po.origin = pba_origin();
-  pba::PlanParseResult pr = pba::parse_plan(text.str(), po);
-  if (!pr.ok()) {
-    std::string all;
-    for (const auto& e : pr.errors) all += (all.empty() ? "" : "; ") + e;
-    throw std::runtime_error("pba_plan " + path + ": " + all);
-  }
-  if (pr.plan.projects.empty()) throw std::runtime_error("pba_plan " + path + ": no project declared");
-  if (!pr.plan.queues.empty() || !pr.plan.grants.empty())
-    log_line("pba_plan " + path + ": its queue and grant lines are not used here (queues come from `queues`)");
+  pba::ProjectPlan plan = read_plan("pba_plan", path, po.origin);
+  if (!plan.queues.empty())
+    log_line("pba_plan " + path + ": its queue lines are not used here (queues come from `queues`)");
   PbaConfig& p = sched_.pba;
   p.enabled = true;
-  p.plan = std::move(pr.plan);
+  p.plan = std::move(plan);
   p.preempt = cfg_.pba_preempt;
   p.preempt_after = static_cast<Time>(cfg_.pba_preempt_after);
   p.max_requeues = static_cast<int>(cfg_.pba_max_requeues);
@@ -167,8 +181,12 @@ std::vector<Queue> Daemon::snapshot_queues() const {
     Queue qq;
     qq.name = q.name;
     qq.priority = q.priority;
+    qq.charge_factor = q.charge >= 0 ? q.charge : seed_charge(q.name);
     out.push_back(std::move(qq));
   }
+  // NCI moves a project with no grant left to its bonus queue (free, below every other queue),
+  // as corral sim does (coordinator/sim/projects.cpp project_queues()).
+  if (sched_.nci.enabled) add_lowest_queue(out, sched_.nci.bonus_queue);
   // PBA's pre-qualification demotes to this queue: below every other one, unless configured
   // (as for corral sim, coordinator/sim/projects.cpp project_queues()).
   if (sched_.pba.enabled) add_lowest_queue(out, sched_.pba.lowest_queue);
@@ -286,6 +304,10 @@ void Daemon::cycle() {
   // corrald runs, so the planner may keep what it derived from it (nodes_version).
   const Snapshot& snap = pass_snapshot(static_cast<Time>(now()));
   snap_.nodes_version = 1;
+  if (book_) {  // a project with no grant left runs in the bonus queue (nci_stage demotes it)
+    charge_running(static_cast<double>(snap.now));
+    sched_.nci.grant_left = book_->ledger().grants_left(snap.now);
+  }
   schedule(snap, sched_, ++passes_, planner_, plan_);
   if (monitor_) write_monitor(plan_.monitor);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");

@@ -10,15 +10,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "agent/durable_file.hpp"
 #include "agent/journal_format.hpp"
 
 namespace corral::agent {
-namespace {
 
-using journal::Entry;
-
-// Ids reserved per write of the next_id file: one synced rename per this many submits.
-constexpr std::uint64_t kIdBlock = 1000;
+// The durable-file helpers (durable_file.hpp), shared with the charge ledger's file.
+namespace durable {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
   int err = errno;
@@ -93,6 +91,43 @@ void replace_file(const std::string& dir, const std::string& path, std::string_v
   }
   if (sync) sync_dir(dir);
 }
+
+void append(int fd, std::string_view data, std::size_t size, bool sync, const std::string& what,
+            const std::string& path) {
+  try {
+    write_all(fd, data, path);
+    if (sync && ::fdatasync(fd) != 0) fail("cannot sync " + what, path);
+  } catch (...) {
+    int err = errno;
+    (void)!::ftruncate(fd, static_cast<off_t>(size));
+    errno = err;
+    throw;
+  }
+}
+
+std::string keep_copy(const std::string& dir, const std::string& path, bool sync) {
+  char stamp[32];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::string copy = path + ".damaged-" + stamp;
+  for (int i = 1; ::access(copy.c_str(), F_OK) == 0; ++i)
+    copy = path + ".damaged-" + stamp + "-" + std::to_string(i);
+  if (::link(path.c_str(), copy.c_str()) != 0) replace_file(dir, copy, read_file(path), sync);
+  else if (sync) sync_dir(dir);
+  return copy;
+}
+
+}  // namespace durable
+
+namespace {
+
+using journal::Entry;
+using namespace durable;
+
+// Ids reserved per write of the next_id file: one synced rename per this many submits.
+constexpr std::uint64_t kIdBlock = 1000;
 
 std::string id_list(const std::set<std::uint64_t>& ids) {
   std::string out;
@@ -261,19 +296,7 @@ void Store::load(bool recover) {
 
 // The damaged original stays beside the restored journal: a hard link (no space needed), else
 // a copy.
-void Store::keep_damaged_copy() {
-  char stamp[32];
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-  std::string copy = path_ + ".damaged-" + stamp;
-  for (int i = 1; ::access(copy.c_str(), F_OK) == 0; ++i)
-    copy = path_ + ".damaged-" + stamp + "-" + std::to_string(i);
-  if (::link(path_.c_str(), copy.c_str()) != 0) replace_file(dir_, copy, read_file(path_), fsync_);
-  else if (fsync_) sync_dir(dir_);
-  report_.damaged_copy = copy;
-}
+void Store::keep_damaged_copy() { report_.damaged_copy = keep_copy(dir_, path_, fsync_); }
 
 std::uint64_t Store::next_id() {
   if (next_id_ >= reserved_) reserve_ids(next_id_ + kIdBlock);
@@ -335,16 +358,7 @@ void Store::flush(bool sync) {
   if (batch_.empty()) return;
   std::string out;
   for (const auto& p : batch_) out += p.bytes;
-  try {
-    write_all(fd_, out, path_);
-    if (sync && fsync_ && ::fdatasync(fd_) != 0) fail("cannot sync journal", path_);
-  } catch (...) {
-    // Nothing of a failed write stays: a partial entry mid-file would read as damage later.
-    int err = errno;
-    (void)!::ftruncate(fd_, static_cast<off_t>(size_));
-    errno = err;
-    throw;
-  }
+  append(fd_, out, size_, sync && fsync_, "journal", path_);
   size_ += out.size();
   unsynced_ = !sync;
   entries_ += batch_.size();

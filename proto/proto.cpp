@@ -11,7 +11,7 @@ namespace {
 constexpr std::array<std::string_view, std::variant_size_v<Message>> kTypeNames = {
     "submit_req", "submit_rep", "stat_req", "stat_rep",  "cancel_req", "cancel_rep",
     "wait_req",   "wait_rep",   "node_req", "node_rep",  "error_rep",  "event",
-    "control_req", "control_rep",
+    "control_req", "control_rep", "report_req", "report_rep",
 };
 
 template <std::size_t I = 0>

@@ -118,10 +118,15 @@ struct JobInfo {
   // Every run, oldest first, the current one last (end 0). Added after version 1 (older peers
   // omit or ignore it). The job's own exit_code / end_reason are its last run's once it ended.
   std::vector<RunInfo> runs;
+  // NCI charging (added after version 1; 0 without it): service units charged over every run
+  // (running wall time x cpus x the queue's charge), and the units an hour of running costs
+  // now (its cpus x its queue's charge; 0 in a free queue).
+  double su_charged = 0;
+  double su_rate = 0;
   MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
                      cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
-                     slots_min, slots_max, slots, suspended_seconds, runs)
+                     slots_min, slots_max, slots, suspended_seconds, runs, su_charged, su_rate)
 };
 
 // Node-local status: works without any mesh.
@@ -206,6 +211,19 @@ struct ControlRep {
   std::string message;           // what was done (e.g. "requeue requested")
   MSGPACK_DEFINE_MAP(id, state, message)
 };
+// The weekly per-project report of NCI charging (`corral report`; added after version 1: an
+// older corrald answers "unknown message type"). week: "" (the current week), a week number
+// as the report prints it, or an ISO week (2026-W48); project: "" for every project.
+struct ReportReq {
+  std::string week;
+  std::string project;
+  bool json = false;
+  MSGPACK_DEFINE_MAP(week, project, json)
+};
+struct ReportRep {
+  std::string text;              // the report as `corral sim --report` writes a week (or its JSON)
+  MSGPACK_DEFINE_MAP(text)
+};
 struct ErrorRep {
   std::string code;              // invalid | not_found | permission | busy | internal | proto | disk_full
   std::string message;
@@ -251,7 +269,8 @@ struct Event {
 // ------------------------------------------------------------ envelope --
 
 using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
-                             WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep>;
+                             WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
+                             ReportReq, ReportRep>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);

@@ -20,6 +20,16 @@ std::int64_t floor_div(Time a, Time b) {
 }
 }  // namespace
 
+bool LedgerTotals::operator==(const LedgerTotals& o) const {
+  auto same = [](const std::map<Key, LedgerUsage>& a, const std::map<Key, LedgerUsage>& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+             return x.first == y.first && x.second.su == y.second.su && x.second.cpu_seconds == y.second.cpu_seconds;
+           });
+  };
+  return latest_at == o.latest_at && grant == o.grant && charged == o.charged &&
+         same(project_weeks, o.project_weeks) && same(user_weeks, o.user_weeks) && user_projects == o.user_projects;
+}
+
 Time running_seconds(const RunningJob& rj, Time now) {
   return std::max<Time>(now - rj.start - rj.suspended_for, 0);
 }
@@ -38,8 +48,8 @@ std::int64_t Ledger::week_of(Time t) const { return floor_div(t - cfg_.week_orig
 
 void Ledger::set_grant(const std::string& project, double su, Time at) {
   check_grant(project, su);
-  grant_[{project, period_of(project, at)}] = su;
-  latest_at_ = std::max(latest_at_, at);
+  t_.grant[{project, period_of(project, at)}] = su;
+  t_.latest_at = std::max(t_.latest_at, at);
 }
 
 void Ledger::set_grant_every(const std::string& project, double su, Time period) {
@@ -48,46 +58,51 @@ void Ledger::set_grant_every(const std::string& project, double su, Time period)
   recurring_[project] = {su, period};
 }
 
+double Ledger::charge_factor(const Job& job) const {
+  const std::string& qn = job.queue.empty() ? cfg_.default_queue : job.queue;
+  for (const Queue& x : queues_)
+    if (x.name == qn) return x.charge_factor;
+  throw std::invalid_argument("charge for job " + std::to_string(job.id) + ": unknown queue " + qn);
+}
+
 double Ledger::charge(const Job& job, Time seconds, Time at, int cpus) {
+  return charge_at(job, seconds, at, cpus, charge_factor(job));
+}
+
+double Ledger::charge_at(const Job& job, Time seconds, Time at, int cpus, double factor) {
   if (seconds < 0)
     throw std::invalid_argument("charge for job " + std::to_string(job.id) + ": negative seconds");
-  const std::string& qn = job.queue.empty() ? cfg_.default_queue : job.queue;
-  const Queue* q = nullptr;
-  for (const Queue& x : queues_)
-    if (x.name == qn) q = &x;
-  if (!q)
-    throw std::invalid_argument("charge for job " + std::to_string(job.id) + ": unknown queue " + qn);
   const int n = cpus > 0 ? cpus : std::max(job.slots_max, job.slots_min);
   const double cpu_s = static_cast<double>(seconds) * n;
-  const double su = cpu_s / 3600.0 * q->charge_factor;
+  const double su = cpu_s / 3600.0 * factor;
   const std::int64_t p = period_of(job.project, at);
   const std::int64_t w = week_of(at);
-  latest_at_ = std::max(latest_at_, at);
-  charged_[{job.project, p}] += su;
-  Usage& pu = proj_week_[{job.project, w}];
+  t_.latest_at = std::max(t_.latest_at, at);
+  t_.charged[{job.project, p}] += su;
+  Usage& pu = t_.project_weeks[{job.project, w}];
   pu.su += su;
   pu.cpu_seconds += cpu_s;
-  Usage& uu = user_week_[{job.user, w}];
+  Usage& uu = t_.user_weeks[{job.user, w}];
   uu.su += su;
   uu.cpu_seconds += cpu_s;
-  user_project_[job.user] = job.project;
+  t_.user_projects[job.user] = job.project;
   return su;
 }
 
 double Ledger::charged(const std::string& project, std::int64_t period) const {
-  auto it = charged_.find({project, period});
-  return it == charged_.end() ? 0.0 : it->second;
+  auto it = t_.charged.find({project, period});
+  return it == t_.charged.end() ? 0.0 : it->second;
 }
 
 double Ledger::granted(const std::string& project, std::int64_t period) const {
-  auto it = grant_.find({project, period});
-  if (it != grant_.end()) return it->second;
+  auto it = t_.grant.find({project, period});
+  if (it != t_.grant.end()) return it->second;
   auto r = recurring_.find(project);
   return r == recurring_.end() ? 0.0 : r->second.su;
 }
 
 bool Ledger::has_grant(const std::string& project, Time at) const {
-  return recurring_.count(project) > 0 || grant_.count({project, period_of(project, at)}) > 0;
+  return recurring_.count(project) > 0 || t_.grant.count({project, period_of(project, at)}) > 0;
 }
 
 double Ledger::grant_left(const std::string& project, Time at) const {
@@ -95,12 +110,12 @@ double Ledger::grant_left(const std::string& project, Time at) const {
   return granted(project, p) - charged(project, p);
 }
 
-double Ledger::grant_left(const std::string& project) const { return grant_left(project, latest_at_); }
+double Ledger::grant_left(const std::string& project) const { return grant_left(project, t_.latest_at); }
 
 std::map<std::string, double> Ledger::grants_left(Time at) const {
   std::map<std::string, double> out;
   for (const auto& [project, r] : recurring_) out[project] = grant_left(project, at);
-  for (const auto& [key, su] : grant_)
+  for (const auto& [key, su] : t_.grant)
     if (key.second == period_of(key.first, at)) out[key.first] = grant_left(key.first, at);
   return out;
 }

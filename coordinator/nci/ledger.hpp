@@ -27,6 +27,24 @@ struct LedgerConfig {
 // Seconds a job has spent in the running state by `now` (suspended time off).
 Time running_seconds(const RunningJob& rj, Time now);
 
+struct LedgerUsage {
+  double su = 0;            // service units charged
+  double cpu_seconds = 0;   // running seconds x cpus (any queue, bonus too)
+};
+
+// Everything a Ledger has recorded (explicit grants and charges) as plain
+// data, so that a caller keeping the ledger across restarts (corrald) can save
+// it and hand it back. Recurring grants are configuration, not records.
+struct LedgerTotals {
+  using Key = std::pair<std::string, std::int64_t>;  // (project or user, period or week)
+  Time latest_at = 0;
+  std::map<Key, double> grant;    // project, period (set_grant)
+  std::map<Key, double> charged;  // project, period
+  std::map<Key, LedgerUsage> project_weeks, user_weeks;
+  std::map<std::string, std::string> user_projects;  // last project seen
+  bool operator==(const LedgerTotals&) const;
+};
+
 class Ledger {
  public:
   // Charge factors come from the queue table (Queue::charge_factor).
@@ -52,6 +70,10 @@ class Ledger {
   // charged. Throws std::invalid_argument (clear message) on an unknown queue
   // or negative seconds; nothing is recorded then.
   double charge(const Job& job, Time seconds, Time at, int cpus = 0);
+  // The charge factor of the job's queue (throws as charge() on an unknown one).
+  double charge_factor(const Job& job) const;
+  // Same as charge(), at an explicit charge factor (a replay of charges recorded earlier).
+  double charge_at(const Job& job, Time seconds, Time at, int cpus, double factor);
 
   // SUs left of the project's grant in the period containing `at` (0 when it
   // has no grant; may be negative after overrun).
@@ -63,31 +85,29 @@ class Ledger {
   // For NciConfig::grant_left: every project with a grant in `at`'s period.
   std::map<std::string, double> grants_left(Time at) const;
 
-  struct Usage {
-    double su = 0;            // service units charged
-    double cpu_seconds = 0;   // running seconds x cpus (any queue, bonus too)
-  };
+  using Usage = LedgerUsage;
   // Per (project, week) and (user, week).
-  const std::map<std::pair<std::string, std::int64_t>, Usage>& project_weeks() const { return proj_week_; }
-  const std::map<std::pair<std::string, std::int64_t>, Usage>& user_weeks() const { return user_week_; }
-  const std::map<std::string, std::string>& user_projects() const { return user_project_; }
+  const std::map<std::pair<std::string, std::int64_t>, Usage>& project_weeks() const { return t_.project_weeks; }
+  const std::map<std::pair<std::string, std::int64_t>, Usage>& user_weeks() const { return t_.user_weeks; }
+  const std::map<std::string, std::string>& user_projects() const { return t_.user_projects; }
   double charged(const std::string& project, std::int64_t period) const;
   double granted(const std::string& project, std::int64_t period) const;
+
+  // What was recorded, and the same handed back (a restart): recurring
+  // grants, the queues and the configuration stay as constructed.
+  const LedgerTotals& totals() const { return t_; }
+  void restore(LedgerTotals t) { t_ = std::move(t); }
+  const LedgerConfig& config() const { return cfg_; }
 
  private:
   std::vector<Queue> queues_;
   LedgerConfig cfg_;
-  Time latest_at_ = 0;
   struct Recurring {
     double su = 0;
     Time period = 0;
   };
   std::map<std::string, Recurring> recurring_;
-  std::map<std::pair<std::string, std::int64_t>, double> grant_;    // project, period
-  std::map<std::pair<std::string, std::int64_t>, double> charged_;  // project, period
-  std::map<std::pair<std::string, std::int64_t>, Usage> proj_week_;
-  std::map<std::pair<std::string, std::int64_t>, Usage> user_week_;
-  std::map<std::string, std::string> user_project_;                // last project seen
+  LedgerTotals t_;
 };
 
 }  // namespace corral

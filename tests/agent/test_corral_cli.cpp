@@ -18,7 +18,7 @@ harness::Result run_corral(std::vector<std::string> args) {
 }
 
 const std::vector<std::string> kJobCommands = {"submit", "stat",    "cancel",  "wait",      "node",
-                                               "suspend", "resume", "requeue", "checkpoint"};
+                                               "suspend", "resume", "requeue", "checkpoint", "report"};
 }  // namespace
 
 TEST_CASE("corral CMD --help and -h: the command's usage on stdout, exit 0", "[agent][cli]") {

@@ -279,3 +279,19 @@ TEST_CASE("config: policy and order take the names of corral sim; backfill is re
   CHECK(r.rc == 0);
   CHECK(r.err.empty());
 }
+
+TEST_CASE("queues NAME:PRIORITY:CHARGE and nci_plan: a queue's charge, the policy's by default", "[agent][cli]") {
+  Config c;
+  set_config_key(c, "queues", "normal:1,express:2:3.5,bonus");
+  REQUIRE(c.queues.size() == 3);
+  CHECK(c.queues[0].priority == 1);
+  CHECK(c.queues[0].charge < 0);  // unset: the policy's for its name
+  CHECK(c.queues[1].priority == 2);
+  CHECK(c.queues[1].charge == 3.5);
+  CHECK(c.queues[2].priority == 0);
+  CHECK_THROWS_WITH(set_config_key(c, "queues", "normal:1:x"),
+                    Catch::Contains("queues: expected a charge of 0 to 1000000 service units per cpu-hour, got 'x'"));
+  CHECK_THROWS_WITH(set_config_key(c, "queues", "normal:1:-2"), Catch::Contains("got '-2'"));
+  set_config_key(c, "nci_plan", "/etc/corral/grants.plan");
+  CHECK(c.nci_plan == "/etc/corral/grants.plan");
+}

@@ -76,6 +76,8 @@ Json job_json(const proto::JobInfo& j) {
   o["slots_max"] = j.slots_max == proto::kSlotsUnbounded ? Json() : Json(j.slots_max > 0 ? j.slots_max : j.ncpus);
   o["slots"] = j.slots > 0 ? Json(j.slots) : Json();
   o["suspended_seconds"] = micro(j.suspended_seconds);
+  o["su_charged"] = micro(j.su_charged);  // NCI service units, every run (0 without charging)
+  o["su_rate"] = micro(j.su_rate);        // units an hour of running costs now
   // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
   o["runs"] = Json::array();
   for (const proto::RunInfo& r : j.runs)
@@ -375,6 +377,25 @@ Common parse_common(const char* cmd, int argc, char** argv, bool json_ok) {
   c.help = parse_or_help(app, cmd, cli_args(argc, argv));
   if (c.socket.empty()) c.socket = default_socket();
   return c;
+}
+
+ReportArgs parse_report(int argc, char** argv) {
+  ReportArgs r;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.add_option("--socket", r.socket)->type_name("PATH")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--week", r.week)->type_name("W")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--project", r.project)->type_name("P")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_flag("--json", r.json)->disable_flag_override();
+  std::vector<std::string> extra;
+  app.add_option("ARGS", extra);
+  r.help = parse_or_help(app, "report", cli_args(argc, argv));
+  if (r.help) return r;
+  if (!extra.empty()) throw UsageError("unexpected argument '" + extra[0] + "' (--week W and --project P take the choices)");
+  if (app.count("--week") && r.week.empty()) throw UsageError("--week needs a week: a number or an ISO week such as 2026-W48");
+  if (app.count("--project") && r.project.empty()) throw UsageError("--project needs a project name");
+  if (r.socket.empty()) r.socket = default_socket();
+  return r;
 }
 
 ControlArgs parse_control(int argc, char** argv) {

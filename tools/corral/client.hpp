@@ -68,6 +68,18 @@ struct Common {
 };
 Common parse_common(const char* cmd, int argc, char** argv, bool json_ok);
 
+// `corral report [--week W] [--project P] [--json]` arguments: the week and project as given
+// (corrald judges them: it knows which weeks and projects there are). Throws UsageError on an
+// unknown option, an argument, or an empty --week or --project.
+struct ReportArgs {
+  std::string week;
+  std::string project;
+  bool json = false;
+  std::string socket;
+  bool help = false;             // --help: nothing else is read
+};
+ReportArgs parse_report(int argc, char** argv);
+
 // `corral suspend|resume|requeue|checkpoint JOBID...` arguments (argv[0] is
 // the command): the ids and --socket. Throws UsageError.
 struct ControlArgs {

@@ -1,5 +1,5 @@
 // corral submit / stat / cancel / wait / node / suspend / resume / requeue /
-// checkpoint: talk to corrald on its local
+// checkpoint / report: talk to corrald on its local
 // socket (tools/corral/client.hpp). Exit codes: 0 ok; 1 corrald refused or
 // cannot be reached; 2 bad usage; `wait` exits with the job's exit code.
 #include <unistd.h>
@@ -38,6 +38,16 @@ const char* const kWaitHelp =
 const char* const kNodeHelp =
     "usage: corral node [--json] [--socket PATH]\n"
     "This node's status from its own corrald (no mesh needed).\n";
+const char* const kReportHelp =
+    "usage: corral report [--week W] [--project P] [--json] [--socket PATH]\n"
+    "The weekly per-project and per-user report of NCI charging (corrald with nci = yes),\n"
+    "as `corral sim --report` writes each week: allocation, slots used, running cpus,\n"
+    "over/under-subscription, pending jobs, service units charged, grant left.\n"
+    "  --week W     a week number as the report prints it (0: the week charging began)\n"
+    "               or an ISO week such as 2026-W48; default: this week. A past week\n"
+    "               shows its charges (no running or pending jobs)\n"
+    "  --project P  only project P and its users\n"
+    "  --json       the report as `corral sim --report-json` writes a week\n";
 // %s: the command (suspend, resume, requeue or checkpoint).
 const char* const kControlHelp =
     "usage: corral %s JOBID... [--socket PATH]\n"
@@ -108,17 +118,25 @@ std::string why_text(const proto::JobInfo& j) {
   return j.end_reason + ": " + j.comment;
 }
 
+// Service units charged: "-" when none are (no NCI charging, or not run yet).
+std::string su_text(const proto::JobInfo& j) {
+  if (j.su_charged <= 0) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, j.su_charged < 10 ? "%.3f" : "%.1f", j.su_charged);
+  return b;
+}
+
 void print_table(const std::vector<proto::JobInfo>& jobs) {
-  std::printf("%-8s %-16s %-10s %-9s %-8s %5s %9s %5s %s\n", "ID", "NAME", "USER", "STATE",
-              "QUEUE", "NCPUS", "WALLTIME", "EXIT", "REASON / COMMENT");
+  std::printf("%-8s %-16s %-10s %-9s %-8s %5s %9s %8s %5s %s\n", "ID", "NAME", "USER", "STATE",
+              "QUEUE", "NCPUS", "WALLTIME", "SU", "EXIT", "REASON / COMMENT");
   for (const auto& j : jobs) {
     std::string exitc = j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
     // Escaped: a name or comment cannot break the table (one job, one line).
     std::string why = proto::printable(why_text(j)), name = proto::printable(j.name);
-    std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %5s %s\n",
+    std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %8s %5s %s\n",
                 static_cast<unsigned long long>(j.id), name.c_str(), proto::printable(j.user).c_str(),
                 j.state.c_str(), proto::printable(j.queue).c_str(), j.slots > 0 ? j.slots : j.ncpus,
-                hms(j.walltime).c_str(), exitc.c_str(),
+                hms(j.walltime).c_str(), su_text(j).c_str(), exitc.c_str(),
                 why.c_str());
   }
 }
@@ -238,6 +256,17 @@ int cmd_node(int argc, char** argv) {
                   static_cast<unsigned long long>(j.id), j.name.c_str(), j.user.c_str(),
                   clock_time(j.end_time).c_str(), exitc.c_str(), why_text(j).c_str());
     }
+    return 0;
+  });
+}
+
+int cmd_report(int argc, char** argv) {
+  return guarded("report", [&] {
+    ReportArgs a = parse_report(argc, argv);
+    if (a.help) return help(kReportHelp);
+    proto::ReportRep rep = expect<proto::ReportRep>(request(a.socket, proto::ReportReq{a.week, a.project, a.json}));
+    std::fputs(rep.text.c_str(), stdout);
+    if (rep.text.empty() || rep.text.back() != '\n') std::fputc('\n', stdout);
     return 0;
   });
 }

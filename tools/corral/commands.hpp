@@ -9,4 +9,5 @@ int cmd_cancel(int argc, char** argv);
 int cmd_wait(int argc, char** argv);
 int cmd_node(int argc, char** argv);
 int cmd_control(int argc, char** argv);  // suspend | resume | requeue | checkpoint JOBID
+int cmd_report(int argc, char** argv);   // the weekly NCI charging report
 }  // namespace corral::cli
