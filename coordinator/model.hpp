@@ -72,6 +72,8 @@ struct Job {
   Time walltime = 0;             // requested limit; 0: none (default_duration applies)
   Time estimate = 0;             // planning estimate if set (prediction, split
                                  // factor); 0: walltime is the estimate
+  Time predicted = 0;            // predicted run time, read by the queue order
+                                 // only (0: the estimate); plans keep estimate
   int slots_min = 1;             // cpus, or a parallel-environment slot range
   int slots_max = 1;
   std::int64_t mem_mb = 0;       // whole job

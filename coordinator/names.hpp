@@ -29,6 +29,10 @@ enum class Policy { Fcfs, Easy, Conservative, Reserve, Checkpoint, Corral };
 // Queue orders (coordinator/planner/order.hpp says what each does).
 enum class Order { Fifo, Sjf, Saf, Wfp3, Lxf, Sjbf, Lxbf };
 
+// The simulator's run-time predictors (coordinator/sim/predict.hpp says what
+// each does).
+enum class Predictor { Mean2, Max3, Similar };
+
 // Why a job (or one run of it) ended, as `corral stat --json`, the journal
 // and events spell it.
 enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
@@ -42,6 +46,8 @@ inline constexpr std::array<std::string_view, 6> kPolicyNames = {"fcfs",    "eas
 inline constexpr std::array<std::string_view, 7> kOrderNames = {"fifo", "sjf", "saf", "wfp3", "lxf", "sjbf", "lxbf"};
 // How a policy stops a job it preempts (Job::preempt), in enum order.
 inline constexpr std::array<std::string_view, 2> kPreemptModeNames = {"requeue", "suspend"};
+// Run-time predictors (the simulator's --predictor), in enum order.
+inline constexpr std::array<std::string_view, 3> kPredictorNames = {"mean2", "max3", "similar"};
 inline constexpr std::array<std::string_view, 10> kEndReasonNames = {
     "completed", "failed", "walltime", "mem", "jobfs", "cancelled", "preempted", "checkpointed", "launch_failed",
     "rejected"};
@@ -63,6 +69,10 @@ template <> struct NameList<Order> {
 template <> struct NameList<PreemptMode> {
   static constexpr std::string_view what = "preempt mode";
   static constexpr std::span<const std::string_view> names = kPreemptModeNames;
+};
+template <> struct NameList<Predictor> {
+  static constexpr std::string_view what = "predictor";
+  static constexpr std::span<const std::string_view> names = kPredictorNames;
 };
 template <> struct NameList<EndReason> {
   static constexpr std::string_view what = "end reason";
@@ -92,11 +102,14 @@ template <class E> E parse_name(std::string_view s) {
 // ------------------------------------------------------------- policies --
 
 // What a policy name sets. The textbook policies are their planner policy
-// alone; `corral` is checkpoint-based aggressive backfilling with the queue
-// ordered by largest expansion factor on EASY++ predicted run times
-// (re-predicted as each user's jobs end), selective preemption by checkpoint
-// and aging bounds: the best setting measured on every trace (bench/sim).
-// Options a user gives are applied on top of the preset.
+// alone; `corral` is checkpoint-based aggressive backfilling (only
+// checkpointable jobs are split) with reservations for the head and the next
+// two blocked jobs, the queue ordered by largest expansion factor on run
+// times predicted from similar jobs (re-predicted as each user's jobs end;
+// the prediction orders only, plans use the requested times) and a 2-day
+// aging bound, without preemption: the best setting measured on every trace
+// with 30 % and with no job checkpointable (bench/sim/RESULTS.md). Options a
+// user gives are applied on top of the preset.
 struct PolicyPreset {
   Backfill backfill = Backfill::Easy;
   Order order = Order::Fifo;
@@ -104,9 +117,13 @@ struct PolicyPreset {
   std::int64_t aging_wide = 0;  // s; 0: as aging
   double wide_fraction = 0.5;   // OrderConfig's default
   double split_factor = 0.5;    // PlannerConfig::checkpoint_split's default
+  int reserve_depth = 1;        // PlannerConfig::reserve_depth's default
   bool preempt = false;         // selective preemption (planner/preempt.hpp)
-  bool predict = false;         // run-time prediction (the simulator; corrald has no history)
+  // Run-time prediction: the simulator only (corrald has no history).
+  bool predict = false;
   bool repredict = false;
+  Predictor predictor = Predictor::Mean2;  // EASY++
+  bool predict_order_only = false;         // false: predictions plan too (EASY++)
 };
 PolicyPreset policy_preset(Policy p);
 

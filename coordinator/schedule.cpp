@@ -7,6 +7,7 @@ void apply_policy(Policy p, SchedConfig& cfg) {
   const PolicyPreset s = policy_preset(p);
   cfg.planner.backfill = s.backfill;
   cfg.planner.checkpoint_split = s.split_factor;
+  cfg.planner.reserve_depth = s.reserve_depth;
   cfg.order.policy = s.order;
   cfg.order.aging = s.aging;
   cfg.order.aging_wide = s.aging_wide;

@@ -3,14 +3,27 @@
 # every policy setting below, one run at a time (others share the machine),
 # each run timed (about 4 minutes on a quiet 2-core machine).
 # Usage: bench/sim/table.sh [CORRAL_BINARY]   (default build/tools/corral)
+#        bench/sim/table.sh --checkpointable [CORRAL_BINARY]
+#   (the quality table with checkpointable jobs only: EASY, EASY++, the
+#   previous default and the default at 30 % and 0 % checkpointable jobs;
+#   bench/sim/checkpointable_table.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+MODE=all
+if [ "${1:-}" = "--checkpointable" ]; then
+  MODE=checkpointable
+  shift
+fi
 CORRAL=${1:-build/tools/corral}
 TRACES=${TRACES:-../shared/traces}
 OUT=bench/sim/RESULTS.md
 [ -x "$CORRAL" ] || { echo "table.sh: $CORRAL not built (run ninja -C build)" >&2; exit 2; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+if [ "$MODE" = checkpointable ]; then
+  . bench/sim/checkpointable_table.sh
+  exit 0
+fi
 
 # label|options (the first is the baseline; "default" runs corral sim without
 # options, i.e. --policy corral). A textbook policy name alone is that policy

@@ -426,6 +426,7 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
   int reservations_left = pol == Backfill::Conservative ? -1
                           : pol == Backfill::Reserve    ? std::max(0, cfg->max_reservation)
                           : pol == Backfill::Fcfs       ? 0
+                          : pol == Backfill::Checkpoint ? std::max(1, cfg->reserve_depth)
                                                         : 1;
   bool blocked = false;
   // Checkpoint policy: head job data.
@@ -448,12 +449,15 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
     } else {
       // Non-head job under the checkpoint policy: fewer slots than the head;
       // (b) it can run alongside the head's reservation, else (a) its
-      // shortened estimate ends within the window (it is then checkpointable).
+      // shortened estimate ends within the window (only a job that can be
+      // checkpointed: it is stopped at the window's end).
       const int cap = std::min(j.slots_max, head_slots - 1);
       if (cap >= j.slots_min) {
         if (try_start(plan, j, req, d, cap, false)) continue;
         const Time db = backfill_duration(j, *cfg);
-        if (sat_add(now, db) <= shadow && try_start(plan, j, req, db, cap, true)) continue;
+        if (j.checkpointable && (cfg->checkpoint_fresh || j.requeues > 0) && sat_add(now, db) <= shadow &&
+            try_start(plan, j, req, db, cap, true))
+          continue;
       }
     }
     if (!possible(j, req)) {

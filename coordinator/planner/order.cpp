@@ -10,7 +10,7 @@ namespace corral {
 namespace {
 
 Time est_of(const Job& j) {
-  Time e = j.estimate > 0 ? j.estimate : j.walltime;
+  Time e = j.predicted > 0 ? j.predicted : j.estimate > 0 ? j.estimate : j.walltime;
   return std::max<Time>(1, e - j.work_done);
 }
 

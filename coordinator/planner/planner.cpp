@@ -18,7 +18,11 @@ Time backfill_duration(const Job& job, const PlannerConfig& cfg) {
   const Time d = planned_duration(job, cfg);
   if (d >= kForever || d <= cfg.checkpoint_threshold) return d;
   const double p = cfg.checkpoint_split > 0 && cfg.checkpoint_split < 1 ? cfg.checkpoint_split : 1.0;
-  return std::max<Time>(1, static_cast<Time>(std::ceil(static_cast<double>(d) * p)));
+  const Time split = std::max<Time>(1, static_cast<Time>(std::ceil(static_cast<double>(d) * p)));
+  // A shorter predicted run (Job::predicted) is the window instead: the job
+  // is checkpointed at its end if it outlives it and the head needs it.
+  if (job.predicted > 0) return std::min(split, std::max<Time>(1, job.predicted - job.work_done));
+  return split;
 }
 
 struct Planner::Impl {

@@ -84,6 +84,14 @@ struct PlannerConfig {
   // split factor p for the backfill test of non-head jobs.
   double checkpoint_split = 0.5;
   Time checkpoint_threshold = 3600;
+  // checkpoint policy: reservations per pass, the head's and the next
+  // blocked jobs' in the order (conservative backfilling's guarantee for the
+  // first few); 1: the head only.
+  int reserve_depth = 1;
+  // false: the caller's checkpoint budget is spent; only jobs checkpointed
+  // before (Job::requeues > 0) may be backfilled at their split estimate or
+  // chosen as preemption victims, so no further job is ever checkpointed.
+  bool checkpoint_fresh = true;
   Time restart_cost = 0;              // seconds added to a restarted job
   // Seconds a checkpointed job keeps its resources while the checkpoint is
   // written. 0: its cores are free at once and the head starts in the same

@@ -95,6 +95,7 @@ bool preempt_stage(const Snapshot& snap, const PreemptConfig& cfg, const OrderCo
       const RunningJob& rj = snap.running[ri];
       if (taken[ri] || rj.suspended || !rj.job.checkpointable || freed.count(rj.job.id)) continue;
       if (rj.job.requeues >= cfg.max_requeues) continue;  // no endless thrashing
+      if (!pcfg.checkpoint_fresh && rj.job.requeues == 0) continue;  // the budget is spent
       if (end_of[ri] <= now + cost) continue;  // already counted as coming free
       // A job that started as an aged job is the wait bound's: never a victim
       // (aged jobs must not preempt one another in turn).

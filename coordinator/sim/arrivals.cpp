@@ -1,16 +1,12 @@
 // Trace jobs arriving in the pending queue, and their run-time predictions
-// (the user's history, EASY++ extensions).
+// (users' run history, predict.hpp; EASY++ extensions).
 #include "coordinator/sim/simulator.hpp"
 
 namespace corral::sim::detail {
 
 Time Simulator::predict(const SwfJob& s) const {
-  if (!opt_.predict || s.user < 0) return 0;
-  auto it = history_.find(s.user);
-  if (it == history_.end()) return 0;  // no history: the requested time is the estimate
-  int n = history_n_.at(s.user);
-  Time mean = n >= 2 ? (it->second.first + it->second.second + 1) / 2 : it->second.second;
-  return std::clamp<Time>(mean, 1, s.estimate);
+  if (!opt_.predict) return 0;
+  return predictor_.predict(s);  // 0: no history, the requested time is the estimate
 }
 
 void Simulator::arrive(std::size_t idx) {
@@ -26,9 +22,10 @@ void Simulator::arrive(std::size_t idx) {
   }
   j.submit = s.submit;
   j.walltime = s.estimate;
-  j.estimate = predict(s);
+  set_prediction(j, s);
   j.slots_min = j.slots_max = s.procs;
-  j.checkpointable = true;
+  j.checkpointable = ckpt_mark_[idx] != 0;
+  ++arrived_;
   if (opt_.on_arrival) opt_.on_arrival(j, s);
   // A hook may have changed its submit time.
   if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) hints_.pending.fifo = false;
@@ -59,7 +56,7 @@ void Simulator::repredict(long user) {
   for (Job& j : snap_.pending) {
     const std::size_t k = static_cast<std::size_t>(j.id - 1);
     if (tr_.jobs[k].user != user) continue;
-    j.estimate = predict(tr_.jobs[k]);
+    set_prediction(j, tr_.jobs[k]);
     recs_[k].plan_est = j.estimate > 0 ? j.estimate : j.walltime;
     set_odd(k, j);
   }

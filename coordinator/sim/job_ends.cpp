@@ -92,13 +92,8 @@ void Simulator::finish(std::size_t idx) {
   ++h.gen;
   if (!opt_.predict && !opt_.repredict) return;  // the trace job is not read (a cache miss an end)
   const SwfJob& s = tr_.jobs[idx];
-  if (s.user >= 0) {  // EASY++ history: the user's last two run times (read by predict() only)
-    if (opt_.predict) {
-      auto& h = history_[s.user];
-      h.first = h.second;
-      h.second = s.run;
-      ++history_n_[s.user];
-    }
+  if (s.user >= 0) {  // run history (read by predict() only)
+    if (opt_.predict) predictor_.record(s);
     if (opt_.repredict) repredict(s.user);
   }
 }

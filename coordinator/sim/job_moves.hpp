@@ -46,6 +46,7 @@ inline void shift_job(Job& d, Job& s) {
   d.submit = s.submit;
   d.walltime = s.walltime;
   d.estimate = s.estimate;
+  d.predicted = s.predicted;
   d.slots_min = s.slots_min;
   d.slots_max = s.slots_max;
   d.mem_mb = s.mem_mb;

@@ -54,6 +54,9 @@ void Simulator::pass() {
   snap_.now = now_;
   if (ledger_ && cfg_.nci.enabled) cfg_.nci.grant_left = ledger_->grants_left(now_);
   if (opt_.on_pass) [[unlikely]] opt_.on_pass(snap_, hints_);
+  if (opt_.checkpoint_budget > 0)
+    cfg_.planner.checkpoint_fresh =
+        static_cast<double>(jobs_checkpointed_) < opt_.checkpoint_budget * static_cast<double>(arrived_);
   if (opt_.scheduler) plan_ = opt_.scheduler(snap_, cfg_, opt_.seed + res_.passes);
   else schedule(snap_, hints_, cfg_, opt_.seed + res_.passes, planner_, plan_);  // plan_'s vectors reused
   if (opt_.on_monitor) [[unlikely]] report_monitor();

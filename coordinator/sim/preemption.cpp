@@ -24,6 +24,7 @@ bool Simulator::do_checkpoint(std::size_t idx) {
   const SwfJob& s = tr_.jobs[idx];
   Time work = std::max<Time>(0, now_ - r.seg_start - r.seg_overhead);
   r.work_done = std::min(s.run - 1, r.work_done + work);  // a checkpoint never completes the job
+  if (r.checkpoints == 0) ++jobs_checkpointed_;
   ++r.checkpoints;
   ++res_.checkpoints;
   RunningJob& rj = snap_.running[static_cast<std::size_t>(run_pos_[idx])];
@@ -31,6 +32,7 @@ bool Simulator::do_checkpoint(std::size_t idx) {
   pba::on_requeue(rj.job);  // requeues + 1, cycles_pending = 0
   ++r.requeues;
   res_.checkpoint_cost_total += opt_.checkpoint_cost * rj.slots;
+  res_.checkpoint_seconds += opt_.checkpoint_cost;
   ++h.gen;
   if (opt_.checkpoint_cost > 0) {
     // It holds its resources while the checkpoint is written.

@@ -80,6 +80,7 @@ Simulator::Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o)
   slots_lo_ = slots_n_.size();
   recs_.resize(n_);
   hot_.resize(n_);
+  ckpt_mark_ = mark_checkpointable(n_, opt_.checkpointable, opt_.seed);
   run_pos_.assign(n_, -1);
   // Pending kept unordered (a job that leaves is replaced by the last one:
   // one Job moved, not every job behind it), its FIFO order given in

@@ -18,6 +18,7 @@
 
 #include "coordinator/nci/report.hpp"
 #include "coordinator/schedule.hpp"
+#include "coordinator/sim/predict.hpp"
 #include "coordinator/sim/swf.hpp"
 
 namespace corral::sim {
@@ -31,13 +32,25 @@ struct SimOptions {
   Time duration_offset = 0;
   int nodes = 0;               // 0: the trace's machine size, as single-core nodes
   int cores = 1;               // cores per node
-  bool predict = false;        // EASY++ user run-time prediction (Tsafrir et al. 2007)
+  bool predict = false;        // run-time prediction from users' history (predict.hpp)
+  Predictor predictor = Predictor::Mean2;  // with `predict`: which (default EASY++)
+  // With `predict`: the prediction orders the queue (OrderConfig, Job::predicted)
+  // but plans nothing: reservations and backfills use the requested times.
+  bool predict_order_only = false;
   // With `predict`: when a user's job ends, that user's queued jobs are
   // predicted again from the new history (EASY++ predicts only at submit).
   bool repredict = false;
   Time checkpoint_cost = 60;   // s a checkpointed job holds its resources longer
   Time restart_cost = 60;      // s more a restarted job needs
   std::uint64_t seed = 1;
+  // Fraction of the jobs marked checkpointable (Job::checkpointable), drawn
+  // with `seed` (checkpointable.hpp): only those are ever checkpointed or
+  // preempted by checkpoint. 1: every job (the default), 0: none.
+  double checkpointable = 1.0;
+  // > 0: at most about this fraction of the jobs arrived so far are ever
+  // checkpointed; once reached, only jobs checkpointed before may be again
+  // (PlannerConfig::checkpoint_fresh). 0: no budget.
+  double checkpoint_budget = 0;
   std::size_t max_jobs = 0;    // 0: all; else only the first N usable jobs
   bool record_segments = false;  // keep every run segment and its reservation (for pictures)
   // Called every ~1% of events with the fraction done (progress bar).
@@ -123,6 +136,7 @@ struct JobResult {
   int checkpoints = 0;
   int requeues = 0;
   bool rejected = false;
+  bool checkpointable = false;
   long user = -1;        // the trace's user id (-1: unknown)
 };
 
@@ -141,7 +155,14 @@ struct SimResult {
   std::size_t checkpoints = 0;
   Time checkpoint_cost_total = 0;   // s x slots held by checkpoints
   Time restart_cost_total = 0;      // s x slots spent restarting
-  double idle_while_waiting = 0;    // idle core-seconds while some job was queued
+  // Idle core-seconds while some job was queued: the integral over time of
+  // the cores held by no job (running, or writing a checkpoint), counted only
+  // while at least one job waits in the queue.
+  double idle_while_waiting = 0;
+  std::size_t jobs_checkpointable = 0;  // jobs marked checkpointable
+  std::size_t jobs_checkpointed = 0;    // jobs checkpointed at least once
+  Time checkpoint_seconds = 0;          // s spent writing checkpoints, summed over them
+  Time p99_wait = 0;                    // 99th percentile of first start - submit (nearest rank)
   std::size_t deferred_starts = 0;  // starts the machine could not honour at once
   std::size_t passes = 0;
   std::size_t skipped_passes = 0;   // passes known to be no-ops (no pending job fits)

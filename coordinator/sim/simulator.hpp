@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "coordinator/nci/ledger.hpp"
+#include "coordinator/sim/checkpointable.hpp"
 #include "coordinator/planner/order.hpp"
 #include "coordinator/sim/events.hpp"
 #include "coordinator/sim/job_moves.hpp"
@@ -84,6 +85,8 @@ class Simulator {
   Snapshot snap_;
   PassHints hints_;  // what the planner may take as given about snap_ (pass_hints.hpp)
   std::vector<Rec> recs_;
+  std::vector<std::uint8_t> ckpt_mark_;  // job i may be checkpointed (checkpointable.hpp)
+  std::size_t arrived_ = 0, jobs_checkpointed_ = 0;  // for SimOptions::checkpoint_budget
   std::vector<Hot> hot_;  // parallel to recs_
   std::vector<std::int32_t> run_pos_;  // index in snap_.running, -1 if not there
   EventQueue heap_;    // completions / checkpoint ends
@@ -91,8 +94,7 @@ class Simulator {
   // Extra pass times: the end of a backfilled job's window (checkpoint policy),
   // when the planner may checkpoint it for the head job.
   std::priority_queue<Time, std::vector<Time>, std::greater<Time>> wake_;
-  std::unordered_map<long, std::pair<Time, Time>> history_;  // user -> last two runs
-  std::unordered_map<long, int> history_n_;
+  RunPredictor predictor_{opt_.predictor};  // users' run history (predict.hpp)
   std::unordered_map<long, int> pend_of_user_;  // queued jobs per user (repredict)
   // Trace user and group ids as names: SWF numbers them 1, 2, ..., so a
   // table indexed by the id (no hash lookup, no number formatting per
@@ -303,6 +305,14 @@ class Simulator {
   }
 
   Time predict(const SwfJob& s) const;
+
+  // The prediction plans the job, or with predict_order_only only orders it
+  // (the planner then plans with the request: no reservation slips when a
+  // job outlives its prediction).
+  void set_prediction(Job& j, const SwfJob& s) const {
+    if (opt_.predict_order_only) j.predicted = predict(s);
+    else j.estimate = predict(s);
+  }
 
   void arrive(std::size_t idx);
 

@@ -76,20 +76,26 @@ TEST_CASE("names: a textbook policy sets its planner policy alone; corral the be
     CHECK(c.order.wide_fraction == plain.order.wide_fraction);
     CHECK(c.planner.checkpoint_split == plain.planner.checkpoint_split);
     CHECK_FALSE(c.preempt.enabled);
+    CHECK(c.planner.reserve_depth == plain.planner.reserve_depth);
     CHECK_FALSE(policy_preset(p).predict);
     CHECK_FALSE(policy_preset(p).repredict);
+    CHECK(policy_preset(p).predictor == Predictor::Mean2);
+    CHECK_FALSE(policy_preset(p).predict_order_only);
   }
   SchedConfig c;
   apply_policy(Policy::Corral, c);
   CHECK(c.planner.backfill == Backfill::Checkpoint);
   CHECK(c.order.policy == Order::Lxf);
-  CHECK(c.order.aging == 14 * 86400);
-  CHECK(c.order.aging_wide == 7 * 86400);
+  CHECK(c.order.aging == 2 * 86400);
+  CHECK(c.order.aging_wide == 0);
   CHECK(c.order.wide_fraction == 0.1);
-  CHECK(c.planner.checkpoint_split == 0.1);
-  CHECK(c.preempt.enabled);
+  CHECK(c.planner.checkpoint_split == 0.25);
+  CHECK(c.planner.reserve_depth == 3);
+  CHECK_FALSE(c.preempt.enabled);
   CHECK(policy_preset(Policy::Corral).predict);
   CHECK(policy_preset(Policy::Corral).repredict);
+  CHECK(policy_preset(Policy::Corral).predictor == Predictor::Similar);
+  CHECK(policy_preset(Policy::Corral).predict_order_only);
 }
 
 TEST_CASE("JSON output escapes control characters (nlohmann)", "[names][json]") {

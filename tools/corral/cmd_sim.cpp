@@ -60,20 +60,35 @@ const char* kHelp =
     "                       are planned with T, not with their run time (Grid Engine\n"
     "                       default_duration; not enforced: a job running longer is\n"
     "                       then expected to end at its run time)\n"
-    "  --predict            EASY++ run-time prediction (mean of the user's last two runs);\n"
-    "                       default with --policy corral only\n"
+    "  --predict            run-time prediction from users' history; default with\n"
+    "                       --policy corral only\n"
     "  --no-predict         use the requested times as estimates\n"
+    "  --predictor NAME     with --predict: mean2 (EASY++: the mean of the user's last\n"
+    "                       two runs), max3 (the longest of the user's last three\n"
+    "                       runs), similar (the longest of the last three of the\n"
+    "                       user's jobs with the same request and size, else max3);\n"
+    "                       default similar with --policy corral, else mean2\n"
+    "  --predict-order-only with --predict: predictions order the queue only; plans\n"
+    "                       (reservations, backfills) use the requested times;\n"
+    "                       default with --policy corral only\n"
+    "  --no-predict-order-only  predictions plan too (EASY++)\n"
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
     "                       user's job ends (--no-repredict: at submit only); default\n"
     "                       with --policy corral only\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
+    "  --checkpoint-budget F  once F of the jobs arrived so far were checkpointed,\n"
+    "                       only jobs checkpointed before may be again (0: no budget)\n"
     "  --split-factor P     checkpoint policy: long backfill candidates planned at P x estimate\n"
-    "                       (default 0.1 with --policy corral, else 0.5)\n"
+    "                       or their predicted run if shorter (default 0.25 with\n"
+    "                       --policy corral, else 0.5); only checkpointable jobs\n"
     "  --split-threshold S  checkpoint policy: only estimates above S are split (default 1h)\n"
     "  --duration-offset T  Grid Engine's DURATION_OFFSET: added to every job's planned\n"
     "                       duration, pending and running (default 0: SWF run times are\n"
     "                       exact; corrald's default is the specification's 60 s)\n"
+    "  --reserve-depth N    checkpoint policy: reservations per pass, the head's and\n"
+    "                       the next N - 1 blocked jobs' in queue order (default 3\n"
+    "                       with --policy corral, else 1)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
     "                       default with --policy corral only\n"
     "  --no-preempt         no selective preemption\n"
@@ -87,7 +102,12 @@ const char* kHelp =
     "  --nodes N            machine nodes (default: the trace's MaxProcs, else MaxNodes)\n"
     "  --cores C            cores per node (default 1)\n"
     "  --max-jobs N         replay only the first N usable jobs\n"
-    "  --seed N             seed handed to every scheduling pass (default 1)\n"
+    "  --seed N             seed handed to every scheduling pass and to the draw of\n"
+    "                       --checkpointable (default 1)\n"
+    "  --checkpointable F   mark the fraction F of the jobs checkpointable, drawn at\n"
+    "                       random from --seed (the same F and seed: the same jobs);\n"
+    "                       only those are ever checkpointed, by any policy\n"
+    "                       (default 1: every job; 0: none)\n"
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
     "  --gantt FILE.svg     draw a Gantt chart (who ran where) of --from .. --to\n"
     "  --from T, --to T     the chart's range, counted from the trace's first submit\n"
@@ -131,10 +151,23 @@ const char* kHelp =
     "                       (corrald: corral submit --preempt suspend)\n"
     "  --help               this text\n"
     "Times are seconds or take a suffix s, m, h, d or w (e.g. --aging 24h, --aging 2w).\n"
-    "--policy corral (the default) is --policy checkpoint --order lxf --predict\n"
-    "--repredict --preempt --split-factor 0.1 --aging 14d --aging-wide 7d\n"
-    "--wide-fraction 0.1, the best setting measured on every trace\n"
-    "(bench/sim/RESULTS.md); the options above change any part of it.\n";
+    "--policy corral (the default) is --policy checkpoint --order lxf --aging 2d\n"
+    "--aging-wide 0 --wide-fraction 0.1 --predict --predictor similar\n"
+    "--predict-order-only --repredict --no-preempt --split-factor 0.25\n"
+    "--reserve-depth 3, the best setting measured on every trace with 30 % and\n"
+    "with no job checkpointable (bench/sim/RESULTS.md); the options above change\n"
+    "any part of it.\n"
+    "\n"
+    "JSON figures (besides the settings): wait = first start - submit; max_wait,\n"
+    "p99_wait (99th percentile, nearest rank) over the started jobs; mean_bsld =\n"
+    "mean of max(1, (end - submit) / max(run, 10 s)) over finished jobs;\n"
+    "utilization = useful core-seconds / (cores x makespan);\n"
+    "idle_core_seconds_waiting = the integral over simulated time of the cores held\n"
+    "by no job (running, or writing a checkpoint), counted only while at least one\n"
+    "job is queued; jobs_checkpointable = jobs marked; jobs_checkpointed = jobs\n"
+    "checkpointed at least once; checkpoints = checkpoints taken; checkpoint_seconds\n"
+    "= their writing time summed (checkpoints x --checkpoint-cost), and\n"
+    "checkpoint_cost_total / restart_cost_total the same in core-seconds.\n";
 
 // What the command line asked for; unset options take the policy's value
 // (names.hpp, policy_preset).
@@ -150,6 +183,9 @@ struct SimArgs {
   std::optional<int> max_reservation, pba_max_requeues;
   std::optional<PreemptMode> preempt_mode;
   std::vector<long> suspend_users;  // trace user ids whose jobs choose suspend
+  std::optional<bool> predict, repredict, preempt, predict_order_only;
+  std::optional<Predictor> predictor;
+  std::optional<int> max_reservation, pba_max_requeues, reserve_depth;
   int reserve_min_procs = 0;  // 0: no job asks for a reservation (-R n)
   bool reserve_all = false, nci = false, help = false;
   sim::SimOptions opt;        // the options that go there unchanged
@@ -229,12 +265,17 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--split-factor", "P", [&a](const std::string& v) { a.split = named_value("--split-factor", parse_split_factor, v); });
   value("--split-threshold", "S", [&o](const std::string& v) { o.sched.planner.checkpoint_threshold = duration("--split-threshold", v); });
   value("--duration-offset", "T", [&o](const std::string& v) { o.duration_offset = duration("--duration-offset", v); });
+  value("--reserve-depth", "N", [&a](const std::string& v) { a.reserve_depth = static_cast<int>(whole("--reserve-depth", v, 1, 1 << 20)); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
+  value("--predictor", "NAME", [&a](const std::string& v) { a.predictor = named<Predictor>("--predictor", v); });
+  flag("--predict-order-only", [&a] { a.predict_order_only = true; });
+  flag("--no-predict-order-only", [&a] { a.predict_order_only = false; });
   flag("--repredict", [&a] { a.repredict = true; });
   flag("--no-repredict", [&a] { a.repredict = false; });
   value("--checkpoint-cost", "S", [&o](const std::string& v) { o.checkpoint_cost = duration("--checkpoint-cost", v); });
   value("--restart-cost", "S", [&o](const std::string& v) { o.restart_cost = duration("--restart-cost", v); });
+  value("--checkpoint-budget", "F", [&o](const std::string& v) { o.checkpoint_budget = number("--checkpoint-budget", v, 0, 1, false, "[0, 1]"); });
   flag("--preempt", [&a] { a.preempt = true; });
   flag("--no-preempt", [&a] { a.preempt = false; });
   value("--preempt-factor", "F", [&o](const std::string& v) { o.sched.preempt.factor = number("--preempt-factor", v, 1, 1e6, false, "[1, 1e6]"); });
@@ -247,6 +288,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--cores", "C", [&o](const std::string& v) { o.cores = static_cast<int>(whole("--cores", v, 1, 4096)); });
   value("--max-jobs", "N", [&o](const std::string& v) { o.max_jobs = static_cast<std::size_t>(whole("--max-jobs", v, 1, 1LL << 40)); });
   value("--seed", "N", [&o](const std::string& v) { o.seed = static_cast<std::uint64_t>(whole("--seed", v, 0, 1LL << 62)); });
+  value("--checkpointable", "F", [&o](const std::string& v) { o.checkpointable = number("--checkpointable", v, 0, 1, false, "[0, 1]"); });
   value("--starts", "FILE", [&a](const std::string& v) { a.starts = v; });
   value("--gantt", "FILE.svg", [&a](const std::string& v) { a.pictures.gantt = v; });
   value("--timeline", "FILE.svg", [&a](const std::string& v) { a.pictures.timeline = v; });
@@ -304,6 +346,9 @@ void apply_args(SimArgs& a) {
   const PolicyPreset preset = policy_preset(a.policy);
   opt.predict = a.predict.value_or(preset.predict);
   opt.repredict = a.repredict.value_or(preset.repredict);
+  opt.predictor = a.predictor.value_or(preset.predictor);
+  opt.predict_order_only = a.predict_order_only.value_or(preset.predict_order_only);
+  if (a.reserve_depth) opt.sched.planner.reserve_depth = *a.reserve_depth;
   if (a.order) opt.sched.order.policy = *a.order;
   if (a.aging) opt.sched.order.aging = *a.aging;
   if (a.aging_wide) opt.sched.order.aging_wide = *a.aging_wide;
@@ -381,9 +426,15 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"aging_wide", opt.sched.order.aging_wide},
       {"wide_fraction", opt.sched.order.wide_fraction},
       {"split_factor", opt.sched.planner.checkpoint_split},
+      {"reserve_depth", opt.sched.planner.reserve_depth},
       {"predict", opt.predict},
+      {"predictor", name(opt.predictor)},
+      {"predict_order_only", opt.predict_order_only && opt.predict},
       {"preempt", opt.sched.preempt.enabled},
       {"repredict", opt.repredict && opt.predict},
+      {"checkpointable", opt.checkpointable},
+      {"seed", opt.seed},
+      {"checkpoint_budget", opt.checkpoint_budget},
       {"checkpoint_cost", opt.checkpoint_cost},
       {"restart_cost", opt.restart_cost},
       {"bad_lines", trace.bad_lines},

@@ -275,8 +275,14 @@ TEST_CASE("checkpoint: split estimates backfill and are checkpointed at window e
   Snapshot s = cluster(10);
   s.running.push_back(running(101, 8, 0, 1000, 0));
   Job big = job(3, 10, 100);
-  s.pending = {big, job(4, 2, 1600), job(5, 2, 50)};
+  Job four = job(4, 2, 1600);
+  s.pending = {big, four, job(5, 2, 50)};
+  // Not checkpointable: never backfilled at its split estimate.
   Plan p = run(s, c);
+  CHECK_FALSE(find(p, 4, Action::Start));
+  four.checkpointable = true;
+  s.pending = {big, four, job(5, 2, 50)};
+  p = run(s, c);
   REQUIRE(find(p, 3, Action::Reserve));
   CHECK(find(p, 3, Action::Reserve)->at == 1000);
   // 1600 * 0.5 = 800 ends within the window: backfilled (checkpointable).
@@ -380,6 +386,14 @@ TEST_CASE("schedule() runs the pipeline into the planner", "[planner]") {
 // window may still start if, at the window's end, it and the head job can
 // run at the same time. It then never stands in the head's way, so it is
 // not a checkpointable backfill (Decision::backfilled false).
+// Jobs that may be checkpointed (only they backfill at a split estimate).
+namespace {
+std::vector<Job> checkpointable(std::vector<Job> v) {
+  for (Job& j : v) j.checkpointable = true;
+  return v;
+}
+}  // namespace
+
 TEST_CASE("checkpoint: condition (b), a job that runs alongside the head past the window", "[planner]") {
   PlannerConfig c = cfg_of(Backfill::Checkpoint);
   c.checkpoint_split = 0.5;
@@ -391,7 +405,7 @@ TEST_CASE("checkpoint: condition (b), a job that runs alongside the head past th
   // Job 2 (2 slots, 5000 s): shortened 2500 ends past 1000, so (a) fails;
   // (b): 10 + 2 <= 12 at the window's end, so it starts, not backfilled.
   // Job 3 (2 slots, 1600 s): (b) fails (10 + 2 + 2 > 12), (a): 800 <= 1000.
-  s.pending = {job(1, 10, 100), job(2, 2, 5000), job(3, 2, 1600)};
+  s.pending = checkpointable({job(1, 10, 100), job(2, 2, 5000), job(3, 2, 1600)});
   Plan p = run(s, c);
   REQUIRE(find(p, 1, Action::Reserve));
   CHECK(find(p, 1, Action::Reserve)->at == 1000);
@@ -437,7 +451,7 @@ TEST_CASE("checkpoint: an estimate at or below the threshold is not split", "[pl
   // Job 3 (1001 s, above) is split to 501 and backfills.
   Snapshot s = cluster(10);
   s.running.push_back(running(101, 8, 0, 800, 0));
-  s.pending = {job(1, 10, 100), job(2, 2, 1000), job(3, 2, 1001)};
+  s.pending = checkpointable({job(1, 10, 100), job(2, 2, 1000), job(3, 2, 1001)});
   Plan p = run(s, c);
   REQUIRE(find(p, 1, Action::Reserve));
   CHECK(find(p, 1, Action::Reserve)->at == 800);

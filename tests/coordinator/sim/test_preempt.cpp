@@ -13,6 +13,7 @@
 #include "coordinator/planner/preempt.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/coordinator/sim/swf_line.hpp"
 #include "tests/coordinator/planner/helpers.hpp"
 
 using namespace corral;
@@ -233,16 +234,8 @@ TEST_CASE("order: wide jobs age after aging_wide; aging 0 turns every bound off"
   REQUIRE(aging_of(s.pending[1], c, 10) == 0);
 }
 
-namespace {
+constexpr auto line = corral::testing::swf_line;
 
-std::string line(long id, long submit, long run, long procs, long req, long user) {
-  std::ostringstream o;
-  o << id << ' ' << submit << " -1 " << run << ' ' << procs << " -1 -1 " << procs << ' ' << req << " -1 1 " << user
-    << " -1 -1 -1 -1 -1 -1\n";
-  return o.str();
-}
-
-}  // namespace
 
 TEST_CASE("sim: queued jobs are predicted again when their user's job ends (repredict)", "[sim][predict]") {
   // One processor. User 7's first job ends at 10 after 10 s; its other jobs,

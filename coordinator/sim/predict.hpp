@@ -1,0 +1,51 @@
+// Run-time prediction from users' history (`corral sim --predict`; the
+// names in coordinator/names.hpp, Predictor): what the planner takes as a queued job's estimate instead of its requested time.
+//
+//  * mean2   EASY++ (Tsafrir, Etsion, Feitelson 2007): the mean of the user's
+//            last two run times (one run: that run).
+//  * max3    the longest of the user's last three runs: fewer underestimates
+//            than the mean (an underestimated backfill delays the reservation
+//            it was planned around).
+//  * similar the longest of the last three runs of the user's jobs with the
+//            same requested time and size (the pair stands for an
+//            application: SWF rarely names executables; the "similar jobs"
+//            templates of Smith, Foster, Taylor 1998); a job with no such
+//            history falls back to max3.
+// Every prediction is capped by the request and at least 1 s; a user with no
+// history gets 0 (the request is the estimate).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "coordinator/model.hpp"
+#include "coordinator/names.hpp"
+#include "coordinator/sim/swf.hpp"
+
+namespace corral::sim {
+
+class RunPredictor {
+ public:
+  explicit RunPredictor(Predictor kind = Predictor::Mean2) : kind_(kind) {}
+  // The estimate for `s` (0: no history; its request stands).
+  Time predict(const SwfJob& s) const;
+  // `s` ended after running s.run seconds.
+  void record(const SwfJob& s);
+
+ private:
+  struct Runs {  // the last runs, newest at (n - 1) % 3
+    std::array<Time, 3> r{};
+    std::uint32_t n = 0;
+    Time last() const { return r[(n - 1) % 3]; }
+    Time before_last() const { return r[(n + 1) % 3]; }
+    Time longest() const;
+  };
+  static std::uint64_t similar_key(const SwfJob& s);
+  Predictor kind_;
+  std::unordered_map<long, Runs> user_;
+  std::unordered_map<std::uint64_t, Runs> similar_;
+};
+
+}  // namespace corral::sim
