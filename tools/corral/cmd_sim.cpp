@@ -179,13 +179,11 @@ struct SimArgs {
   std::optional<Time> aging, aging_wide, default_duration;
   std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
   std::optional<double> wide_fraction, split;
-  std::optional<bool> predict, repredict, preempt;
-  std::optional<int> max_reservation, pba_max_requeues;
-  std::optional<PreemptMode> preempt_mode;
-  std::vector<long> suspend_users;  // trace user ids whose jobs choose suspend
   std::optional<bool> predict, repredict, preempt, predict_order_only;
   std::optional<Predictor> predictor;
   std::optional<int> max_reservation, pba_max_requeues, reserve_depth;
+  std::optional<PreemptMode> preempt_mode;
+  std::vector<long> suspend_users;  // trace user ids whose jobs choose suspend
   int reserve_min_procs = 0;  // 0: no job asks for a reservation (-R n)
   bool reserve_all = false, nci = false, help = false;
   sim::SimOptions opt;        // the options that go there unchanged
