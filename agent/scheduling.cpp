@@ -53,6 +53,7 @@ Job to_job(const JobRecord& r, PreemptMode mode) {
   j.project = r.spec.project;
   j.flow_step = r.spec.flow_step;
   j.immediate = r.spec.immediate;
+  j.checkpointable = r.spec.checkpointable;
   j.submit = static_cast<Time>(r.submit_time);
   j.walltime = r.spec.walltime;
   j.pe = r.spec.pe;

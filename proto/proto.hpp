@@ -72,9 +72,12 @@ struct JobSpec {
   std::string flow_step;
   std::string preempt;
   bool immediate = false;
+  // corral submit -c: the job may be checkpointed by the scheduler (checkpoint backfilling,
+  // selective preemption); no other job ever is. Added after version 1.
+  bool checkpointable = false;
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
-                     flow_step, preempt, immediate)
+                     flow_step, preempt, immediate, checkpointable)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a

@@ -60,7 +60,8 @@ TEST_CASE("checkpoint backfilling through corrald: the backfilled job is stopped
                      kNobody);
   REQUIRE(sh.rc == 0);
   const std::string hid = trim(sh.out);
-  auto sb = a.submit({"-N", "B", "-l", "ncpus=1,walltime=100", "--wrap",
+  // -c: only a checkpointable job may be backfilled past the head's reservation by a split.
+  auto sb = a.submit({"-N", "B", "-c", "-l", "ncpus=1,walltime=100", "--wrap",
                       "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > B.seen; exit 0; fi; "
                       "trap 'echo saved > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; "
                       "echo $$ > B.pid; while :; do sleep 0.1; done"},

@@ -344,6 +344,7 @@ void submit_options(CLI::App& app, SubmitParse& p) {
   value("-q", [&s](const std::string& v) { s.queue = v; });
   value("-P", [&s](const std::string& v) { project_option(s, v); });
   value("--preempt", [&s](const std::string& v) { s.preempt = preempt_choice("--preempt", v); });
+  app.add_flag_callback("-c,--checkpointable", [&s] { s.checkpointable = true; });
   value("-N", [&s](const std::string& v) {
     if (v.empty()) throw UsageError("-N: the job name is empty");
     s.name = v;

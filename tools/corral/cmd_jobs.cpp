@@ -23,7 +23,7 @@ namespace {
 const char* const kSubmitHelp =
     "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
     "                     [-P PROJECT[:STEP]] [-N NAME] [-o FILE] [-e FILE] [-R y|n] [-now y|n]\n"
-    "                     [-pe NAME RANGE] [--preempt requeue|suspend] [--socket PATH]\n"
+    "                     [-pe NAME RANGE] [--preempt requeue|suspend] [-c] [--socket PATH]\n"
     "                     (SCRIPT | - | --wrap 'COMMAND')\n"
     "Prints the new job's id. The job keeps your environment and working directory.\n"
     "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
@@ -31,6 +31,8 @@ const char* const kSubmitHelp =
     "  have at its earliest start (CORRAL_NCPUS/NSLOTS say how many). Not with ncpus=.\n"
     "-P PROJECT:STEP: the step of one of the project's flows (checked against the plan).\n"
     "-now y: start at once or not at all (never reserved); refused when it cannot start.\n"
+    "-c, --checkpointable: the scheduler may checkpoint the job (checkpoint backfilling,\n"
+    "  selective preemption); it must save its state on the checkpoint signal.\n"
     "--preempt: how a policy that preempts the job stops it; else $CORRAL_PREEMPT, else\n"
     "  the node's preempt_mode.\n"
     "A script's '#CORRAL OPTIONS' lines before its first command are read as options;\n"
