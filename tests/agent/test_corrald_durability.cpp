@@ -133,7 +133,9 @@ TEST_CASE("a full state disk refuses submits clearly; pending jobs wait for room
   std::string cores = json_field(a.cli({"node", "--json"}).out, "slots_total");
   REQUIRE(a.submit({"-l", "ncpus=" + cores + ",walltime=600", "--wrap", "sleep 300"}).rc == 0);
   REQUIRE(harness::wait_state(a, "1", "running") == "running");
-  REQUIRE(a.submit({"-N", "two", "--wrap", "echo two"}).rc == 0);
+  // Job 2's script spans three pages, more than job 1's end frees (its one-page script), so it
+  // still cannot be written once job 1 is gone.
+  REQUIRE(a.submit({"-N", "two", "--wrap", "echo two #" + std::string(10000, 'p')}).rc == 0);
   fill(state + "/filler");
 
   std::string big = "true #" + std::string(8000, 'b');
