@@ -392,7 +392,7 @@ TEST_CASE("the kept scheduling snapshot always matches a fresh one", "[agent]") 
   CHECK(log.find("snapshot check FAILED") == std::string::npos);
 }
 
-// CRIU (issue 3: "only where `criu check` passes; never depend on it"): corrald runs `criu check`
+// CRIU, used only where `criu check` passes and never depended on: corrald runs `criu check`
 // once at start when a criu binary is on its PATH and reports the outcome in `corral node
 // --json` and its log; a checkpoint stays cooperative even when the check passes. Fake criu
 // scripts stand in: one passes, one fails as this kernel does, one hangs (killed after 3 s),

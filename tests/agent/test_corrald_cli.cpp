@@ -41,7 +41,7 @@ struct Tmp {
 
 TEST_CASE("config: checkpoint_signal by name or number and checkpoint_grace; bad values are clear errors", "[agent]") {
   Config c;
-  CHECK(c.checkpoint_signal == SIGUSR1);  // the default
+  CHECK(c.checkpoint_signal == SIGUSR1);  // the documented default
   CHECK(c.checkpoint_grace == 30);
   for (const char* v : {"USR2", "usr2", "SIGUSR2", "12"}) {
     set_config_key(c, "checkpoint_signal", v);

@@ -1,6 +1,6 @@
 // End-to-end, from the scheduling core's decisions to real processes: a
 // corrald --standalone on a declared 2-core node, the real corral binary.
-//   - `-pe smp 1-4` runs on the slot count the planner chose (issue 2):
+//   - `-pe smp 1-4` runs on the slot count the planner chose:
 //     2 cores when 2 are free, 1 when 1 is; seen in stat JSON, the cpuset and
 //     the job's environment; kept across a restart.
 //   - NCI priority-run (nci-pbs-policy.txt "Job selection"): an express job
@@ -387,8 +387,8 @@ TEST_CASE("a job checkpointed at once restarts with CORRAL_RESTART=1 and its che
   if (json_field(js, "state") != "ended") a.cli({"cancel", id});
 }
 
-// Every end records why, runs stopped to requeue the job too (issue 3: "... cancelled,
-// preempted"): `corral stat --json` lists each run with its start, end and end_reason; a requeue
+// Every end records why, runs stopped to requeue the job too (cancelled,
+// preempted): `corral stat --json` lists each run with its start, end and end_reason; a requeue
 // and a checkpoint each end one run "preempted"; the job's id, state, exit_code and end_reason
 // keep their meaning (its own end).
 TEST_CASE("runs stopped by requeue or checkpoint end preempted in stat's runs; the job's own fields are its end", "[agent]") {

@@ -1,4 +1,4 @@
-// `corral sim` as a command (issue 2): the JSON keys with values worked out
+// `corral sim` as a command: the JSON keys with values worked out
 // by hand, --starts, --gantt clipping, the MONITOR schedule file (--monitor),
 // --max-reservation with -R y jobs (--reserve-min-procs) and
 // --default-duration; bad input refused with exit code 2. Also the

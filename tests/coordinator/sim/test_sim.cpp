@@ -1034,7 +1034,7 @@ TEST_CASE("sim: EASY++ prediction and its extension", "[sim]") {
 }
 
 TEST_CASE("sim: EASY++ prediction: one run's history, the mean of the last two, capped by the request", "[sim]") {
-  // Tsafrir, Etsion, Feitelson 2007 (issue 2, --predict): the estimate is the
+  // Tsafrir, Etsion, Feitelson 2007 (--predict): the estimate is the
   // mean of the user's last two run times, never above the requested time;
   // with one run in the history, that run; with none, the request.
   // User 5, machine of 1 core so that the jobs run one after another:
@@ -1219,7 +1219,7 @@ TEST_CASE("fcfs and easy reproduce the textbook algorithms: real traces", "[sim]
 // job by job as `corral sim --starts` writes it (id,first start).
 
 TEST_CASE("conservative: a hand-built trace replays to its known schedule", "[sim][handbuilt]") {
-  // Issue 2 / docs/policies.md policy table: conservative makes a reservation for
+  // docs/policies.md's policy table: conservative makes a reservation for
   // every pending job and starts a job early only if that delays none of
   // them (Mu'alem & Feitelson 2001).
   // Machine 10.           id submit run est procs
