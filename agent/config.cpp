@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "tools/cli_args.hpp"
@@ -276,15 +277,8 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   }
 }
 
-void load_config_file(const std::string& path, Config& cfg) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw std::runtime_error(path + ": cannot read config file: it is a directory");
-  std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(path + ": cannot read config file: " + std::strerror(errno) +
-                             " (without --config, corrald reads " + kDefaultConfigFile +
-                             " if it exists; --no-config: built-in defaults)");
+void parse_config_text(const std::string& text, const std::string& name, Config& cfg) {
+  std::istringstream in(text);
   std::string line;
   int no = 0;
   while (std::getline(in, line)) {
@@ -295,16 +289,31 @@ void load_config_file(const std::string& path, Config& cfg) {
     if (line.empty()) continue;
     std::size_t eq = line.find('=');
     if (eq == std::string::npos)
-      throw std::runtime_error(path + ":" + std::to_string(no) + ": expected 'key = value'");
+      throw std::runtime_error(name + ":" + std::to_string(no) + ": expected 'key = value'");
     const std::size_t warned = cfg.warnings.size();
     try {
       set_config_key(cfg, trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
     } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(path + ":" + std::to_string(no) + ": " + e.what());
+      throw std::runtime_error(name + ":" + std::to_string(no) + ": " + e.what());
     }
     for (std::size_t i = warned; i < cfg.warnings.size(); ++i)
-      cfg.warnings[i] = path + ":" + std::to_string(no) + ": " + cfg.warnings[i];
+      cfg.warnings[i] = name + ":" + std::to_string(no) + ": " + cfg.warnings[i];
   }
+}
+
+void load_config_file(const std::string& path, Config& cfg) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw std::runtime_error(path + ": cannot read config file: it is a directory");
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error(path + ": cannot read config file: " + std::strerror(errno) +
+                             " (without --config, corrald reads " + kDefaultConfigFile +
+                             " if it exists; --no-config: built-in defaults)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw std::runtime_error(path + ": cannot read config file: " + std::strerror(errno));
+  parse_config_text(text.str(), path, cfg);
 }
 
 const char* const kUsage =

@@ -134,6 +134,8 @@ std::vector<std::string> usage_flags();
 // Reads `path` into cfg. Throws std::runtime_error("FILE:LINE: why") on an
 // unknown key or a bad value.
 void load_config_file(const std::string& path, Config& cfg);
+// The same over a file's text; `name` stands for the file in the refusals.
+void parse_config_text(const std::string& text, const std::string& name, Config& cfg);
 
 // Sets one key (shared by the file and the flags). Throws std::invalid_argument.
 void set_config_key(Config& cfg, const std::string& key, const std::string& value);

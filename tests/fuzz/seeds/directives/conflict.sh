@@ -1,0 +1,2 @@
+#CORRAL -l ncpus=2 -pe smp 2
+true

@@ -1,0 +1,6 @@
+#!/bin/bash
+# a comment
+#CORRAL -q express -P chip:synthesis -R y
+
+make
+#CORRAL -N late
