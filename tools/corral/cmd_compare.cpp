@@ -2,11 +2,14 @@
 // several policies, each as `corral sim TRACE --policy NAME` would, and
 // prints their figures side by side: a table, one JSON object (--json), a
 // picture (--svg FILE: grouped bars and the timelines stacked).
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +19,8 @@
 #include "coordinator/sim/pictures/compare.hpp"
 #include "coordinator/sim/pictures/svg.hpp"
 #include "coordinator/sim/swf.hpp"
+#include "tools/cli_args.hpp"
+#include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
 #include "tools/corral/sim_pictures.hpp"
 #include "tools/corral/sim_policy.hpp"
@@ -51,13 +56,14 @@ struct Args {
   int nodes = 0, cores = 1;
 };
 
+[[noreturn]] void refuse(const std::string& why) { throw CLI::ValidationError(why); }
+
 long long whole(const std::string& opt, const std::string& v, long long lo, long long hi) {
   errno = 0;
   char* end = nullptr;
   const long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || x < lo || x > hi)
-    throw std::invalid_argument(opt + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " +
-                                std::to_string(hi) + "]");
+    refuse(opt + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return x;
 }
 
@@ -67,52 +73,53 @@ std::vector<std::string> split_policies(const std::string& list) {
   for (;;) {
     const std::size_t b = list.find(',', a);
     const std::string name = list.substr(a, b == std::string::npos ? std::string::npos : b - a);
-    if (name.empty()) throw std::invalid_argument("--policies: empty name in '" + list + "'");
+    if (name.empty()) refuse("--policies: empty name in '" + list + "'");
     for (const std::string& seen : out)
-      if (seen == name) throw std::invalid_argument("--policies: '" + name + "' given twice");
+      if (seen == name) refuse("--policies: '" + name + "' given twice");
     sim::SimOptions probe;
-    sim_policy_options(name, probe);  // an unknown name fails here, before any replay
+    try {
+      sim_policy_options(name, probe);  // an unknown name fails here, before any replay
+    } catch (const std::invalid_argument& e) {
+      refuse(e.what());
+    }
     out.push_back(name);
     if (b == std::string::npos) return out;
     a = b + 1;
   }
 }
 
-// Parses the command line; false after --help.
+// Parses the command line; false after --help. Throws CLI::ParseError.
 bool parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    std::string o = argv[i], val;
-    bool has_eq = false;
-    if (o.rfind("--", 0) == 0)
-      if (auto eq = o.find('='); eq != std::string::npos) {
-        val = o.substr(eq + 1);
-        o = o.substr(0, eq);
-        has_eq = true;
-      }
-    auto value = [&]() -> std::string {
-      if (has_eq) return val;
-      if (i + 1 >= argc) throw std::invalid_argument(o + ": missing value");
-      return argv[++i];
-    };
-    if (o == "--help" || o == "-h") {
-      std::fputs(kHelp, stdout);
-      return false;
-    }
-    if (o == "--policies") a.policies = split_policies(value());
-    else if (o == "--svg") {
-      a.svg = value();
-      if (a.svg.empty()) throw std::invalid_argument("--svg: empty file name");
-    }
-    else if (o == "--json" && !has_eq) a.json = true;
-    else if (o == "--max-jobs") a.max_jobs = static_cast<std::size_t>(whole(o, value(), 1, 1LL << 40));
-    else if (o == "--nodes") a.nodes = static_cast<int>(whole(o, value(), 1, 1 << 20));
-    else if (o == "--cores") a.cores = static_cast<int>(whole(o, value(), 1, 4096));
-    else if (o.size() > 1 && o[0] == '-')
-      throw std::invalid_argument("unknown option '" + o + "' (see corral sim compare --help)");
-    else if (a.trace.empty()) a.trace = o;
-    else throw std::invalid_argument("only one TRACE may be given (got '" + a.trace + "' and '" + o + "')");
+  CLI::App app("corral sim compare");
+  auto value = [&app](const char* name, const char* type, std::function<void(const std::string&)> f) {
+    app.add_option_function<std::string>(name, std::move(f))->type_name(type);
+  };
+  bool help = false;
+  std::vector<std::string> traces;
+  app.set_help_flag();  // kHelp is the help text
+  app.add_flag("-h,--help", help)->disable_flag_override();
+  app.add_option("TRACE", traces);
+  value("--policies", "LIST", [&a](const std::string& v) { a.policies = split_policies(v); });
+  value("--svg", "FILE", [&a](const std::string& v) {
+    if (v.empty()) refuse("--svg: empty file name");
+    a.svg = v;
+  });
+  app.add_flag("--json", a.json)->disable_flag_override();
+  value("--max-jobs", "N", [&a](const std::string& v) { a.max_jobs = static_cast<std::size_t>(whole("--max-jobs", v, 1, 1LL << 40)); });
+  value("--nodes", "N", [&a](const std::string& v) { a.nodes = static_cast<int>(whole("--nodes", v, 1, 1 << 20)); });
+  value("--cores", "C", [&a](const std::string& v) { a.cores = static_cast<int>(whole("--cores", v, 1, 4096)); });
+  try {
+    cli_parse(app, cli_args(argc, argv));
+  } catch (const CLI::ExtrasError& e) {
+    throw CLI::ValidationError(usage_error(e) + " (see corral sim compare --help)");
   }
-  if (a.trace.empty()) throw std::invalid_argument("missing TRACE (see corral sim compare --help)");
+  if (help) {
+    std::fputs(kHelp, stdout);
+    return false;
+  }
+  if (traces.empty()) refuse("missing TRACE (see corral sim compare --help)");
+  if (traces.size() > 1) refuse("only one TRACE may be given (got '" + traces[0] + "' and '" + traces[1] + "')");
+  a.trace = traces[0];
   if (a.policies.empty()) {
     a.policies = {"easy"};
     if (sim_default_policy() != "easy") a.policies.push_back(sim_default_policy());
@@ -165,6 +172,11 @@ int cmd_compare(int argc, char** argv) {
   sim::SwfTrace trace;
   try {
     if (!parse(argc, argv, a)) return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "corral sim compare: %s\n", usage_error(e).c_str());
+    return 2;
+  }
+  try {
     trace = sim::read_swf(a.trace, a.nodes > 0 ? a.nodes * a.cores : 0);
     if (trace.jobs.empty()) throw std::invalid_argument("'" + a.trace + "' has no usable job");
   } catch (const std::exception& e) {

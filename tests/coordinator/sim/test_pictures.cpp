@@ -399,6 +399,30 @@ TEST_CASE("corral sim compare: the table, --json with corral sim's figures, --sv
   CHECK(corral_sim("compare " + kSample + " --policies easy,easy").code == 2);
 }
 
+TEST_CASE("corral sim compare: bad command lines refused in corral's words", "[pictures][cli]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"compare " + kSample + " --bogus", "corral sim compare: unknown option '--bogus' (see corral sim compare --help)"},
+      {"compare " + kSample + " --policies", "corral sim compare: --policies needs a value"},
+      {"compare " + kSample + " --json=yes", "corral sim compare: --json takes no value"},
+      {"compare " + kSample + " --svg=", "corral sim compare: --svg: empty file name"},
+      {"compare " + kSample + " --policies easy,", "corral sim compare: --policies: empty name in 'easy,'"},
+      {"compare " + kSample + " --policies easy,easy", "corral sim compare: --policies: 'easy' given twice"},
+      {"compare " + kSample + " --nodes 0", "corral sim compare: --nodes: '0' is not a whole number in [1, 1048576]"},
+      {"compare " + kSample + " other.swf", "corral sim compare: only one TRACE may be given (got '" + kSample + "' and 'other.swf')"},
+      {"compare --json", "corral sim compare: missing TRACE (see corral sim compare --help)"},
+  };
+  for (const auto& [args, said] : cases) {
+    INFO(args);
+    const Run r = corral_sim(args);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == said + "\n");
+  }
+  const Run help = corral_sim("compare --help");
+  CHECK(help.code == 0);
+  CHECK(help.out.rfind("usage: corral sim compare TRACE", 0) == 0);
+}
+
 // ------------------------------------------------------------ rendering --
 
 namespace {
