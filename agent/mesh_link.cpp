@@ -131,8 +131,11 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     proto::link::Message msg;
     try {
       msg = proto::link::decode(b);
-    } catch (const proto::ProtoError&) {
-      return;  // not ours to answer: dropped as a lost message
+    } catch (const proto::ProtoError& e) {
+      // Dropped as a lost message; logged (on corrald's thread) so that a hostile sender shows.
+      std::string why = e.what();
+      reply([why] { log_limited("bad mesh message", "mesh: bad link message dropped: " + why); });
+      return;
     }
     if (auto* h = std::get_if<proto::link::Hello>(&msg); h && h->mesh == cfg_.name && h->id > 0)
       m_->heard[h->id] = Member::Heard{*h, m_->loop.now_ms()};
