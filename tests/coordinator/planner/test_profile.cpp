@@ -139,14 +139,14 @@ TEST_CASE("profile with thousands of points matches brute force", "[planner][pro
     Profile p;
     p.reset(0, cap);
     std::vector<std::int64_t> f(H + 1, cap);
-    auto minf = [&](Time a, Time e) {
-      std::int64_t m = f[static_cast<std::size_t>(std::min(a, H))];
-      for (Time t = a; t < e && t <= H; ++t) m = std::min(m, f[static_cast<std::size_t>(t)]);
-      return m;
-    };
+    // Every start from t0 on, each checked in constant time: `bad` is the first point from t on
+    // with less than `need` free (one scan from the end), so the check is linear, not quadratic.
     auto brute_earliest = [&](std::int64_t need, Time dur, Time t0) {
+      std::vector<Time> bad(H + 2, H + 1);
+      for (Time t = H; t >= 0; --t)
+        bad[static_cast<std::size_t>(t)] = f[static_cast<std::size_t>(t)] < need ? t : bad[static_cast<std::size_t>(t) + 1];
       for (Time t = t0; t <= H; ++t)
-        if (minf(t, t + dur) >= need) return t;
+        if (bad[static_cast<std::size_t>(t)] > std::min(t + dur - 1, H)) return t;
       return kForever;
     };
     for (int op = 0; op < 2500; ++op) {
