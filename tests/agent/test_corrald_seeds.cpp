@@ -183,7 +183,8 @@ TEST_CASE("DURATION_OFFSET through corrald: a running job keeps its offset; the 
     REQUIRE(res.size() >= 2);
     const long start = std::stol(monitor_field(mine.front(), 3));
     for (const auto& l : res) CHECK(std::stol(monitor_field(l, 3)) == start + std::stol(want));
-    REQUIRE(a.cli({"cancel", bid, wid}).rc == 0);
+    // The waiting job first: cancelling the blocker first lets it start and end before its cancel.
+    REQUIRE(a.cli({"cancel", wid, bid}).rc == 0);
   }
   auto bad = harness::run({harness::env_or("CORRALD", "build/agent/corrald"), "--no-config", "--set", "duration_offset=1x"});
   CHECK(bad.rc == 2);
@@ -227,7 +228,7 @@ TEST_CASE("-now y through corrald: never reserved, refused when it cannot start 
   auto bad = a.submit({"-now", "maybe", "--wrap", "true"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("-now takes y or n, got 'maybe'") != std::string::npos);
-  REQUIRE(a.cli({"cancel", okid, lid}).rc == 0);
+  REQUIRE(a.cli({"cancel", lid, okid}).rc == 0);  // the waiting job first, as above
   (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
