@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -123,12 +124,20 @@ class Daemon {
 
   // ---- the commands (commands.cpp) --------------------------------------
   proto::Message on_submit(const Peer& p, proto::SubmitReq& r);
+  // A submit's checks against this node and its configuration (the spec gets its defaults).
+  std::optional<proto::ErrorRep> check_submit(const Peer& p, proto::JobSpec& s);
   proto::Message on_stat(const Peer& p, const proto::StatReq& r);
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
   proto::Message on_report(const Peer& p, const proto::ReportReq& r);
   proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
+
+  // ---- jobs through the mesh (mesh_jobs.cpp) ------------------------------
+  void mesh_submit(Client& c, proto::SubmitReq& r);
+  void mesh_stat(Client& c, const proto::StatReq& r);
+  // A mesh's late answer to the request `ticket` of the connection `fd`, if it still waits.
+  void mesh_answer(int fd, std::uint64_t ticket, const proto::Message& m);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -250,7 +259,11 @@ class Daemon {
 
   // the mesh (none when standalone)
   std::unique_ptr<MeshLink> mesh_;
+  std::uint64_t mesh_tickets_ = 0;    // requests handed to the mesh so far
 };
+
+// The name of the user `uid` ("" when it has none).
+std::string user_name(uid_t uid);
 
 // The node as corrald sees it: the declared shape (declare_cores), the recorded XML
 // (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for

@@ -13,10 +13,12 @@
 #include <zmq.hpp>
 
 #include "agent/log.hpp"
+#include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_files.hpp"
 #include "coordinator/service/raft_node.hpp"
 #include "coordinator/service/zmq_env.hpp"
+#include "proto/mesh_jobs.hpp"
 #include "proto/mesh_link.hpp"
 
 namespace corral::agent {
@@ -39,14 +41,16 @@ std::string role_text(Role r) {
   return "voter";
 }
 
-// The Env raft runs on, with link messages (proto/mesh_link.hpp) taken out of
-// the stream of received bytes before raft sees it.
+// The Env raft runs on, with link messages (proto/mesh_link.hpp) and jobs
+// messages (proto/mesh_jobs.hpp) taken out of the stream of received bytes
+// before raft sees it.
 class LinkEnv final : public Env {
  public:
-  LinkEnv(Env& inner, std::function<void(std::string_view)> on_link)
-      : inner_(inner), on_link_(std::move(on_link)) {
+  LinkEnv(Env& inner, std::function<void(std::string_view)> on_link, std::function<void(std::string_view)> on_jobs)
+      : inner_(inner), on_link_(std::move(on_link)), on_jobs_(std::move(on_jobs)) {
     inner_.listen([this](std::string_view b) {
       if (proto::link::is_link(b)) on_link_(b);
+      else if (proto::jobs::is_jobs(b)) on_jobs_(b);
       else if (raft_) raft_(b);
     });
   }
@@ -61,7 +65,7 @@ class LinkEnv final : public Env {
 
  private:
   Env& inner_;
-  std::function<void(std::string_view)> on_link_;
+  std::function<void(std::string_view)> on_link_, on_jobs_;
   RecvFn raft_;
 };
 
@@ -93,6 +97,8 @@ struct MeshLink::Member {
   RaftDisk disk;
   MeshMachine fsm;
   std::unique_ptr<RaftNode> node;
+  std::unique_ptr<JobDesk> desk;             // answers forwarded submissions while this member leads
+  std::unique_ptr<SubmitForwarder> forward;  // this member's own submissions
   std::uint64_t id = 0;
   struct Heard {
     proto::link::Hello hello;
@@ -136,7 +142,7 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     }
     if (auto* h = std::get_if<proto::link::Hello>(&msg); h && h->mesh == cfg_.name && h->id > 0)
       m_->heard[h->id] = Member::Heard{*h, m_->loop.now_ms()};
-  });
+  }, [this](std::string_view b) { on_jobs_message(b); });
   m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
   if (m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
     // A new member: every voter writes the same first configuration.
@@ -146,6 +152,10 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     if (int rv = m.node->bootstrap(conf); rv != 0)
       throw std::runtime_error("mesh: cannot write the first configuration: " + m.node->error());
   }
+  m.desk = std::make_unique<JobDesk>(*m.node);
+  m.forward = std::make_unique<SubmitForwarder>(
+      *m.env, *m.node, *m.desk, cfg_.name, [this](std::uint64_t to, std::string bytes) { send_to(to, std::move(bytes)); },
+      cfg_.listen + "/" + std::to_string(::getpid()) + "/" + std::to_string(m.loop.now_ms()), cfg_.submit_wait_ms);
   reply_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (reply_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   std::string wake = "inproc://mesh-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
@@ -158,6 +168,52 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
   status_.state = "unavailable";
   status_.voters = cfg_.voters;
   thread_ = std::thread([this] { thread_main(); });
+}
+
+void MeshLink::send_to(std::uint64_t id, std::string bytes) {
+  if (id == 0 || id > cfg_.voters.size() || id == m_->id) return;
+  m_->env->send(id, endpoint(cfg_.voters[id - 1]), std::move(bytes));
+}
+
+// A jobs message from another member (on the mesh thread).
+void MeshLink::on_jobs_message(std::string_view bytes) {
+  proto::jobs::Message msg;
+  try {
+    msg = proto::jobs::decode(bytes);
+  } catch (const proto::ProtoError&) {
+    return;  // dropped as a lost message: the sender resends
+  }
+  Member& m = *m_;
+  if (auto* a = std::get_if<proto::jobs::SubmitAck>(&msg)) {
+    m.forward->on_ack(*a);
+  } else if (auto* f = std::get_if<proto::jobs::SubmitFwd>(&msg); f && f->mesh == cfg_.name) {
+    m.desk->accept(f->job, [this, from = f->from, request = f->request](const DeskAnswer& a) {
+      send_to(from, proto::jobs::encode(proto::jobs::SubmitAck{cfg_.name, m_->id, request, a.status, a.job,
+                                                               a.leader, a.message}));
+    });
+  }
+}
+
+void MeshLink::submit(proto::mesh::JobAccepted job, std::function<void(const SubmitResult&)> done) {
+  post([this, job = std::move(job), done = std::move(done)]() mutable {
+    m_->forward->submit(std::move(job), [this, done = std::move(done)](const SubmitResult& r) {
+      reply([done, r] { done(r); });
+    });
+  });
+}
+
+void MeshLink::jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done) {
+  post([this, id, done = std::move(done)]() mutable {
+    std::vector<MeshJob> out;
+    const MeshState& st = m_->fsm.state();
+    if (id != 0) {
+      if (const MeshJob* j = st.job(id)) out.push_back(*j);
+    } else {
+      out.reserve(st.data().jobs.size());
+      for (const auto& [jid, j] : st.data().jobs) out.push_back(j);
+    }
+    reply([done = std::move(done), out = std::move(out)]() mutable { done(std::move(out)); });
+  });
 }
 
 MeshLink::~MeshLink() {

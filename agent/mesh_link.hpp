@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/mesh_submit.hpp"
+#include "coordinator/service/mesh_state.hpp"
 #include "proto/proto.hpp"
 
 namespace corral::agent {
@@ -27,6 +29,7 @@ struct MeshConfig {
   std::string listen;                // host:port, one of voters
   std::string dir;                   // raft files (created)
   bool fsync = true;
+  std::uint64_t submit_wait_ms = 10000;  // a submission with no coordinator answering fails then
 };
 
 class MeshLink {
@@ -43,6 +46,13 @@ class MeshLink {
   proto::MeshStatus status() const;
   const MeshConfig& config() const { return cfg_; }
 
+  // Jobs through the mesh. `done` runs on the daemon's thread (run_replies()).
+  // submit(): once the mesh committed the job (its id), or why not, after at
+  // most submit_wait_ms. jobs(): the replicated jobs as this member applied
+  // them (one, or every job when `id` is 0).
+  void submit(proto::mesh::JobAccepted job, std::function<void(const SubmitResult&)> done);
+  void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
+
   // Runs `fn` on the mesh thread (soon; never inline).
   void post(std::function<void()> fn);
   // Readable when replies wait: the daemon then calls run_replies().
@@ -56,6 +66,8 @@ class MeshLink {
  private:
   void thread_main();
   void publish_status();  // on the mesh thread
+  void on_jobs_message(std::string_view bytes);
+  void send_to(std::uint64_t id, std::string bytes);
 
   MeshConfig cfg_;
   std::unique_ptr<Member> m_;

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <algorithm>
 #include <memory>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -155,6 +157,105 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
   CHECK(back["coordinator"] == m.names[static_cast<unsigned>(nl)]);
   CHECK(back["last_applied"].get<std::uint64_t>() >= commit);
   CHECK(m.agents[static_cast<unsigned>(l)]->log().find("raft log") == std::string::npos);  // nothing cut or damaged
+}
+
+namespace {
+
+// The ids `corral stat --json` of member i lists (empty when it does not answer).
+std::set<std::uint64_t> mesh_ids(const Mesh& m, unsigned i) {
+  std::set<std::uint64_t> ids;
+  Result r = m.agents[i]->cli({"stat", "--json"});
+  if (r.rc != 0) return ids;
+  Json all = Json::parse(r.out, nullptr, false);
+  if (!all.is_array()) return ids;
+  for (const Json& j : all) ids.insert(j["id"].get<std::uint64_t>());
+  return ids;
+}
+
+// Waits until member i lists every id of `want`.
+bool lists(const Mesh& m, unsigned i, const std::set<std::uint64_t>& want, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    std::set<std::uint64_t> have = mesh_ids(m, i);
+    if (std::includes(have.begin(), have.end(), want.begin(), want.end())) return true;
+  }
+  return false;
+}
+
+std::uint64_t submitted_id(const Result& r) {
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  return std::stoull(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("mesh: a job submitted on any node is listed by every node, also after SIGKILL of the coordinator",
+          "[mesh]") {
+  std::string why;
+  if (!can_run(&why)) {
+    CORRAL_SKIP(why);
+    return;
+  }
+  WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+  Mesh m(3);
+  for (auto& a : m.agents) a->start();
+  int l = m.agreed({0, 1, 2}, 0, 15000);
+  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
+  REQUIRE(l >= 0);
+  unsigned lead = static_cast<unsigned>(l), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+  std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
+
+  // Submitted on a follower (forwarded to the coordinator), listed on the other follower.
+  double t0 = now_ms();
+  std::uint64_t a = submitted_id(m.agents[f1]->submit({"-N", "fwd", "-l", "walltime=600", "--wrap", "sleep 300"}));
+  WARN("submit on a follower, answered once committed: " << static_cast<int>(now_ms() - t0) << " ms");
+  std::uint64_t b = submitted_id(m.agents[lead]->submit({"-N", "own", "-l", "walltime=600", "--wrap", "sleep 300"}));
+  CHECK(a != b);
+  CHECK(lists(m, f2, {a, b}, 5000));
+  Result one = m.agents[f2]->cli({"stat", std::to_string(a), "--json"});
+  REQUIRE(one.rc == 0);
+  Json ja = Json::parse(one.out);
+  CHECK(ja["name"] == "fwd");
+  CHECK(ja["state"] == "pending");
+  CHECK(ja["user"] == "root");
+  CHECK(m.agents[f2]->cli({"stat", "999"}).rc != 0);
+  // A refused submit never reaches the mesh.
+  Result bad = m.agents[f1]->submit({"-l", "ncpus=64", "--wrap", "true"});
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("exceeds this node's") != std::string::npos);
+
+  m.agents[lead]->stop(SIGKILL);
+  REQUIRE(m.agreed({f1, f2}, term, 10000) >= 0);
+  for (unsigned i : {f1, f2}) {
+    std::set<std::uint64_t> ids = mesh_ids(m, i);
+    CHECK(ids == std::set<std::uint64_t>{a, b});  // same ids, nothing lost, nothing doubled
+  }
+  // The survivors accept more, under new ids.
+  std::uint64_t c = submitted_id(m.agents[f2]->submit({"-l", "walltime=600", "--wrap", "sleep 300"}));
+  CHECK(c != a);
+  CHECK(c != b);
+  CHECK(lists(m, f1, {a, b, c}, 5000));
+}
+
+TEST_CASE("mesh: with no coordinator reachable a submit fails after a bounded wait, nothing accepted",
+          "[mesh]") {
+  std::string why;
+  if (!can_run(&why)) {
+    CORRAL_SKIP(why);
+    return;
+  }
+  Mesh m(3);
+  m.agents[0]->start();  // one voter of three: no majority, no coordinator
+  double t0 = now_ms();
+  Result r = m.agents[0]->submit({"-l", "walltime=600", "--wrap", "true"});
+  double took = now_ms() - t0;
+  INFO(r.out << r.err << m.agents[0]->log());
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("no coordinator of mesh test accepted the job") != std::string::npos);
+  CHECK(r.err.find("job not accepted") != std::string::npos);
+  CHECK(took < 20000);
+  CHECK(mesh_ids(m, 0).empty());
+  CHECK(m.agents[0]->cli({"node"}).rc == 0);  // still serving
 }
 
 TEST_CASE("mesh: bad mesh keys are refused at start with the reason", "[mesh]") {

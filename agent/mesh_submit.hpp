@@ -1,0 +1,68 @@
+// A member's submissions on their way into the mesh, on the mesh thread.
+// Each goes to the coordinator this member knows (its own JobDesk when it
+// leads, else a SubmitFwd over the mesh sockets) and is sent again, with the
+// same token, until one answers "ok" with the id: a change of coordinator is
+// not seen by the user. With no coordinator answering within the wait, the
+// submission fails with a clear message.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "coordinator/service/consensus.hpp"
+#include "coordinator/service/env.hpp"
+#include "coordinator/service/job_desk.hpp"
+#include "proto/mesh_jobs.hpp"
+
+namespace corral::agent {
+
+struct SubmitResult {
+  bool ok = false;
+  std::uint64_t job = 0;
+  std::string code;              // when not ok: unavailable | invalid
+  std::string message;
+};
+
+class SubmitForwarder {
+ public:
+  using Send = std::function<void(std::uint64_t to, std::string bytes)>;
+  using Done = std::function<void(const SubmitResult&)>;
+  // `token_prefix` names this member's process (its submissions' tokens are
+  // the prefix and a counter); `wait_ms` bounds each submission.
+  SubmitForwarder(service::Env& env, service::Consensus& c, service::JobDesk& desk, std::string mesh,
+                  Send send, std::string token_prefix, std::uint64_t wait_ms);
+  ~SubmitForwarder();
+
+  void submit(proto::mesh::JobAccepted job, Done done);
+  void on_ack(const proto::jobs::SubmitAck& a);
+
+ private:
+  struct Pending {
+    proto::mesh::JobAccepted job;
+    Done done;
+    std::uint64_t deadline = 0;
+    std::uint64_t next_try = 0;  // when to send again (no answer yet)
+    std::string last;            // the last refusal's reason, for the final message
+  };
+  void attempt(std::uint64_t key);
+  void answer(std::uint64_t key, const service::DeskAnswer& a);
+  void tick();
+
+  service::Env& env_;
+  service::Consensus& c_;
+  service::JobDesk& desk_;
+  std::string mesh_;
+  Send send_;
+  std::string token_prefix_;
+  std::uint64_t wait_ms_;
+  std::uint64_t next_key_ = 1, next_request_ = 1;
+  std::map<std::uint64_t, Pending> pending_;           // by key
+  std::map<std::uint64_t, std::uint64_t> requests_;    // request number -> key
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  bool ticking_ = false;
+};
+
+}  // namespace corral::agent
