@@ -46,6 +46,7 @@
 #include "agent/store.hpp"
 #include "coordinator/model.hpp"
 #include "coordinator/schedule.hpp"
+#include "proto/mesh_jobs.hpp"
 #include "proto/proto.hpp"
 
 namespace corral::node {
@@ -138,6 +139,9 @@ class Daemon {
   void mesh_stat(Client& c, const proto::StatReq& r);
   // A mesh's late answer to the request `ticket` of the connection `fd`, if it still waits.
   void mesh_answer(int fd, std::uint64_t ticket, const proto::Message& m);
+  void mesh_start(const proto::jobs::StartJob& s);
+  void mesh_ended(const JobRecord& rec);
+  void mesh_report_node();
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -260,6 +264,7 @@ class Daemon {
   // the mesh (none when standalone)
   std::unique_ptr<MeshLink> mesh_;
   std::uint64_t mesh_tickets_ = 0;    // requests handed to the mesh so far
+  std::uint64_t mesh_term_ = 0;       // the newest coordinator term a start came from
 };
 
 // The name of the user `uid` ("" when it has none).

@@ -4,11 +4,21 @@
 // answered only once a majority holds the job. `corral stat` lists the mesh's
 // jobs from the replicated state this member applied. The connection waits
 // meanwhile (Client::mesh_ticket); its later requests are held back.
+//
+// The coordinator's starts for this node arrive as StartJob: each (job, run)
+// is started at most once, through the launcher as any job (cgroups, as its
+// user), and acknowledged; a start from an older coordinator term is refused.
+// The run number is kept in the job's record (requeues = run - 1, the runs
+// before it), so a start sent again after a restart is recognised. Every end
+// is proposed to the mesh as JobEnded, sent until the mesh has it. The node's
+// own pass does not run in a mesh.
 #include <string>
 
 #include "agent/daemon.hpp"
 #include "agent/local_socket.hpp"
 #include "agent/mesh_link.hpp"
+#include "agent/node/launcher.hpp"
+#include "agent/node/topology.hpp"
 #include "proto/spec_check.hpp"
 
 namespace corral::agent {
@@ -62,6 +72,93 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
 
 }  // namespace
 
+void Daemon::mesh_report_node() {
+  const node::Topology& topo = launcher_->topology();
+  mesh_->set_node(static_cast<int>(topo.cores.size()), topo.mem_mb, topo.jobfs_mb,
+                  std::vector<std::uint64_t>(active_.begin(), active_.end()));
+}
+
+void Daemon::mesh_start(const proto::jobs::StartJob& s) {
+  proto::jobs::StartAck ack;
+  ack.term = s.term;
+  ack.decision = s.decision;
+  ack.job = s.job;
+  ack.run = s.run;
+  std::string what = "job " + std::to_string(s.job) + " run " + std::to_string(s.run);
+  auto answer = [&](const char* status, std::string msg) {
+    ack.status = status;
+    ack.message = std::move(msg);
+    mesh_->start_ack(s.from, ack);
+  };
+  if (s.term < mesh_term_) {
+    log_line("mesh: start of " + what + " refused: term " + std::to_string(s.term) + " is older than term " +
+             std::to_string(mesh_term_));
+    answer("refused", "term " + std::to_string(s.term) + " is older than term " + std::to_string(mesh_term_));
+    return;
+  }
+  mesh_term_ = s.term;
+  if (JobRecord* had = store_->find(s.job); had && had->requeues + 1 >= s.run) {
+    // Applied here already (a resend, or a new coordinator's reconciliation): never a second start.
+    if (had->ended()) mesh_ended(*had);  // its end may not have reached the mesh yet
+    answer("started", "already applied");
+    return;
+  }
+  JobRecord rec;
+  rec.id = s.job;
+  rec.spec = s.spec.spec;
+  for (const auto& e : rec.spec.env) {
+    rec.env_blob += e;
+    rec.env_blob.push_back('\0');
+  }
+  rec.spec.env.clear();
+  if (rec.spec.stdout_path.empty()) rec.spec.stdout_path = default_output(rec.spec, ".o", rec.id);
+  if (rec.spec.stderr_path.empty()) rec.spec.stderr_path = default_output(rec.spec, ".e", rec.id);
+  rec.uid = s.spec.uid;
+  rec.gid = s.spec.gid;
+  rec.user = s.spec.user;
+  rec.group = std::to_string(s.spec.gid);
+  rec.submit_time = s.spec.submit_time;
+  rec.requeues = s.run - 1;
+  rec.state = std::string(proto::state::kPending);
+  store_->put(rec);
+  JobRecord& r = *store_->find(s.job);
+  Decision d;
+  d.job = r.id;
+  d.slots = r.spec.ncpus;
+  d.reason = "started by the mesh's coordinator (term " + std::to_string(s.decided_term) + ", decision " +
+             std::to_string(s.decision) + ")";
+  start_job(r, d);
+  if (r.state == proto::state::kRunning) {
+    mesh_report_node();
+    answer("started", "");
+  } else if (r.ended()) {  // the launch failed: its end is on its way to the mesh
+    answer("failed", r.comment);
+  } else {
+    // Not started (no free cores as this node sees them): back to the queue, nothing kept here.
+    std::string why = "could not start on " + cfg_.node_name + ": " + (r.comment.empty() ? "no free cores" : r.comment);
+    store_->erase(r.id);
+    log_line("mesh: " + what + " " + why);
+    mesh_->propose(proto::mesh::JobRequeued{s.job, s.run, why, now()},
+                   [what](const SubmitResult& res) {
+                     if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
+                   },
+                   false);
+    answer("failed", why);
+  }
+}
+
+// A run of a mesh job ended here: the mesh is told until it has it.
+void Daemon::mesh_ended(const JobRecord& rec) {
+  std::int32_t run = rec.requeues + 1;
+  std::string what = "end of job " + std::to_string(rec.id) + " run " + std::to_string(run);
+  mesh_->propose(proto::mesh::JobEnded{rec.id, run, rec.end_reason, rec.exit_code, rec.end_time},
+                 [what](const SubmitResult& res) {
+                   if (!res.ok) log_line("mesh: " + what + " not taken: " + res.message);
+                 },
+                 false);
+  mesh_report_node();
+}
+
 void Daemon::mesh_submit(Client& c, proto::SubmitReq& r) {
   proto::JobSpec& s = r.spec;
   if (auto refused = check_submit(c.peer, s)) {
@@ -82,7 +179,7 @@ void Daemon::mesh_submit(Client& c, proto::SubmitReq& r) {
   std::string what = job.user + ": " + proto::printable(s.name) + " ncpus=" + std::to_string(s.ncpus);
   job.spec = std::move(s);
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  mesh_->submit(std::move(job), [this, fd = c.fd, ticket, what](const SubmitResult& res) {
+  mesh_->propose(std::move(job), [this, fd = c.fd, ticket, what](const SubmitResult& res) {
     if (res.ok) {
       log_line("job " + std::to_string(res.job) + " accepted by the mesh, submitted by " + what);
       mesh_answer(fd, ticket, proto::SubmitRep{res.job});

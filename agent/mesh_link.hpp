@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "agent/mesh_submit.hpp"
+#include "coordinator/schedule.hpp"
 #include "coordinator/service/mesh_state.hpp"
+#include "proto/mesh_jobs.hpp"
+#include "proto/mesh_link.hpp"
 #include "proto/proto.hpp"
 
 namespace corral::agent {
@@ -30,6 +33,10 @@ struct MeshConfig {
   std::string dir;                   // raft files (created)
   bool fsync = true;
   std::uint64_t submit_wait_ms = 10000;  // a submission with no coordinator answering fails then
+  SchedConfig sched;                 // the coordinator's pass, as a standalone corrald's
+  std::vector<Queue> queues;
+  // A start the coordinator decided for this node (on the daemon's thread).
+  std::function<void(const proto::jobs::StartJob&)> on_start;
 };
 
 class MeshLink {
@@ -47,11 +54,17 @@ class MeshLink {
   const MeshConfig& config() const { return cfg_; }
 
   // Jobs through the mesh. `done` runs on the daemon's thread (run_replies()).
-  // submit(): once the mesh committed the job (its id), or why not, after at
-  // most submit_wait_ms. jobs(): the replicated jobs as this member applied
-  // them (one, or every job when `id` is 0).
-  void submit(proto::mesh::JobAccepted job, std::function<void(const SubmitResult&)> done);
+  // propose(): once the mesh committed the entry (a JobAccepted: the new id),
+  // or why not, after at most submit_wait_ms (unbounded: sent until it is
+  // committed). jobs(): the replicated jobs as this member applied them (one,
+  // or every job when `id` is 0).
+  void propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded = true);
   void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
+
+  // This node as its hellos report it to the coordinator.
+  void set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running);
+  // A start's acknowledgement, to the coordinator that sent it (member `to`).
+  void start_ack(std::uint64_t to, proto::jobs::StartAck a);
 
   // Runs `fn` on the mesh thread (soon; never inline).
   void post(std::function<void()> fn);
@@ -74,6 +87,7 @@ class MeshLink {
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   proto::MeshStatus status_;
+  proto::link::Hello node_;          // this node's fields of the hello (under mu_)
   std::deque<std::function<void()>> inbox_, replies_;
   int reply_fd_ = -1;                // eventfd
   std::thread thread_;

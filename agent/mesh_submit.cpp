@@ -18,13 +18,14 @@ SubmitForwarder::SubmitForwarder(service::Env& env, service::Consensus& c, servi
 
 SubmitForwarder::~SubmitForwarder() { *alive_ = false; }
 
-void SubmitForwarder::submit(proto::mesh::JobAccepted job, Done done) {
+void SubmitForwarder::submit(proto::mesh::Entry e, Done done, bool bounded) {
   std::uint64_t key = next_key_++;
-  job.token = token_prefix_ + "/" + std::to_string(key);
+  if (auto* job = std::get_if<proto::mesh::JobAccepted>(&e))
+    job->token = token_prefix_ + "/" + std::to_string(key);
   Pending& p = pending_[key];
-  p.job = std::move(job);
+  p.entry = std::move(e);
   p.done = std::move(done);
-  p.deadline = env_.now_ms() + wait_ms_;
+  p.deadline = bounded ? env_.now_ms() + wait_ms_ : kNever;
   attempt(key);
   if (!ticking_) {
     ticking_ = true;
@@ -48,7 +49,7 @@ void SubmitForwarder::attempt(std::uint64_t key) {
   requests_[request] = key;
   if (leader == c_.id()) {
     p.next_try = kNever;  // the desk always answers
-    desk_.accept(p.job, [this, alive = alive_, request](const service::DeskAnswer& a) {
+    desk_.accept(p.entry, [this, alive = alive_, request](const service::DeskAnswer& a) {
       if (!*alive) return;
       auto it = requests_.find(request);
       if (it == requests_.end()) return;
@@ -59,10 +60,10 @@ void SubmitForwarder::attempt(std::uint64_t key) {
     return;
   }
   p.next_try = now + kResendMs;
-  send_(leader, proto::jobs::encode(proto::jobs::SubmitFwd{mesh_, c_.id(), request, p.job}));
+  send_(leader, proto::jobs::encode(proto::jobs::Forward{mesh_, c_.id(), request, proto::mesh::encode_entry(p.entry)}));
 }
 
-void SubmitForwarder::on_ack(const proto::jobs::SubmitAck& a) {
+void SubmitForwarder::on_ack(const proto::jobs::ForwardAck& a) {
   if (a.mesh != mesh_) return;
   auto it = requests_.find(a.request);
   if (it == requests_.end()) return;  // an answer to an attempt already settled

@@ -1,9 +1,10 @@
-// A member's submissions on their way into the mesh, on the mesh thread.
-// Each goes to the coordinator this member knows (its own JobDesk when it
-// leads, else a SubmitFwd over the mesh sockets) and is sent again, with the
-// same token, until one answers "ok" with the id: a change of coordinator is
-// not seen by the user. With no coordinator answering within the wait, the
-// submission fails with a clear message.
+// A member's entries on their way into the mesh's log (submissions, job
+// ends), on the mesh thread. Each goes to the coordinator this member knows
+// (its own JobDesk when it leads, else a Forward over the mesh sockets) and is
+// sent again until one answers that it is committed: a change of coordinator
+// is not seen by the user. A submission keeps its token across resends, so it
+// gets one id. With no coordinator answering within the wait, it fails with a
+// clear message (a wait of 0: it is sent until it is committed).
 #pragma once
 
 #include <cstdint>
@@ -36,12 +37,12 @@ class SubmitForwarder {
                   Send send, std::string token_prefix, std::uint64_t wait_ms);
   ~SubmitForwarder();
 
-  void submit(proto::mesh::JobAccepted job, Done done);
-  void on_ack(const proto::jobs::SubmitAck& a);
+  void submit(proto::mesh::Entry e, Done done, bool bounded = true);
+  void on_ack(const proto::jobs::ForwardAck& a);
 
  private:
   struct Pending {
-    proto::mesh::JobAccepted job;
+    proto::mesh::Entry entry;
     Done done;
     std::uint64_t deadline = 0;
     std::uint64_t next_try = 0;  // when to send again (no answer yet)

@@ -314,6 +314,7 @@ void Daemon::drop_pass_snapshot() {
 
 void Daemon::cycle() {
   dirty_ = false;
+  if (mesh_) return;  // in a mesh the coordinator decides (coordinator/service/coordinator_loop.hpp)
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
   // A kept Planner and Plan (their buffers live across passes); the node never changes while

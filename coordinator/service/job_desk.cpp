@@ -2,12 +2,12 @@
 
 namespace corral::service {
 
-void JobDesk::accept(const proto::mesh::JobAccepted& job, Done done) {
+void JobDesk::accept(const proto::mesh::Entry& e, Done done) {
   if (!c_.is_leader()) {
     done(DeskAnswer{"not_leader", 0, c_.leader_id(), ""});
     return;
   }
-  c_.propose(proto::mesh::encode_entry(job), [done = std::move(done)](const Proposed& p) {
+  c_.propose(proto::mesh::encode_entry(e), [done = std::move(done)](const Proposed& p) {
     switch (p.status) {
       case Status::ok:
         if (p.applied.ok) done(DeskAnswer{"ok", p.applied.value, 0, ""});

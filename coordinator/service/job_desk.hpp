@@ -1,5 +1,6 @@
-// The coordinator's desk for submissions: a job is proposed to the mesh as a
-// JobAccepted entry and answered only once a majority holds it. A member that
+// The coordinator's desk for the entries members send it: a submission (a
+// JobAccepted), a job's end, ... is proposed to the mesh and answered only
+// once a majority holds it. A member that
 // does not lead says so (and names the leader it knows), so the asker can go
 // there instead. A resend of the same submission carries the same token and
 // is answered with the first id (the state machine keeps the tokens).
@@ -16,7 +17,7 @@ namespace corral::service {
 
 struct DeskAnswer {
   std::string status;            // ok | not_leader | refused | error
-  std::uint64_t job = 0;         // the id (ok)
+  std::uint64_t job = 0;         // the job concerned (ok; a new job's id)
   std::uint64_t leader = 0;      // the leader this member knows (not_leader; 0: none)
   std::string message;
 };
@@ -29,7 +30,7 @@ class JobDesk {
   // `done` fires once: at once when this member does not lead, else when
   // the entry is committed and applied here or its fate is unknown
   // (leadership lost: not_leader, to be resent).
-  void accept(const proto::mesh::JobAccepted& job, Done done);
+  void accept(const proto::mesh::Entry& e, Done done);
 
  private:
   Consensus& c_;
