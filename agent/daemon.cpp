@@ -64,7 +64,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     mc.fsync = cfg_.fsync;
     mc.sched = sched_;
     mc.queues = snapshot_queues();
-    mc.on_start = [this](const proto::jobs::StartJob& s) { mesh_start(s); };
+    mc.on_order = [this](const proto::jobs::Message& m) { mesh_order(m); };
     mesh_ = std::make_unique<MeshLink>(std::move(mc));
   }
 

@@ -139,7 +139,10 @@ class Daemon {
   void mesh_stat(Client& c, const proto::StatReq& r);
   // A mesh's late answer to the request `ticket` of the connection `fd`, if it still waits.
   void mesh_answer(int fd, std::uint64_t ticket, const proto::Message& m);
+  void mesh_cancel(Client& c, const proto::CancelReq& r);
+  void mesh_order(const proto::jobs::Message& m);
   void mesh_start(const proto::jobs::StartJob& s);
+  void mesh_stop(const proto::jobs::CancelJob& s);
   void mesh_ended(const JobRecord& rec);
   void mesh_report_node();
 

@@ -349,6 +349,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
       mesh_submit(c, *r);
     } else if (auto* s = std::get_if<proto::StatReq>(&m); s && mesh_) {
       mesh_stat(c, *s);
+    } else if (auto* x = std::get_if<proto::CancelReq>(&m); x && mesh_) {
+      mesh_cancel(c, *x);
     } else if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
       proto::Message rep = on_submit(c.peer, *r);
       std::size_t at = c.out.size();

@@ -78,6 +78,35 @@ void Daemon::mesh_report_node() {
                   std::vector<std::uint64_t>(active_.begin(), active_.end()));
 }
 
+void Daemon::mesh_order(const proto::jobs::Message& m) {
+  if (auto* s = std::get_if<proto::jobs::StartJob>(&m)) mesh_start(*s);
+  else if (auto* x = std::get_if<proto::jobs::CancelJob>(&m)) mesh_stop(*x);
+}
+
+// The coordinator's cancel of a run here: stopped as a standalone cancel stops it.
+void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
+  if (s.term < mesh_term_) return;
+  JobRecord* rec = store_->find(s.job);
+  if (!rec || rec->ended() || rec->requeues + 1 != s.run) return;
+  rec->cancel_requested = true;
+  rec->comment = "cancel requested by " + s.who;
+  store_->put(*rec);
+  std::string err = launcher_->cancel(rec->id);
+  if (!err.empty()) log_line("job " + std::to_string(rec->id) + ": cancel: " + err);
+  log_line("job " + std::to_string(s.job) + " cancel requested by " + s.who + " through the mesh");
+  poll_launcher();
+}
+
+void Daemon::mesh_cancel(Client& c, const proto::CancelReq& r) {
+  proto::jobs::CancelAsk ask{r.id, c.peer.uid, c.peer.gid, c.peer.admin, user_name(c.peer.uid)};
+  if (ask.who.empty()) ask.who = std::to_string(c.peer.uid);
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, id = r.id](const SubmitResult& res) {
+    if (res.ok) mesh_answer(fd, ticket, proto::CancelRep{id, res.message});
+    else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
+  });
+}
+
 void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   proto::jobs::StartAck ack;
   ack.term = s.term;

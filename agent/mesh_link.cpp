@@ -163,10 +163,13 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
       cfg_.listen + "/" + std::to_string(::getpid()) + "/" + std::to_string(m.loop.now_ms()), cfg_.submit_wait_ms);
   m.coordinator = std::make_unique<CoordinatorLoop>(
       *m.env, *m.node, m.fsm.state(), cfg_.name, cfg_.sched, cfg_.queues,
-      [this](std::uint64_t to, const proto::jobs::StartJob& s) {
-        if (to != m_->id) send_to(to, proto::jobs::encode(s));
-        else if (cfg_.on_start) reply([fn = cfg_.on_start, s] { fn(s); });
+      [this](std::uint64_t to, const proto::jobs::Message& msg) {
+        if (to != m_->id) send_to(to, proto::jobs::encode(msg));
+        else if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
       });
+  m.forward->set_cancel_desk([this](const proto::jobs::CancelAsk& ask, JobDesk::Done done) {
+    m_->coordinator->cancel(ask, done);
+  });
   reply_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (reply_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   std::string wake = "inproc://mesh-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
@@ -197,21 +200,26 @@ void MeshLink::on_jobs_message(std::string_view bytes) {
   Member& m = *m_;
   if (auto* a = std::get_if<proto::jobs::ForwardAck>(&msg)) {
     m.forward->on_ack(*a);
+  } else if (auto* f = std::get_if<proto::jobs::Forward>(&msg); f && f->mesh == cfg_.name && f->cancel.job) {
+    m.coordinator->cancel(f->cancel, [this, from = f->from, request = f->request](const DeskAnswer& a) {
+      send_to(from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m_->id, request, a.status, a.job,
+                                                                a.leader, a.message, a.code}));
+    });
   } else if (auto* f = std::get_if<proto::jobs::Forward>(&msg); f && f->mesh == cfg_.name) {
     proto::mesh::Entry e;
     try {
       e = proto::mesh::decode_entry(f->entry);
     } catch (const proto::ProtoError& err) {
       send_to(f->from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m.id, f->request, "refused", 0, 0,
-                                                                   err.what()}));
+                                                                   err.what(), "invalid"}));
       return;
     }
     m.desk->accept(e, [this, from = f->from, request = f->request](const DeskAnswer& a) {
       send_to(from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m_->id, request, a.status, a.job,
-                                                                a.leader, a.message}));
+                                                                a.leader, a.message, a.code}));
     });
-  } else if (auto* s = std::get_if<proto::jobs::StartJob>(&msg); s && s->mesh == cfg_.name) {
-    if (cfg_.on_start) reply([fn = cfg_.on_start, s = *s] { fn(s); });
+  } else if (std::holds_alternative<proto::jobs::StartJob>(msg) || std::holds_alternative<proto::jobs::CancelJob>(msg)) {
+    if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
   } else if (auto* k = std::get_if<proto::jobs::StartAck>(&msg); k && k->mesh == cfg_.name) {
     if (m.coordinator) m.coordinator->on_ack(*k);
   }
@@ -222,6 +230,14 @@ void MeshLink::propose(proto::mesh::Entry e, std::function<void(const SubmitResu
     m_->forward->submit(std::move(e), [this, done = std::move(done)](const SubmitResult& r) {
       reply([done, r] { done(r); });
     }, bounded);
+  });
+}
+
+void MeshLink::cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done) {
+  post([this, ask = std::move(ask), done = std::move(done)]() mutable {
+    m_->forward->cancel(std::move(ask), [this, done = std::move(done)](const SubmitResult& r) {
+      reply([done, r] { done(r); });
+    });
   });
 }
 

@@ -35,8 +35,8 @@ struct MeshConfig {
   std::uint64_t submit_wait_ms = 10000;  // a submission with no coordinator answering fails then
   SchedConfig sched;                 // the coordinator's pass, as a standalone corrald's
   std::vector<Queue> queues;
-  // A start the coordinator decided for this node (on the daemon's thread).
-  std::function<void(const proto::jobs::StartJob&)> on_start;
+  // What the coordinator orders this node (a StartJob, a CancelJob), on the daemon's thread.
+  std::function<void(const proto::jobs::Message&)> on_order;
 };
 
 class MeshLink {
@@ -59,6 +59,8 @@ class MeshLink {
   // committed). jobs(): the replicated jobs as this member applied them (one,
   // or every job when `id` is 0).
   void propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded = true);
+  // A user's cancel, through the coordinator (SubmitResult::message: the job's state).
+  void cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done);
   void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
 
   // This node as its hellos report it to the coordinator.

@@ -19,13 +19,26 @@ SubmitForwarder::SubmitForwarder(service::Env& env, service::Consensus& c, servi
 SubmitForwarder::~SubmitForwarder() { *alive_ = false; }
 
 void SubmitForwarder::submit(proto::mesh::Entry e, Done done, bool bounded) {
-  std::uint64_t key = next_key_++;
+  Pending p;
   if (auto* job = std::get_if<proto::mesh::JobAccepted>(&e))
-    job->token = token_prefix_ + "/" + std::to_string(key);
-  Pending& p = pending_[key];
+    job->token = token_prefix_ + "/" + std::to_string(next_key_);
   p.entry = std::move(e);
   p.done = std::move(done);
   p.deadline = bounded ? env_.now_ms() + wait_ms_ : kNever;
+  start(std::move(p));
+}
+
+void SubmitForwarder::cancel(proto::jobs::CancelAsk ask, Done done) {
+  Pending p;
+  p.cancel = std::move(ask);
+  p.done = std::move(done);
+  p.deadline = env_.now_ms() + wait_ms_;
+  start(std::move(p));
+}
+
+void SubmitForwarder::start(Pending p) {
+  std::uint64_t key = next_key_++;
+  pending_[key] = std::move(p);
   attempt(key);
   if (!ticking_) {
     ticking_ = true;
@@ -49,18 +62,22 @@ void SubmitForwarder::attempt(std::uint64_t key) {
   requests_[request] = key;
   if (leader == c_.id()) {
     p.next_try = kNever;  // the desk always answers
-    desk_.accept(p.entry, [this, alive = alive_, request](const service::DeskAnswer& a) {
+    auto back = [this, alive = alive_, request](const service::DeskAnswer& a) {
       if (!*alive) return;
       auto it = requests_.find(request);
       if (it == requests_.end()) return;
       std::uint64_t k = it->second;
       requests_.erase(it);
       answer(k, a);
-    });
+    };
+    if (p.cancel.job == 0) desk_.accept(p.entry, back);
+    else if (cancel_desk_) cancel_desk_(p.cancel, back);
     return;
   }
   p.next_try = now + kResendMs;
-  send_(leader, proto::jobs::encode(proto::jobs::Forward{mesh_, c_.id(), request, proto::mesh::encode_entry(p.entry)}));
+  proto::jobs::Forward f{mesh_, c_.id(), request, "", p.cancel};
+  if (p.cancel.job == 0) f.entry = proto::mesh::encode_entry(p.entry);
+  send_(leader, proto::jobs::encode(f));
 }
 
 void SubmitForwarder::on_ack(const proto::jobs::ForwardAck& a) {
@@ -69,7 +86,7 @@ void SubmitForwarder::on_ack(const proto::jobs::ForwardAck& a) {
   if (it == requests_.end()) return;  // an answer to an attempt already settled
   std::uint64_t key = it->second;
   requests_.erase(it);
-  answer(key, service::DeskAnswer{a.status, a.job, a.leader, a.message});
+  answer(key, service::DeskAnswer{a.status, a.job, a.leader, a.message, a.code});
 }
 
 void SubmitForwarder::answer(std::uint64_t key, const service::DeskAnswer& a) {
@@ -77,8 +94,8 @@ void SubmitForwarder::answer(std::uint64_t key, const service::DeskAnswer& a) {
   if (it == pending_.end()) return;
   Pending& p = it->second;
   if (a.status == "ok" || a.status == "refused") {
-    SubmitResult r{a.status == "ok", a.job, a.status == "ok" ? "" : "invalid",
-                   a.status == "ok" ? "" : "the mesh refused the job: " + a.message};
+    SubmitResult r{a.status == "ok", a.job, a.status == "ok" ? "" : a.code.empty() ? "invalid" : a.code,
+                   a.status == "ok" || p.cancel.job != 0 ? a.message : "the mesh refused the job: " + a.message};
     Done done = std::move(p.done);
     pending_.erase(it);
     done(r);
@@ -96,9 +113,10 @@ void SubmitForwarder::tick() {
     Pending& p = it->second;
     if (now >= p.deadline) {
       SubmitResult r{false, 0, "unavailable",
-                     "no coordinator of mesh " + mesh_ + " accepted the job within " +
+                     "no coordinator of mesh " + mesh_ + (p.cancel.job ? " took the cancel" : " accepted the job") + " within " +
                          std::to_string(wait_ms_ / 1000) + " s (last: " + p.last +
-                         "; a majority of the voters must be reachable): job not accepted"};
+                         "; a majority of the voters must be reachable): " +
+                         (p.cancel.job ? "not cancelled" : "job not accepted")};
       Done done = std::move(p.done);
       it = pending_.erase(it);
       for (auto r2 = requests_.begin(); r2 != requests_.end();)

@@ -31,23 +31,30 @@ class SubmitForwarder {
  public:
   using Send = std::function<void(std::uint64_t to, std::string bytes)>;
   using Done = std::function<void(const SubmitResult&)>;
+  // The coordinator's answer to a cancel, when this member leads.
+  using CancelDesk = std::function<void(const proto::jobs::CancelAsk&, service::JobDesk::Done)>;
   // `token_prefix` names this member's process (its submissions' tokens are
   // the prefix and a counter); `wait_ms` bounds each submission.
   SubmitForwarder(service::Env& env, service::Consensus& c, service::JobDesk& desk, std::string mesh,
                   Send send, std::string token_prefix, std::uint64_t wait_ms);
+  void set_cancel_desk(CancelDesk d) { cancel_desk_ = std::move(d); }
   ~SubmitForwarder();
 
   void submit(proto::mesh::Entry e, Done done, bool bounded = true);
+  // A cancel, answered as the coordinator decides (SubmitResult::message: the job's state).
+  void cancel(proto::jobs::CancelAsk ask, Done done);
   void on_ack(const proto::jobs::ForwardAck& a);
 
  private:
   struct Pending {
     proto::mesh::Entry entry;
+    proto::jobs::CancelAsk cancel;  // job 0: not a cancel
     Done done;
     std::uint64_t deadline = 0;
     std::uint64_t next_try = 0;  // when to send again (no answer yet)
     std::string last;            // the last refusal's reason, for the final message
   };
+  void start(Pending p);
   void attempt(std::uint64_t key);
   void answer(std::uint64_t key, const service::DeskAnswer& a);
   void tick();
@@ -57,6 +64,7 @@ class SubmitForwarder {
   service::JobDesk& desk_;
   std::string mesh_;
   Send send_;
+  CancelDesk cancel_desk_;
   std::string token_prefix_;
   std::uint64_t wait_ms_;
   std::uint64_t next_key_ = 1, next_request_ = 1;

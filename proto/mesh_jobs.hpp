@@ -25,28 +25,43 @@ namespace corral::proto::jobs {
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::string_view kMagic = "corral-jobs";
 
-// An entry a member wants in the log (a submission, a job's end, ...), sent
-// to the coordinator it knows.
+// A user's cancel of a mesh job, as the node's local socket saw the user:
+// the coordinator decides with the same rules as a standalone node.
+struct CancelAsk {
+  std::uint64_t job = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  bool admin = false;            // root, or a member of the node's operators group
+  std::string who;               // the user's name, for the record
+  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who)
+};
+
+// What a member wants from the coordinator it knows: an entry in the log (a
+// submission, a job's end, ...), or a cancel (cancel.job set; entry empty).
 struct Forward {
   std::string mesh;              // a message of another mesh is ignored
   std::uint64_t from = 0;        // the forwarding member's id (the answer goes there)
   std::uint64_t request = 0;     // the forwarder's number for this attempt
   std::string entry;             // proto::mesh::encode_entry(); a JobAccepted has its token set
-  MSGPACK_DEFINE_MAP(mesh, from, request, entry)
+  CancelAsk cancel;
+  MSGPACK_DEFINE_MAP(mesh, from, request, entry, cancel)
 };
 
 struct ForwardAck {
   std::string mesh;
   std::uint64_t from = 0;        // the answering member
   std::uint64_t request = 0;     // Forward::request
-  // "ok": committed, `job` is the job concerned (a new job's id); "refused":
-  // committed as a refusal (`message` says why); "not_leader": resend to
-  // `leader` (0: none known); "error": try again.
+  // "ok": committed, `job` is the job concerned (a new job's id; for a
+  // cancel `message` is the job's state); "refused": committed as a refusal
+  // or a cancel refused (`code`: not_found, permission, invalid; `message`
+  // says why); "not_leader": resend to `leader` (0: none known); "error": try
+  // again.
   std::string status;
   std::uint64_t job = 0;
   std::uint64_t leader = 0;
   std::string message;
-  MSGPACK_DEFINE_MAP(mesh, from, request, status, job, leader, message)
+  std::string code;
+  MSGPACK_DEFINE_MAP(mesh, from, request, status, job, leader, message, code)
 };
 
 // The coordinator's decision to start run `run` of `job` on the receiving
@@ -83,7 +98,20 @@ struct StartAck {
   MSGPACK_DEFINE_MAP(mesh, from, term, decision, job, run, status, message)
 };
 
-using Message = std::variant<Forward, ForwardAck, StartJob, StartAck>;
+// The coordinator's order to stop run `run` of `job` (a user cancelled it):
+// the node stops it as a standalone cancel does, and its end goes to the
+// mesh as any end.
+struct CancelJob {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t term = 0;
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string who;
+  MSGPACK_DEFINE_MAP(mesh, from, term, job, run, who)
+};
+
+using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);

@@ -197,7 +197,7 @@ void CoordinatorLoop::push_start(std::uint64_t job) {
   u.member = n == nodes_.end() ? 0 : n->second.member;
   u.start = std::move(s);
   u.sent_ms = env_.now_ms();
-  if (u.member != 0) push_(u.member, u.start);
+  if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
 }
 
 void CoordinatorLoop::resend_unacked() {
@@ -213,10 +213,44 @@ void CoordinatorLoop::resend_unacked() {
       if (u.member == 0)
         if (auto n = nodes_.find(u.start.nodes.front()); n != nodes_.end()) u.member = n->second.member;
       u.sent_ms = now;
-      if (u.member != 0) push_(u.member, u.start);
+      if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
     }
     ++it;
   }
+}
+
+}  // namespace corral::service
+
+namespace corral::service {
+
+void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
+  if (!c_.is_leader()) return done(DeskAnswer{"not_leader", 0, c_.leader_id(), "", ""});
+  if (!ready_) return done(DeskAnswer{"error", 0, 0, "the coordinator is not current yet", ""});
+  std::string id = std::to_string(ask.job);
+  const MeshJob* j = state_.job(ask.job);
+  if (!j) return done(DeskAnswer{"refused", ask.job, 0, "unknown job id " + id, "not_found"});
+  if (!ask.admin && ask.uid != j->uid)
+    return done(DeskAnswer{"refused", ask.job, 0,
+                           "job " + id + " belongs to " + j->user + "; only its owner, root or an operator may cancel it",
+                           "permission"});
+  if (j->state == proto::state::kEnded)
+    return done(DeskAnswer{"refused", ask.job, 0, "job " + id + " has already ended (" + j->end_reason + ")", "invalid"});
+  // A start being committed: asked again once it is settled.
+  if (proposing_.count(ask.job)) return done(DeskAnswer{"error", 0, 0, "a start of it is being committed", ""});
+  if (j->state == proto::state::kPending) {
+    proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, static_cast<double>(std::time(nullptr))};
+    c_.propose(proto::mesh::encode_entry(e), [done, job = ask.job](const Proposed& p) {
+      if (p.status == Status::ok && p.applied.ok) done(DeskAnswer{"ok", job, 0, std::string(proto::state::kEnded), ""});
+      else done(DeskAnswer{"error", 0, 0, p.status == Status::ok ? p.applied.reason : std::string(status_name(p.status)), ""});
+    });
+    return;
+  }
+  const MeshRun& run = j->runs.back();
+  auto n = run.nodes.empty() ? nodes_.end() : nodes_.find(run.nodes.front());
+  if (n == nodes_.end()) return done(DeskAnswer{"error", 0, 0, "its node has not reported", ""});
+  push_(n->second.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, ask.job,
+                                                                      static_cast<std::int32_t>(j->runs.size()), ask.who}});
+  done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
 }
 
 }  // namespace corral::service

@@ -25,6 +25,7 @@
 #include "coordinator/schedule.hpp"
 #include "coordinator/service/consensus.hpp"
 #include "coordinator/service/env.hpp"
+#include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/mesh_state.hpp"
 #include "proto/mesh_jobs.hpp"
 
@@ -43,8 +44,8 @@ struct NodeReport {
 
 class CoordinatorLoop {
  public:
-  // Sends a start to a member (this one included).
-  using Push = std::function<void(std::uint64_t member, const proto::jobs::StartJob& s)>;
+  // Sends a start or a cancel to a member (this one included).
+  using Push = std::function<void(std::uint64_t member, const proto::jobs::Message& m)>;
   // `c` and `state` outlive the loop; `state` is the member's applied state.
   CoordinatorLoop(Env& env, Consensus& c, const MeshState& state, std::string mesh, SchedConfig sched,
                   std::vector<Queue> queues, Push push);
@@ -53,6 +54,11 @@ class CoordinatorLoop {
   void leadership(bool leader, std::uint64_t term);
   void node(const NodeReport& r);
   void on_ack(const proto::jobs::StartAck& a);
+  // A user's cancel: a pending job ends "cancelled" in the log; a running
+  // one is stopped by its node, whose end reaches the log as any end. `done`
+  // says "ok" (message: the job's state) or why not; the owner, root and
+  // operators may cancel, as on a standalone node.
+  void cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // Whether the barrier of this term is committed: the pass runs.
   bool deciding() const { return ready_; }
 

@@ -20,6 +20,7 @@ struct DeskAnswer {
   std::uint64_t job = 0;         // the job concerned (ok; a new job's id)
   std::uint64_t leader = 0;      // the leader this member knows (not_leader; 0: none)
   std::string message;
+  std::string code;              // refused: not_found | permission | invalid
 };
 
 class JobDesk {

@@ -353,6 +353,68 @@ TEST_CASE("mesh: 20 jobs submitted across the nodes run once each, where the coo
   for (const auto& [id, n] : lines) CHECK(n == 1);
 }
 
+TEST_CASE("mesh: cancel through the coordinator, from any node, with the owner's permissions", "[mesh]") {
+  std::string why;
+  if (!can_run(&why)) {
+    CORRAL_SKIP(why);
+    return;
+  }
+  constexpr int kNobody = 65534, kOther = 65533;
+  Mesh m(3);
+  for (auto& a : m.agents) a->start();
+  int l = m.agreed({0, 1, 2}, 0, 15000);
+  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
+  REQUIRE(l >= 0);
+  // nobody's job fills a node's 2 cores; three more such jobs: one of the four waits.
+  std::vector<std::uint64_t> ids;
+  for (unsigned k = 0; k < 4; ++k) {
+    Result r = m.agents[k % 3]->submit({"-l", "walltime=600,ncpus=2", "--wrap", "sleep 300"}, kNobody);
+    INFO(r.out << r.err);
+    REQUIRE(r.rc == 0);
+    ids.push_back(std::stoull(r.out));
+  }
+  auto state = [&](unsigned i, std::uint64_t id) {
+    Result r = m.agents[i]->cli({"stat", std::to_string(id), "--json"});
+    return r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json();
+  };
+  std::uint64_t running = 0, waiting = 0;
+  for (double end = now_ms() + 15000; now_ms() < end && (!running || !waiting);
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    int n = 0;
+    for (auto id : ids) n += state(0, id)["state"] == "running";
+    if (n < 3) continue;
+    for (auto id : ids) (state(0, id)["state"] == "running" ? running : waiting) = id;
+  }
+  REQUIRE(running != 0);
+  REQUIRE(waiting != 0);
+
+  // Another user, on another node: refused, and the job runs on.
+  Result no = m.agents[1]->cli({"cancel", std::to_string(running)}, kOther);
+  CHECK(no.rc != 0);
+  CHECK(no.err.find("belongs to nobody") != std::string::npos);
+  Result unknown = m.agents[2]->cli({"cancel", "999"});
+  CHECK(unknown.rc != 0);
+  CHECK(unknown.err.find("unknown job id 999") != std::string::npos);
+  // The owner cancels the waiting one from one node, root the running one from another.
+  CHECK(m.agents[2]->cli({"cancel", std::to_string(waiting)}, kNobody).rc == 0);
+  CHECK(m.agents[1]->cli({"cancel", std::to_string(running)}).rc == 0);
+  for (unsigned i = 0; i < 3; ++i) {
+    for (auto id : {waiting, running}) {
+      Json j;
+      for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+        j = state(i, id);
+        if (j.is_object() && j["state"] == "ended") break;
+      }
+      INFO(j.dump());
+      CHECK(j["state"] == "ended");
+      CHECK(j["end_reason"] == "cancelled");
+      CHECK(j["runs"].size() == (id == waiting ? 0u : 1u));
+    }
+  }
+  CHECK(m.agents[0]->cli({"cancel", std::to_string(running)}).rc != 0);  // already ended
+  for (auto id : ids) m.agents[0]->cli({"cancel", std::to_string(id)});
+}
+
 TEST_CASE("mesh: bad mesh keys are refused at start with the reason", "[mesh]") {
   std::string corrald = env_or("CORRALD", "build/agent/corrald");
   Result two = run({corrald, "--no-config", "--set", "mesh=m", "--set", "voters=127.0.0.1:1,127.0.0.1:2",
