@@ -11,6 +11,8 @@
 //                     (ledger_book.hpp), grants, `corral report`
 //   events.hpp        the event publisher (ZeroMQ PUB)
 //   mesh_link.cpp     the link to the mesh (raft on its own thread), when configured
+//   mesh_submit.cpp   entries and cancels on their way to the coordinator (mesh thread)
+//   mesh_jobs.cpp     submit, stat and cancel through the mesh; the coordinator's starts
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
 // jobs, as the core sees them) and apply() (decisions in). In standalone mode

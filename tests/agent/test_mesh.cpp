@@ -353,6 +353,58 @@ TEST_CASE("mesh: 20 jobs submitted across the nodes run once each, where the coo
   for (const auto& [id, n] : lines) CHECK(n == 1);
 }
 
+TEST_CASE("mesh: SIGKILL to the coordinator while jobs run: none runs twice, none is lost", "[mesh]") {
+  std::string why;
+  if (!can_run(&why)) {
+    CORRAL_SKIP(why);
+    return;
+  }
+  WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+  Mesh m(3);
+  for (auto& a : m.agents) a->start();
+  int l = m.agreed({0, 1, 2}, 0, 15000);
+  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
+  REQUIRE(l >= 0);
+  unsigned lead = static_cast<unsigned>(l), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+  std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
+  std::string ran = m.agents[f1]->dir + "/ran";
+  std::set<std::uint64_t> ids;
+  auto burst = [&](unsigned n) {
+    for (unsigned k = 0; k < n; ++k) {
+      Result r = m.agents[k % 2 ? f1 : f2]->submit({"-l", "walltime=60", "--wrap",
+                                                     "echo $CORRAL_JOBID >> " + ran + "; sleep 1"});
+      INFO(r.out << r.err);
+      REQUIRE(r.rc == 0);
+      ids.insert(std::stoull(r.out));
+    }
+  };
+  burst(12);  // 6 cores: some run, some wait, when the coordinator dies
+  m.agents[lead]->stop(SIGKILL);
+  REQUIRE(m.agreed({f1, f2}, term, 10000) >= 0);
+  burst(6);
+  // The killed node comes back: it adopts the jobs it ran and reports their ends.
+  m.agents[lead]->start();
+  for (unsigned i = 0; i < 3; ++i) CHECK(all_ended(m, i, ids.size(), 90000));
+  for (unsigned i = 0; i < 3; ++i) {
+    Json all = mesh_jobs(m, i);
+    REQUIRE(all.size() == ids.size());
+    for (const Json& j : all) {
+      INFO(j.dump());
+      CHECK(ids.count(j["id"].get<std::uint64_t>()) == 1);
+      CHECK(j["end_reason"] == "completed");
+      CHECK(j["runs"].size() == 1);
+    }
+  }
+  std::map<std::uint64_t, int> lines;
+  std::istringstream in(slurp(ran));
+  for (std::string line; std::getline(in, line);) ++lines[std::stoull(line)];
+  CHECK(lines.size() == ids.size());  // none lost
+  for (const auto& [id, n] : lines) {
+    INFO("job " << id);
+    CHECK(n == 1);  // none ran twice
+  }
+}
+
 TEST_CASE("mesh: cancel through the coordinator, from any node, with the owner's permissions", "[mesh]") {
   std::string why;
   if (!can_run(&why)) {
