@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "coordinator/service/spec_job.hpp"
+
 namespace corral::service {
 
 namespace {
@@ -11,29 +13,11 @@ constexpr std::uint64_t kResendMs = 500;      // a start not acknowledged: sent 
 constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long gets nothing
 
 Job to_job(const MeshJob& m) {
-  const proto::JobSpec& s = m.spec;
   Job j;
+  set_request(j, m.spec, PreemptMode::Requeue);
   j.id = m.id;
-  j.name = s.name;
   j.user = m.user;
-  j.project = s.project;
-  j.queue = s.queue;
-  j.flow_step = s.flow_step;
-  j.pe = s.pe;
   j.submit = static_cast<Time>(m.submit_time);
-  j.walltime = s.walltime;
-  if (!s.pe.empty() && s.slots_min >= 1 && s.slots_max >= s.slots_min) {
-    j.slots_min = s.slots_min;
-    j.slots_max = s.slots_max;
-  } else {
-    j.slots_min = j.slots_max = s.ncpus;
-  }
-  j.mem_mb = s.mem_mb;
-  j.jobfs_mb = s.jobfs_mb;
-  j.reserve = s.reserve;
-  j.immediate = s.immediate;
-  j.checkpointable = s.checkpointable;
-  j.preempt = s.preempt == "suspend" ? PreemptMode::Suspend : PreemptMode::Requeue;
   for (const MeshRun& r : m.runs) {
     if (j.first_start < 0) j.first_start = static_cast<Time>(r.start);
     if (r.end_reason == "preempted") ++j.requeues;
