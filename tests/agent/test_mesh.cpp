@@ -62,6 +62,18 @@ struct Mesh {
     }
   }
 
+  // Starts every member; waits until they agree on a coordinator, whose index it returns.
+  int elect() {
+    WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+    for (auto& a : agents) a->start();
+    std::vector<unsigned> all;
+    for (unsigned i = 0; i < agents.size(); ++i) all.push_back(i);
+    int l = agreed(all, 0, 15000);
+    INFO(agents[0]->log() << agents[1]->log() << agents[2]->log());
+    REQUIRE(l >= 0);
+    return l;
+  }
+
   // `corral mesh --json` of member i (null when it does not answer).
   Json status(unsigned i) const {
     Result r = agents[i]->cli({"mesh", "--json"});
@@ -98,17 +110,9 @@ struct Mesh {
 
 TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the killed one rejoins",
           "[mesh]") {
-  std::string why;
-  if (!can_run(&why)) {
-    CORRAL_SKIP(why);
-    return;
-  }
-  WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+  SKIP_UNLESS_ROOT();
   Mesh m(3);
-  for (auto& a : m.agents) a->start();
-  int l = m.agreed({0, 1, 2}, 0, 15000);
-  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
-  REQUIRE(l >= 0);
+  int l = m.elect();
   // Members say hello every 200 ms: the coordinator soon has heard from each.
   Json before;
   for (double end = now_ms() + 5000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
@@ -193,17 +197,9 @@ std::uint64_t submitted_id(const Result& r) {
 
 TEST_CASE("mesh: a job submitted on any node is listed by every node, also after SIGKILL of the coordinator",
           "[mesh]") {
-  std::string why;
-  if (!can_run(&why)) {
-    CORRAL_SKIP(why);
-    return;
-  }
-  WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+  SKIP_UNLESS_ROOT();
   Mesh m(3);
-  for (auto& a : m.agents) a->start();
-  int l = m.agreed({0, 1, 2}, 0, 15000);
-  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
-  REQUIRE(l >= 0);
+  int l = m.elect();
   unsigned lead = static_cast<unsigned>(l), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
   std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
 
@@ -296,17 +292,9 @@ std::map<std::uint64_t, int> starts_in_log(const Mesh& m, unsigned i) {
 
 TEST_CASE("mesh: 20 jobs submitted across the nodes run once each, where the coordinator placed them",
           "[mesh]") {
-  std::string why;
-  if (!can_run(&why)) {
-    CORRAL_SKIP(why);
-    return;
-  }
-  WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+  SKIP_UNLESS_ROOT();
   Mesh m(3);
-  for (auto& a : m.agents) a->start();
-  int l = m.agreed({0, 1, 2}, 0, 15000);
-  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
-  REQUIRE(l >= 0);
+  REQUIRE(m.elect() >= 0);
   std::string ran = m.agents[0]->dir + "/ran";
   std::set<std::uint64_t> ids;
   double t0 = now_ms();
@@ -354,17 +342,9 @@ TEST_CASE("mesh: 20 jobs submitted across the nodes run once each, where the coo
 }
 
 TEST_CASE("mesh: SIGKILL to the coordinator while jobs run: none runs twice, none is lost", "[mesh]") {
-  std::string why;
-  if (!can_run(&why)) {
-    CORRAL_SKIP(why);
-    return;
-  }
-  WARN("network: loopback (three corrald on 127.0.0.1 ports; network namespaces come later)");
+  SKIP_UNLESS_ROOT();
   Mesh m(3);
-  for (auto& a : m.agents) a->start();
-  int l = m.agreed({0, 1, 2}, 0, 15000);
-  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
-  REQUIRE(l >= 0);
+  int l = m.elect();
   unsigned lead = static_cast<unsigned>(l), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
   std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
   std::string ran = m.agents[f1]->dir + "/ran";
@@ -406,17 +386,10 @@ TEST_CASE("mesh: SIGKILL to the coordinator while jobs run: none runs twice, non
 }
 
 TEST_CASE("mesh: cancel through the coordinator, from any node, with the owner's permissions", "[mesh]") {
-  std::string why;
-  if (!can_run(&why)) {
-    CORRAL_SKIP(why);
-    return;
-  }
+  SKIP_UNLESS_ROOT();
   constexpr int kNobody = 65534, kOther = 65533;
   Mesh m(3);
-  for (auto& a : m.agents) a->start();
-  int l = m.agreed({0, 1, 2}, 0, 15000);
-  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
-  REQUIRE(l >= 0);
+  REQUIRE(m.elect() >= 0);
   // nobody's job fills a node's 2 cores; three more such jobs: one of the four waits.
   std::vector<std::uint64_t> ids;
   for (unsigned k = 0; k < 4; ++k) {
