@@ -17,13 +17,14 @@
 
 namespace corral::agent {
 
-namespace {
 std::string user_name(uid_t uid) {
   passwd pw{}, *res = nullptr;
   char buf[4096];
   if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return pw.pw_name;
   return "";
 }
+
+namespace {
 std::string group_name(gid_t gid) {
   group gr{}, *res = nullptr;
   char buf[4096];
@@ -32,10 +33,9 @@ std::string group_name(gid_t gid) {
 }
 }  // namespace
 
-proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
-  proto::JobSpec& s = r.spec;
+std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec& s) {
   const node::Topology& topo = launcher_->topology();
-  auto bad = [](std::string msg) -> proto::Message { return proto::ErrorRep{"invalid", std::move(msg)}; };
+  auto bad = [](std::string msg) { return proto::ErrorRep{"invalid", std::move(msg)}; };
   // Every field as strictly as `corral submit` checks it, with the same limits and words.
   if (std::string why = proto::check_spec(s); !why.empty()) return bad(why);
   const int node_cores = static_cast<int>(topo.cores.size());
@@ -92,6 +92,12 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
     if (auto why = pba::check_flow_step(sched_.pba.plan, s.project, s.flow_step))
       return bad("-P " + proto::printable(s.project) + ":" + proto::printable(s.flow_step) + ": " + proto::printable(*why));
   }
+  return std::nullopt;
+}
+
+proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
+  proto::JobSpec& s = r.spec;
+  if (auto refused = check_submit(p, s)) return *refused;
 
   JobRecord rec;
   try {

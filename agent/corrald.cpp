@@ -66,7 +66,11 @@ int main(int argc, char** argv) {
       ::gethostname(host, sizeof host - 1);
       cfg.node_name = host;
     }
-    corral::agent::MeshConfig mc{cfg.mesh, cfg.voters, cfg.node_name, cfg.listen, "", true};
+    corral::agent::MeshConfig mc;
+    mc.name = cfg.mesh;
+    mc.voters = cfg.voters;
+    mc.node_name = cfg.node_name;
+    mc.listen = cfg.listen;
     if (std::string why = corral::agent::check_mesh_config(mc); !why.empty()) {
       std::fprintf(stderr, "corrald: %s\n", why.c_str());
       return 2;

@@ -54,14 +54,25 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
            "; checkpoint signal " + signal_name(cfg_.checkpoint_signal) + ", grace " +
            std::to_string(cfg_.checkpoint_grace) + " s");
 
-  if (!cfg_.mesh.empty())  // after the store: its lock keeps a second corrald off the raft files
-    mesh_ = std::make_unique<MeshLink>(MeshConfig{cfg_.mesh, cfg_.voters, cfg_.node_name, cfg_.listen,
-                                                  cfg_.state_dir + "/mesh", cfg_.fsync});
+  if (!cfg_.mesh.empty()) {  // after the store: its lock keeps a second corrald off the raft files
+    MeshConfig mc;
+    mc.name = cfg_.mesh;
+    mc.voters = cfg_.voters;
+    mc.node_name = cfg_.node_name;
+    mc.listen = cfg_.listen;
+    mc.dir = cfg_.state_dir + "/mesh";
+    mc.fsync = cfg_.fsync;
+    mc.sched = sched_;
+    mc.queues = snapshot_queues();
+    mc.on_order = [this](const proto::jobs::Message& m) { mesh_order(m); };
+    mesh_ = std::make_unique<MeshLink>(std::move(mc));
+  }
 
   setup_launcher();
   pub_.set_origin(hostname_, boot_);
   load_jobs();
   recover();
+  if (mesh_) mesh_report_node();
 
   setup_signals();
   pub_.open(cfg_.pub);

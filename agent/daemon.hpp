@@ -11,6 +11,8 @@
 //                     (ledger_book.hpp), grants, `corral report`
 //   events.hpp        the event publisher (ZeroMQ PUB)
 //   mesh_link.cpp     the link to the mesh (raft on its own thread), when configured
+//   mesh_submit.cpp   entries and cancels on their way to the coordinator (mesh thread)
+//   mesh_jobs.cpp     submit, stat and cancel through the mesh; the coordinator's starts
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
 // jobs, as the core sees them) and apply() (decisions in). In standalone mode
@@ -31,6 +33,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -45,6 +48,7 @@
 #include "agent/store.hpp"
 #include "coordinator/model.hpp"
 #include "coordinator/schedule.hpp"
+#include "proto/mesh_jobs.hpp"
 #include "proto/proto.hpp"
 
 namespace corral::node {
@@ -123,12 +127,26 @@ class Daemon {
 
   // ---- the commands (commands.cpp) --------------------------------------
   proto::Message on_submit(const Peer& p, proto::SubmitReq& r);
+  // A submit's checks against this node and its configuration (the spec gets its defaults).
+  std::optional<proto::ErrorRep> check_submit(const Peer& p, proto::JobSpec& s);
   proto::Message on_stat(const Peer& p, const proto::StatReq& r);
   proto::Message on_cancel(const Peer& p, const proto::CancelReq& r);
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
   proto::Message on_report(const Peer& p, const proto::ReportReq& r);
   proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
+
+  // ---- jobs through the mesh (mesh_jobs.cpp) ------------------------------
+  void mesh_submit(Client& c, proto::SubmitReq& r);
+  void mesh_stat(Client& c, const proto::StatReq& r);
+  // A mesh's late answer to the request `ticket` of the connection `fd`, if it still waits.
+  void mesh_answer(int fd, std::uint64_t ticket, const proto::Message& m);
+  void mesh_cancel(Client& c, const proto::CancelReq& r);
+  void mesh_order(const proto::jobs::Message& m);
+  void mesh_start(const proto::jobs::StartJob& s);
+  void mesh_stop(const proto::jobs::CancelJob& s);
+  void mesh_ended(const JobRecord& rec);
+  void mesh_report_node();
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -251,7 +269,12 @@ class Daemon {
 
   // the mesh (none when standalone)
   std::unique_ptr<MeshLink> mesh_;
+  std::uint64_t mesh_tickets_ = 0;    // requests handed to the mesh so far
+  std::uint64_t mesh_term_ = 0;       // the newest coordinator term a start came from
 };
+
+// The name of the user `uid` ("" when it has none).
+std::string user_name(uid_t uid);
 
 // The node as corrald sees it: the emulated node (emulate), the declared shape (declare_cores),
 // the recorded XML (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "agent/store.hpp"
+#include "coordinator/service/spec_job.hpp"
 
 namespace corral::agent {
 
@@ -22,10 +23,6 @@ inline void close_suspension(JobRecord& r, double now) {
   r.suspended_seconds = suspended_total(r, now);
   r.suspended_since = 0;
 }
-// The slot range a spec asks for: a -pe range (min-max), else exactly ncpus.
-inline std::pair<int, int> slot_range(const proto::JobSpec& s) {
-  if (!s.pe.empty() && s.slots_min >= 1 && s.slots_max >= s.slots_min) return {s.slots_min, s.slots_max};
-  return {s.ncpus, s.ncpus};
-}
+using corral::slot_range;  // coordinator/service/spec_job.hpp
 
 }  // namespace corral::agent

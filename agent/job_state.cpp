@@ -99,6 +99,7 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   }
   log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
            std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
+  if (mesh_) mesh_ended(rec);
   proto::Event e;
   e.kind = "ended";
   e.job = rec.id;

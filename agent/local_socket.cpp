@@ -222,7 +222,7 @@ std::size_t Daemon::read_room(const Client& c) const {
 
 short Daemon::client_events(const Client& c) const {
   short ev = c.out.empty() ? 0 : POLLOUT;
-  if (!c.waiting && c.out.size() < kMaxOut && read_room(c) > 0) ev |= POLLIN;
+  if (!c.blocked() && c.out.size() < kMaxOut && read_room(c) > 0) ev |= POLLIN;
   return ev;
 }
 
@@ -243,7 +243,7 @@ void Daemon::close_idle(double mono) {
   if (mono < next_idle_check_) return;
   next_idle_check_ = mono + std::min(1.0, cfg_.client_timeout / 4);
   for (auto& [fd, c] : clients_) {
-    if (c->waiting || c->dead || mono - c->last_active < cfg_.client_timeout) continue;
+    if (c->blocked() || c->dead || mono - c->last_active < cfg_.client_timeout) continue;
     log_limited("idle", "closing the connection of " + uid_text(c->peer) + ": silent for " +
                             std::to_string(static_cast<int>(cfg_.client_timeout)) + " s");
     c->dead = true;
@@ -296,7 +296,7 @@ void Daemon::read_client(Client& c, bool hup) {
   }
   serve_buffered(c);
   if (closed) {
-    if (c.waiting) c.dead = true;  // nobody left to tell
+    if (c.blocked()) c.dead = true;  // nobody left to tell
     else c.close_after_write = true;
   }
 }
@@ -306,7 +306,7 @@ void Daemon::read_client(Client& c, bool hup) {
 void Daemon::serve_buffered(Client& c) {
   std::string frame;
   try {
-    while (!c.dead && !c.waiting && !c.close_after_write && c.out.size() < kMaxOut && c.reader.next(frame))
+    while (!c.dead && !c.blocked() && !c.close_after_write && c.out.size() < kMaxOut && c.reader.next(frame))
       handle(c, frame);
   } catch (const proto::ProtoError& e) {
     send(c, proto::ErrorRep{"proto", e.what()});
@@ -331,7 +331,7 @@ void Daemon::write_client(Client& c) {
     c.dead = true;
     return;
   }
-  if (!c.waiting && c.reader.buffered()) serve_buffered(c);  // held back while replies piled up
+  if (!c.blocked() && c.reader.buffered()) serve_buffered(c);  // held back while replies piled up
 }
 
 void Daemon::handle(Client& c, const std::string& frame) {
@@ -345,7 +345,13 @@ void Daemon::handle(Client& c, const std::string& frame) {
     return;
   }
   try {
-    if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
+    if (auto* r = std::get_if<proto::SubmitReq>(&m); r && mesh_) {
+      mesh_submit(c, *r);
+    } else if (auto* s = std::get_if<proto::StatReq>(&m); s && mesh_) {
+      mesh_stat(c, *s);
+    } else if (auto* x = std::get_if<proto::CancelReq>(&m); x && mesh_) {
+      mesh_cancel(c, *x);
+    } else if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
       proto::Message rep = on_submit(c.peer, *r);
       std::size_t at = c.out.size();
       send(c, rep);

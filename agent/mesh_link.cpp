@@ -13,10 +13,13 @@
 #include <zmq.hpp>
 
 #include "agent/log.hpp"
+#include "coordinator/service/coordinator_loop.hpp"
+#include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_files.hpp"
 #include "coordinator/service/raft_node.hpp"
 #include "coordinator/service/zmq_env.hpp"
+#include "proto/mesh_jobs.hpp"
 #include "proto/mesh_link.hpp"
 
 namespace corral::agent {
@@ -39,14 +42,16 @@ std::string role_text(Role r) {
   return "voter";
 }
 
-// The Env raft runs on, with link messages (proto/mesh_link.hpp) taken out of
-// the stream of received bytes before raft sees it.
+// The Env raft runs on, with link messages (proto/mesh_link.hpp) and jobs
+// messages (proto/mesh_jobs.hpp) taken out of the stream of received bytes
+// before raft sees it.
 class LinkEnv final : public Env {
  public:
-  LinkEnv(Env& inner, std::function<void(std::string_view)> on_link)
-      : inner_(inner), on_link_(std::move(on_link)) {
+  LinkEnv(Env& inner, std::function<void(std::string_view)> on_link, std::function<void(std::string_view)> on_jobs)
+      : inner_(inner), on_link_(std::move(on_link)), on_jobs_(std::move(on_jobs)) {
     inner_.listen([this](std::string_view b) {
       if (proto::link::is_link(b)) on_link_(b);
+      else if (proto::jobs::is_jobs(b)) on_jobs_(b);
       else if (raft_) raft_(b);
     });
   }
@@ -61,7 +66,7 @@ class LinkEnv final : public Env {
 
  private:
   Env& inner_;
-  std::function<void(std::string_view)> on_link_;
+  std::function<void(std::string_view)> on_link_, on_jobs_;
   RecvFn raft_;
 };
 
@@ -93,6 +98,9 @@ struct MeshLink::Member {
   RaftDisk disk;
   MeshMachine fsm;
   std::unique_ptr<RaftNode> node;
+  std::unique_ptr<JobDesk> desk;             // answers forwarded submissions while this member leads
+  std::unique_ptr<SubmitForwarder> forward;  // this member's own submissions
+  std::unique_ptr<CoordinatorLoop> coordinator;  // decides while this member leads
   std::uint64_t id = 0;
   struct Heard {
     proto::link::Hello hello;
@@ -137,9 +145,12 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
       reply([why] { log_limited("bad mesh message", "mesh: bad link message dropped: " + why); });
       return;
     }
-    if (auto* h = std::get_if<proto::link::Hello>(&msg); h && h->mesh == cfg_.name && h->id > 0)
-      m_->heard[h->id] = Member::Heard{*h, m_->loop.now_ms()};
-  });
+    if (auto* h = std::get_if<proto::link::Hello>(&msg); h && h->mesh == cfg_.name && h->id > 0) {
+      std::uint64_t now = m_->loop.now_ms();
+      m_->heard[h->id] = Member::Heard{*h, now};
+      m_->coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, now});
+    }
+  }, [this](std::string_view b) { on_jobs_message(b); });
   m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
   if (m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
     // A new member: every voter writes the same first configuration.
@@ -149,6 +160,19 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     if (int rv = m.node->bootstrap(conf); rv != 0)
       throw std::runtime_error("mesh: cannot write the first configuration: " + m.node->error());
   }
+  m.desk = std::make_unique<JobDesk>(*m.node);
+  m.forward = std::make_unique<SubmitForwarder>(
+      *m.env, *m.node, *m.desk, cfg_.name, [this](std::uint64_t to, std::string bytes) { send_to(to, std::move(bytes)); },
+      cfg_.listen + "/" + std::to_string(::getpid()) + "/" + std::to_string(m.loop.now_ms()), cfg_.submit_wait_ms);
+  m.coordinator = std::make_unique<CoordinatorLoop>(
+      *m.env, *m.node, m.fsm.state(), cfg_.name, cfg_.sched, cfg_.queues,
+      [this](std::uint64_t to, const proto::jobs::Message& msg) {
+        if (to != m_->id) send_to(to, proto::jobs::encode(msg));
+        else if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
+      });
+  m.forward->set_cancel_desk([this](const proto::jobs::CancelAsk& ask, JobDesk::Done done) {
+    m_->coordinator->cancel(ask, done);
+  });
   reply_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (reply_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   std::string wake = "inproc://mesh-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
@@ -161,6 +185,94 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
   status_.state = "unavailable";
   status_.voters = cfg_.voters;
   thread_ = std::thread([this] { thread_main(); });
+}
+
+void MeshLink::send_to(std::uint64_t id, std::string bytes) {
+  if (id == 0 || id > cfg_.voters.size() || id == m_->id) return;
+  m_->env->send(id, endpoint(cfg_.voters[id - 1]), std::move(bytes));
+}
+
+// A jobs message from another member (on the mesh thread).
+void MeshLink::on_jobs_message(std::string_view bytes) {
+  proto::jobs::Message msg;
+  try {
+    msg = proto::jobs::decode(bytes);
+  } catch (const proto::ProtoError&) {
+    return;  // dropped as a lost message: the sender resends
+  }
+  Member& m = *m_;
+  if (auto* a = std::get_if<proto::jobs::ForwardAck>(&msg)) {
+    m.forward->on_ack(*a);
+  } else if (auto* f = std::get_if<proto::jobs::Forward>(&msg); f && f->mesh == cfg_.name && f->cancel.job) {
+    m.coordinator->cancel(f->cancel, [this, from = f->from, request = f->request](const DeskAnswer& a) {
+      send_to(from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m_->id, request, a.status, a.job,
+                                                                a.leader, a.message, a.code}));
+    });
+  } else if (auto* f = std::get_if<proto::jobs::Forward>(&msg); f && f->mesh == cfg_.name) {
+    proto::mesh::Entry e;
+    try {
+      e = proto::mesh::decode_entry(f->entry);
+    } catch (const proto::ProtoError& err) {
+      send_to(f->from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m.id, f->request, "refused", 0, 0,
+                                                                   err.what(), "invalid"}));
+      return;
+    }
+    m.desk->accept(e, [this, from = f->from, request = f->request](const DeskAnswer& a) {
+      send_to(from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m_->id, request, a.status, a.job,
+                                                                a.leader, a.message, a.code}));
+    });
+  } else if (std::holds_alternative<proto::jobs::StartJob>(msg) || std::holds_alternative<proto::jobs::CancelJob>(msg)) {
+    if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
+  } else if (auto* k = std::get_if<proto::jobs::StartAck>(&msg); k && k->mesh == cfg_.name) {
+    if (m.coordinator) m.coordinator->on_ack(*k);
+  }
+}
+
+void MeshLink::propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded) {
+  post([this, e = std::move(e), done = std::move(done), bounded]() mutable {
+    m_->forward->submit(std::move(e), [this, done = std::move(done)](const SubmitResult& r) {
+      reply([done, r] { done(r); });
+    }, bounded);
+  });
+}
+
+void MeshLink::cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done) {
+  post([this, ask = std::move(ask), done = std::move(done)]() mutable {
+    m_->forward->cancel(std::move(ask), [this, done = std::move(done)](const SubmitResult& r) {
+      reply([done, r] { done(r); });
+    });
+  });
+}
+
+void MeshLink::set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node_.cores = cores;
+  node_.mem_mb = mem_mb;
+  node_.jobfs_mb = jobfs_mb;
+  node_.running = std::move(running);
+}
+
+void MeshLink::start_ack(std::uint64_t to, proto::jobs::StartAck a) {
+  post([this, to, a = std::move(a)]() mutable {
+    a.mesh = cfg_.name;
+    a.from = m_->id;
+    if (to == m_->id) m_->coordinator->on_ack(a);
+    else send_to(to, proto::jobs::encode(a));
+  });
+}
+
+void MeshLink::jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done) {
+  post([this, id, done = std::move(done)]() mutable {
+    std::vector<MeshJob> out;
+    const MeshState& st = m_->fsm.state();
+    if (id != 0) {
+      if (const MeshJob* j = st.job(id)) out.push_back(*j);
+    } else {
+      out.reserve(st.data().jobs.size());
+      for (const auto& [jid, j] : st.data().jobs) out.push_back(j);
+    }
+    reply([done = std::move(done), out = std::move(out)]() mutable { done(std::move(out)); });
+  });
 }
 
 MeshLink::~MeshLink() {
@@ -223,8 +335,7 @@ void MeshLink::thread_main() {
     std::string what = leader ? "coordinator of mesh " + cfg_.name + " in term " + std::to_string(term)
                               : "no longer the coordinator (term " + std::to_string(term) + ")";
     reply([what] { log_line(what); });
-    // A new coordinator makes its state current before anything else.
-    if (leader) m_->node->barrier([](Status) {});
+    m_->coordinator->leadership(leader, term);  // a barrier first, then decisions
   });
   if (int rv = m.node->start(); rv != 0) {
     std::string why = "mesh: raft did not start: " + m.node->error();
@@ -232,8 +343,19 @@ void MeshLink::thread_main() {
     return;
   }
   std::function<void()> hello = [this, &m, &hello] {
-    proto::link::Hello h{cfg_.name, m.id, cfg_.node_name, cfg_.listen, std::string(m.node->state_name()),
-                         m.node->term(), m.node->commit_index()};
+    proto::link::Hello h;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      h = node_;
+    }
+    h.mesh = cfg_.name;
+    h.id = m.id;
+    h.name = cfg_.node_name;
+    h.address = cfg_.listen;
+    h.state = std::string(m.node->state_name());
+    h.term = m.node->term();
+    h.commit_index = m.node->commit_index();
+    m.coordinator->node(NodeReport{m.id, h.name, h.cores, h.mem_mb, h.jobfs_mb, h.running, m.loop.now_ms()});
     std::string bytes = proto::link::encode(h);
     for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
       if (i + 1 != m.id) m.env->send(i + 1, endpoint(cfg_.voters[i]), bytes);

@@ -16,6 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "agent/mesh_submit.hpp"
+#include "coordinator/schedule.hpp"
+#include "coordinator/service/mesh_state.hpp"
+#include "proto/mesh_jobs.hpp"
+#include "proto/mesh_link.hpp"
 #include "proto/proto.hpp"
 
 namespace corral::agent {
@@ -27,6 +32,11 @@ struct MeshConfig {
   std::string listen;                // host:port, one of voters
   std::string dir;                   // raft files (created)
   bool fsync = true;
+  std::uint64_t submit_wait_ms = 10000;  // a submission with no coordinator answering fails then
+  SchedConfig sched;                 // the coordinator's pass, as a standalone corrald's
+  std::vector<Queue> queues;
+  // What the coordinator orders this node (a StartJob, a CancelJob), on the daemon's thread.
+  std::function<void(const proto::jobs::Message&)> on_order;
 };
 
 class MeshLink {
@@ -43,6 +53,21 @@ class MeshLink {
   proto::MeshStatus status() const;
   const MeshConfig& config() const { return cfg_; }
 
+  // Jobs through the mesh. `done` runs on the daemon's thread (run_replies()).
+  // propose(): once the mesh committed the entry (a JobAccepted: the new id),
+  // or why not, after at most submit_wait_ms (unbounded: sent until it is
+  // committed). jobs(): the replicated jobs as this member applied them (one,
+  // or every job when `id` is 0).
+  void propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded = true);
+  // A user's cancel, through the coordinator (SubmitResult::message: the job's state).
+  void cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done);
+  void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
+
+  // This node as its hellos report it to the coordinator.
+  void set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running);
+  // A start's acknowledgement, to the coordinator that sent it (member `to`).
+  void start_ack(std::uint64_t to, proto::jobs::StartAck a);
+
   // Runs `fn` on the mesh thread (soon; never inline).
   void post(std::function<void()> fn);
   // Readable when replies wait: the daemon then calls run_replies().
@@ -56,12 +81,15 @@ class MeshLink {
  private:
   void thread_main();
   void publish_status();  // on the mesh thread
+  void on_jobs_message(std::string_view bytes);
+  void send_to(std::uint64_t id, std::string bytes);
 
   MeshConfig cfg_;
   std::unique_ptr<Member> m_;
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   proto::MeshStatus status_;
+  proto::link::Hello node_;          // this node's fields of the hello (under mu_)
   std::deque<std::function<void()>> inbox_, replies_;
   int reply_fd_ = -1;                // eventfd
   std::thread thread_;

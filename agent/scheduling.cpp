@@ -43,24 +43,11 @@ void refresh(Job& j, const JobRecord& r) {
 }
 Job to_job(const JobRecord& r, PreemptMode mode) {
   Job j;
-  // How a policy stops it (PBA's requeue or suspend): the job's own choice, else the node's
-  // preempt_mode.
-  j.preempt = r.spec.preempt.empty() ? mode : parse_preempt_mode(r.spec.preempt);
+  set_request(j, r.spec, mode);  // mode: the node's preempt_mode, unless the job chose
   j.id = r.id;
-  j.name = r.spec.name;
   j.user = r.user;
   j.group = r.group;
-  j.project = r.spec.project;
-  j.flow_step = r.spec.flow_step;
-  j.immediate = r.spec.immediate;
-  j.checkpointable = r.spec.checkpointable;
   j.submit = static_cast<Time>(r.submit_time);
-  j.walltime = r.spec.walltime;
-  j.pe = r.spec.pe;
-  std::tie(j.slots_min, j.slots_max) = slot_range(r.spec);
-  j.mem_mb = r.spec.mem_mb;
-  j.jobfs_mb = r.spec.jobfs_mb;
-  j.reserve = r.spec.reserve;
   refresh(j, r);
   return j;
 }
@@ -314,6 +301,7 @@ void Daemon::drop_pass_snapshot() {
 
 void Daemon::cycle() {
   dirty_ = false;
+  if (mesh_) return;  // in a mesh the coordinator decides (coordinator/service/coordinator_loop.hpp)
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
   // A kept Planner and Plan (their buffers live across passes); the node never changes while

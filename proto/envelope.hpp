@@ -17,6 +17,13 @@
 
 namespace corral::proto {
 
+// Whether `bytes` begin as an envelope with `magic` (under 32 bytes): the
+// first bytes tell the kinds of message that share one socket apart.
+inline bool has_magic(std::string_view bytes, std::string_view magic) {
+  return bytes.size() > magic.size() + 1 && static_cast<unsigned char>(bytes[0]) == 0x94 &&
+         static_cast<unsigned char>(bytes[1]) == (0xa0 | magic.size()) && bytes.substr(2, magic.size()) == magic;
+}
+
 template <class V>
 using KindNames = std::array<std::string_view, std::variant_size_v<V>>;
 

@@ -7,20 +7,9 @@ namespace {
 
 constexpr KindNames<Message> kKinds = {"hello"};
 
-std::string prefix() {
-  msgpack::sbuffer buf;
-  msgpack::packer<msgpack::sbuffer> pk(buf);
-  pk.pack_array(4);
-  pk.pack(kMagic);
-  return std::string(buf.data(), buf.size());
-}
-
 }  // namespace
 
-bool is_link(std::string_view bytes) {
-  static const std::string p = prefix();
-  return bytes.substr(0, p.size()) == p;
-}
+bool is_link(std::string_view bytes) { return has_magic(bytes, kMagic); }
 
 std::string encode(const Message& m) { return encode_envelope(m, kMagic, kVersion, kKinds); }
 

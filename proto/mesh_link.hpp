@@ -1,13 +1,14 @@
 // Messages between mesh members beside raft's own, on the same ZeroMQ
 // sockets: ["corral-link", version, kind, body], body a map. A member
 // announces itself (hello) to every voter a few times a second: its name,
-// its view of the mesh, and so every member's "last contact".
+// its view of the mesh (and so every member's "last contact"), and its node.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "proto/proto.hpp"
 
@@ -24,7 +25,13 @@ struct Hello {
   std::string state;             // leader | follower | candidate | unavailable
   std::uint64_t term = 0;
   std::uint64_t commit_index = 0;
-  MSGPACK_DEFINE_MAP(mesh, id, name, address, state, term, commit_index)
+  // The member's node, for the coordinator's pass: its cores, memory and
+  // scratch space, and the jobs it runs (0 cores: not reported yet).
+  std::int32_t cores = 0;
+  std::int64_t mem_mb = 0;
+  std::int64_t jobfs_mb = 0;
+  std::vector<std::uint64_t> running;
+  MSGPACK_DEFINE_MAP(mesh, id, name, address, state, term, commit_index, cores, mem_mb, jobfs_mb, running)
 };
 
 using Message = std::variant<Hello>;

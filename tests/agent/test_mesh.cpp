@@ -7,7 +7,11 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <sstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -38,11 +42,21 @@ double now_ms() {
 }
 
 struct Mesh {
+  std::unique_ptr<mesh_net::Net> own_net;  // first: it outlives the agents in it
+  std::string no_netns;                    // why there is none
   std::vector<std::unique_ptr<Agent>> agents;
   std::vector<std::string> names;
 
+  // Each member in a namespace of its own network when the machine allows it, else on
+  // loopback ports.
+  explicit Mesh(unsigned n) : no_netns(mesh_net::unavailable()) {
+    if (no_netns.empty()) own_net = std::make_unique<mesh_net::Net>(static_cast<int>(n));
+    setup(n, own_net.get());
+  }
   // net: each member in its namespace; null: on loopback ports.
-  Mesh(unsigned n, const mesh_net::Net* net) {
+  Mesh(unsigned n, const mesh_net::Net* net) { setup(n, net); }
+
+  void setup(unsigned n, const mesh_net::Net* net) {
     std::vector<std::string> listen;
     std::string voters;
     for (unsigned i = 0; i < n; ++i) {
@@ -60,6 +74,19 @@ struct Mesh {
       if (net) a->wrap = net->exec_prefix(static_cast<int>(i));
       agents.push_back(std::move(a));
     }
+  }
+
+  // Starts every member; waits until they agree on a coordinator, whose index it returns.
+  int elect() {
+    WARN("network: " << (own_net ? "namespaces (each corrald in its own, on " + own_net->subnet() + ")"
+                                 : "loopback (corrald on 127.0.0.1 ports; namespaces: " + no_netns + ")"));
+    for (auto& a : agents) a->start();
+    std::vector<unsigned> all;
+    for (unsigned i = 0; i < agents.size(); ++i) all.push_back(i);
+    int l = agreed(all, 0, 15000);
+    INFO(agents[0]->log() << agents[1]->log() << agents[2]->log());
+    REQUIRE(l >= 0);
+    return l;
   }
 
   // `corral mesh --json` of member i (null when it does not answer).
@@ -98,22 +125,9 @@ struct Mesh {
 
 TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the killed one rejoins",
           "[mesh]") {
-  std::string why;
-  if (!can_run(&why)) {
-    CORRAL_SKIP(why);
-    return;
-  }
-  // Its own network when the machine allows it (checked to route nowhere else before any agent starts).
-  std::unique_ptr<mesh_net::Net> net;
-  const std::string no_netns = mesh_net::unavailable();
-  if (no_netns.empty()) net = std::make_unique<mesh_net::Net>(3);
-  WARN("network: " << (net ? "namespaces (three corrald, each in its own, on " + net->subnet() + ")"
-                           : "loopback (three corrald on 127.0.0.1 ports; namespaces: " + no_netns + ")"));
-  Mesh m(3, net.get());
-  for (auto& a : m.agents) a->start();
-  int l = m.agreed({0, 1, 2}, 0, 15000);
-  INFO(m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
-  REQUIRE(l >= 0);
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);  // its own network when the machine allows it (checked to route nowhere else first)
+  int l = m.elect();
   // Members say hello every 200 ms: the coordinator soon has heard from each.
   Json before;
   for (double end = now_ms() + 5000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
@@ -164,6 +178,281 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
   CHECK(back["coordinator"] == m.names[static_cast<unsigned>(nl)]);
   CHECK(back["last_applied"].get<std::uint64_t>() >= commit);
   CHECK(m.agents[static_cast<unsigned>(l)]->log().find("raft log") == std::string::npos);  // nothing cut or damaged
+}
+
+namespace {
+
+// The ids `corral stat --json` of member i lists (empty when it does not answer).
+std::set<std::uint64_t> mesh_ids(const Mesh& m, unsigned i) {
+  std::set<std::uint64_t> ids;
+  Result r = m.agents[i]->cli({"stat", "--json"});
+  if (r.rc != 0) return ids;
+  Json all = Json::parse(r.out, nullptr, false);
+  if (!all.is_array()) return ids;
+  for (const Json& j : all) ids.insert(j["id"].get<std::uint64_t>());
+  return ids;
+}
+
+// Waits until member i lists every id of `want`.
+bool lists(const Mesh& m, unsigned i, const std::set<std::uint64_t>& want, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    std::set<std::uint64_t> have = mesh_ids(m, i);
+    if (std::includes(have.begin(), have.end(), want.begin(), want.end())) return true;
+  }
+  return false;
+}
+
+std::uint64_t submitted_id(const Result& r) {
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  return std::stoull(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("mesh: a job submitted on any node is listed by every node, also after SIGKILL of the coordinator",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  int l = m.elect();
+  unsigned lead = static_cast<unsigned>(l), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+  std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
+
+  // Submitted on a follower (forwarded to the coordinator), listed on the other follower.
+  double t0 = now_ms();
+  std::uint64_t a = submitted_id(m.agents[f1]->submit({"-N", "fwd", "-l", "walltime=600", "--wrap", "sleep 300"}));
+  WARN("submit on a follower, answered once committed: " << static_cast<int>(now_ms() - t0) << " ms");
+  std::uint64_t b = submitted_id(m.agents[lead]->submit({"-N", "own", "-l", "walltime=600", "--wrap", "sleep 300"}));
+  CHECK(a != b);
+  CHECK(lists(m, f2, {a, b}, 5000));
+  Result one = m.agents[f2]->cli({"stat", std::to_string(a), "--json"});
+  REQUIRE(one.rc == 0);
+  Json ja = Json::parse(one.out);
+  CHECK(ja["name"] == "fwd");
+  CHECK(ja["state"] != "ended");  // pending, or already started by the coordinator
+  CHECK(ja["user"] == "root");
+  CHECK(m.agents[f2]->cli({"stat", "999"}).rc != 0);
+  // A refused submit never reaches the mesh.
+  Result bad = m.agents[f1]->submit({"-l", "ncpus=64", "--wrap", "true"});
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("exceeds this node's") != std::string::npos);
+
+  m.agents[lead]->stop(SIGKILL);
+  REQUIRE(m.agreed({f1, f2}, term, 10000) >= 0);
+  for (unsigned i : {f1, f2}) {
+    std::set<std::uint64_t> ids = mesh_ids(m, i);
+    CHECK(ids == std::set<std::uint64_t>{a, b});  // same ids, nothing lost, nothing doubled
+  }
+  // The survivors accept more, under new ids.
+  std::uint64_t c = submitted_id(m.agents[f2]->submit({"-l", "walltime=600", "--wrap", "sleep 300"}));
+  CHECK(c != a);
+  CHECK(c != b);
+  CHECK(lists(m, f1, {a, b, c}, 5000));
+}
+
+TEST_CASE("mesh: with no coordinator reachable a submit fails after a bounded wait, nothing accepted",
+          "[mesh]") {
+  std::string why;
+  if (!can_run(&why)) {
+    CORRAL_SKIP(why);
+    return;
+  }
+  Mesh m(3);
+  m.agents[0]->start();  // one voter of three: no majority, no coordinator
+  double t0 = now_ms();
+  Result r = m.agents[0]->submit({"-l", "walltime=600", "--wrap", "true"});
+  double took = now_ms() - t0;
+  INFO(r.out << r.err << m.agents[0]->log());
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("no coordinator of mesh test accepted the job") != std::string::npos);
+  CHECK(r.err.find("job not accepted") != std::string::npos);
+  CHECK(took < 20000);
+  CHECK(mesh_ids(m, 0).empty());
+  CHECK(m.agents[0]->cli({"node"}).rc == 0);  // still serving
+}
+
+namespace {
+
+// `corral stat --json` of member i (an empty array when it does not answer).
+Json mesh_jobs(const Mesh& m, unsigned i) {
+  Result r = m.agents[i]->cli({"stat", "--json"});
+  Json all = r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json::array();
+  return all.is_array() ? all : Json::array();
+}
+
+// Waits until member i lists `n` jobs, every one ended.
+bool all_ended(const Mesh& m, unsigned i, std::size_t n, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    Json all = mesh_jobs(m, i);
+    bool done = all.size() == n;
+    for (const Json& j : all) done = done && j["state"] == "ended";
+    if (done) return true;
+  }
+  return false;
+}
+
+// How many times each job started on member i, from its log.
+std::map<std::uint64_t, int> starts_in_log(const Mesh& m, unsigned i) {
+  std::map<std::uint64_t, int> n;
+  std::istringstream log(m.agents[i]->log());
+  for (std::string line; std::getline(log, line);) {
+    std::size_t at = line.find("corrald: job ");
+    if (at == std::string::npos || line.find(" started on cores ") == std::string::npos) continue;
+    ++n[std::stoull(line.substr(at + 13))];
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("mesh: 20 jobs submitted across the nodes run once each, where the coordinator placed them",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  REQUIRE(m.elect() >= 0);
+  std::string ran = m.agents[0]->dir + "/ran";
+  std::set<std::uint64_t> ids;
+  double t0 = now_ms();
+  for (unsigned k = 0; k < 20; ++k) {
+    Result r = m.agents[k % 3]->submit({"-N", "j" + std::to_string(k), "-l", "walltime=60", "--wrap",
+                                        "echo $CORRAL_JOBID >> " + ran + "; sleep 0.3"});
+    INFO(r.out << r.err);
+    REQUIRE(r.rc == 0);
+    ids.insert(std::stoull(r.out));
+  }
+  CHECK(ids.size() == 20);
+  for (unsigned i = 0; i < 3; ++i) CHECK(all_ended(m, i, 20, 60000));
+  WARN("20 jobs of 0.3 s on 3 nodes of 2 cores, first submit to last end seen: "
+       << static_cast<int>(now_ms() - t0) << " ms");
+
+  // Every job: one run, completed, on the node the replicated run names; that node's log has
+  // exactly one start of it and no other node's log has any.
+  std::vector<std::map<std::uint64_t, int>> starts;
+  for (unsigned i = 0; i < 3; ++i) starts.push_back(starts_in_log(m, i));
+  std::map<std::string, int> per_node;
+  for (unsigned i = 0; i < 3; ++i) {
+    Json all = mesh_jobs(m, i);
+    REQUIRE(all.size() == 20);
+    for (const Json& j : all) {
+      INFO(j.dump());
+      CHECK(j["end_reason"] == "completed");
+      REQUIRE(j["runs"].size() == 1);
+      std::string on = j["runs"][0]["comment"].get<std::string>();  // "on NODE"
+      REQUIRE(on.rfind("on ", 0) == 0);
+      std::string node = on.substr(3);
+      auto at = std::find(m.names.begin(), m.names.end(), node);
+      REQUIRE(at != m.names.end());
+      std::uint64_t id = j["id"].get<std::uint64_t>();
+      for (unsigned k = 0; k < 3; ++k)
+        CHECK(starts[k][id] == (m.names[k] == node ? 1 : 0));
+      if (i == 0) ++per_node[node];
+    }
+  }
+  CHECK(per_node.size() >= 2);  // the plan used more than one node
+  std::map<std::uint64_t, int> lines;
+  std::istringstream in(slurp(ran));
+  for (std::string line; std::getline(in, line);) ++lines[std::stoull(line)];
+  CHECK(lines.size() == 20);
+  for (const auto& [id, n] : lines) CHECK(n == 1);
+}
+
+TEST_CASE("mesh: SIGKILL to the coordinator while jobs run: none runs twice, none is lost", "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  int l = m.elect();
+  unsigned lead = static_cast<unsigned>(l), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+  std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
+  std::string ran = m.agents[f1]->dir + "/ran";
+  std::set<std::uint64_t> ids;
+  auto burst = [&](unsigned n) {
+    for (unsigned k = 0; k < n; ++k) {
+      Result r = m.agents[k % 2 ? f1 : f2]->submit({"-l", "walltime=60", "--wrap",
+                                                     "echo $CORRAL_JOBID >> " + ran + "; sleep 1"});
+      INFO(r.out << r.err);
+      REQUIRE(r.rc == 0);
+      ids.insert(std::stoull(r.out));
+    }
+  };
+  burst(12);  // 6 cores: some run, some wait, when the coordinator dies
+  m.agents[lead]->stop(SIGKILL);
+  REQUIRE(m.agreed({f1, f2}, term, 10000) >= 0);
+  burst(6);
+  // The killed node comes back: it adopts the jobs it ran and reports their ends.
+  m.agents[lead]->start();
+  for (unsigned i = 0; i < 3; ++i) CHECK(all_ended(m, i, ids.size(), 90000));
+  for (unsigned i = 0; i < 3; ++i) {
+    Json all = mesh_jobs(m, i);
+    REQUIRE(all.size() == ids.size());
+    for (const Json& j : all) {
+      INFO(j.dump());
+      CHECK(ids.count(j["id"].get<std::uint64_t>()) == 1);
+      CHECK(j["end_reason"] == "completed");
+      CHECK(j["runs"].size() == 1);
+    }
+  }
+  std::map<std::uint64_t, int> lines;
+  std::istringstream in(slurp(ran));
+  for (std::string line; std::getline(in, line);) ++lines[std::stoull(line)];
+  CHECK(lines.size() == ids.size());  // none lost
+  for (const auto& [id, n] : lines) {
+    INFO("job " << id);
+    CHECK(n == 1);  // none ran twice
+  }
+}
+
+TEST_CASE("mesh: cancel through the coordinator, from any node, with the owner's permissions", "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  constexpr int kNobody = 65534, kOther = 65533;
+  Mesh m(3);
+  REQUIRE(m.elect() >= 0);
+  // nobody's job fills a node's 2 cores; three more such jobs: one of the four waits.
+  std::vector<std::uint64_t> ids;
+  for (unsigned k = 0; k < 4; ++k) {
+    Result r = m.agents[k % 3]->submit({"-l", "walltime=600,ncpus=2", "--wrap", "sleep 300"}, kNobody);
+    INFO(r.out << r.err);
+    REQUIRE(r.rc == 0);
+    ids.push_back(std::stoull(r.out));
+  }
+  auto state = [&](unsigned i, std::uint64_t id) {
+    Result r = m.agents[i]->cli({"stat", std::to_string(id), "--json"});
+    return r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json();
+  };
+  std::uint64_t running = 0, waiting = 0;
+  for (double end = now_ms() + 15000; now_ms() < end && (!running || !waiting);
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    int n = 0;
+    for (auto id : ids) n += state(0, id)["state"] == "running";
+    if (n < 3) continue;
+    for (auto id : ids) (state(0, id)["state"] == "running" ? running : waiting) = id;
+  }
+  REQUIRE(running != 0);
+  REQUIRE(waiting != 0);
+
+  // Another user, on another node: refused, and the job runs on.
+  Result no = m.agents[1]->cli({"cancel", std::to_string(running)}, kOther);
+  CHECK(no.rc != 0);
+  CHECK(no.err.find("belongs to nobody") != std::string::npos);
+  Result unknown = m.agents[2]->cli({"cancel", "999"});
+  CHECK(unknown.rc != 0);
+  CHECK(unknown.err.find("unknown job id 999") != std::string::npos);
+  // The owner cancels the waiting one from one node, root the running one from another.
+  CHECK(m.agents[2]->cli({"cancel", std::to_string(waiting)}, kNobody).rc == 0);
+  CHECK(m.agents[1]->cli({"cancel", std::to_string(running)}).rc == 0);
+  for (unsigned i = 0; i < 3; ++i) {
+    for (auto id : {waiting, running}) {
+      Json j;
+      for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+        j = state(i, id);
+        if (j.is_object() && j["state"] == "ended") break;
+      }
+      INFO(j.dump());
+      CHECK(j["state"] == "ended");
+      CHECK(j["end_reason"] == "cancelled");
+      CHECK(j["runs"].size() == (id == waiting ? 0u : 1u));
+    }
+  }
+  CHECK(m.agents[0]->cli({"cancel", std::to_string(running)}).rc != 0);  // already ended
+  for (auto id : ids) m.agents[0]->cli({"cancel", std::to_string(id)});
 }
 
 TEST_CASE("mesh: bad mesh keys are refused at start with the reason", "[mesh]") {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "coordinator/service/mesh_state.hpp"
+#include "proto/mesh_jobs.hpp"
 #include "proto/mesh_link.hpp"
 
 using namespace corral;
@@ -186,7 +187,7 @@ TEST_CASE("a snapshot restores the whole state; bad bytes change nothing", "[mes
 TEST_CASE("link messages: a hello survives its bytes; raft's bytes and bad ones are not taken",
           "[mesh_state]") {
   namespace link = corral::proto::link;
-  link::Hello h{"rack1", 2, "node2", "10.0.0.2:7470", "follower", 4, 12};
+  link::Hello h{"rack1", 2, "node2", "10.0.0.2:7470", "follower", 4, 12, 16, 64000, 0, {7, 9}};
   std::string bytes = link::encode(h);
   CHECK(link::is_link(bytes));
   auto back = std::get<link::Hello>(link::decode(bytes));
@@ -194,7 +195,42 @@ TEST_CASE("link messages: a hello survives its bytes; raft's bytes and bad ones 
   CHECK(back.id == 2);
   CHECK(back.name == "node2");
   CHECK(back.commit_index == 12);
+  CHECK(back.cores == 16);
+  CHECK(back.running == std::vector<std::uint64_t>{7, 9});
   CHECK_FALSE(link::is_link(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
   CHECK_FALSE(link::is_link(""));
   CHECK_THROWS_WITH(link::decode(bytes.substr(0, bytes.size() - 3)), Catch::Contains("not a link message"));
+}
+
+TEST_CASE("jobs messages: each kind survives its bytes; other messages and bad bytes are not taken",
+          "[mesh_state]") {
+  namespace jobs = corral::proto::jobs;
+  namespace link = corral::proto::link;
+  jobs::Forward f{"rack1", 2, 7, mesh::encode_entry(accepted("n2/1")), {}};
+  std::string bytes = jobs::encode(f);
+  CHECK(jobs::is_jobs(bytes));
+  CHECK_FALSE(link::is_link(bytes));
+  auto fb = std::get<jobs::Forward>(jobs::decode(bytes));
+  CHECK(fb.request == 7);
+  CHECK(std::get<mesh::JobAccepted>(mesh::decode_entry(fb.entry)).token == "n2/1");
+  CHECK(fb.cancel.job == 0);
+
+  jobs::StartJob s{"rack1", 1, 5, 4, 3, 12, 2, {"n3"}, accepted()};
+  auto sb = std::get<jobs::StartJob>(jobs::decode(jobs::encode(s)));
+  CHECK(sb.term == 5);
+  CHECK(sb.decided_term == 4);
+  CHECK(sb.run == 2);
+  CHECK(sb.nodes == std::vector<std::string>{"n3"});
+  CHECK(sb.spec.spec.name == "run1");
+  CHECK(sb.spec.uid == 1000);
+
+  jobs::CancelJob x{"rack1", 1, 5, 12, 2, "alice"};
+  CHECK(std::get<jobs::CancelJob>(jobs::decode(jobs::encode(x))).who == "alice");
+  jobs::ForwardAck a{"rack1", 1, 7, "refused", 12, 0, "job 12 belongs to bob", "permission"};
+  CHECK(std::get<jobs::ForwardAck>(jobs::decode(jobs::encode(a))).code == "permission");
+
+  CHECK_FALSE(jobs::is_jobs(link::encode(link::Hello{})));
+  CHECK_FALSE(jobs::is_jobs(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
+  CHECK_FALSE(jobs::is_jobs(""));
+  CHECK_THROWS_WITH(jobs::decode(bytes.substr(0, bytes.size() - 3)), Catch::Contains("not a jobs message"));
 }

@@ -1,0 +1,245 @@
+// Jobs through the mesh, the daemon's side: in a mesh, `corral submit` is
+// checked here as standalone, then proposed to the mesh (agent/mesh_link.hpp
+// forwards it to the coordinator and follows coordinator changes); the id is
+// answered only once a majority holds the job. `corral stat` lists the mesh's
+// jobs from the replicated state this member applied. The connection waits
+// meanwhile (Client::mesh_ticket); its later requests are held back.
+//
+// The coordinator's starts for this node arrive as StartJob: each (job, run)
+// is started at most once, through the launcher as any job (cgroups, as its
+// user), and acknowledged; a start from an older coordinator term is refused.
+// The run number is kept in the job's record (requeues = run - 1, the runs
+// before it), so a start sent again after a restart is recognised. Every end
+// is proposed to the mesh as JobEnded, sent until the mesh has it. The node's
+// own pass does not run in a mesh.
+#include <string>
+
+#include "agent/daemon.hpp"
+#include "agent/local_socket.hpp"
+#include "agent/mesh_link.hpp"
+#include "agent/node/launcher.hpp"
+#include "agent/node/topology.hpp"
+#include "proto/spec_check.hpp"
+
+namespace corral::agent {
+
+namespace {
+
+std::string default_output(const proto::JobSpec& s, const char* kind, std::uint64_t id) {
+  return s.cwd + "/" + s.name + kind + std::to_string(id);
+}
+
+// A replicated job as users see it (as info() shows a local one).
+proto::JobInfo mesh_info(const service::MeshJob& j) {
+  proto::JobInfo i;
+  const proto::JobSpec& s = j.spec;
+  i.id = j.id;
+  i.name = s.name;
+  i.user = j.user;
+  i.uid = j.uid;
+  i.queue = s.queue;
+  i.project = s.project;
+  i.state = j.state;
+  i.exit_code = j.exit_code;
+  i.end_reason = j.end_reason;
+  i.submit_time = j.submit_time;
+  i.walltime = s.walltime;
+  i.ncpus = s.ncpus;
+  i.mem_mb = s.mem_mb;
+  i.jobfs_mb = s.jobfs_mb;
+  i.stdout_path = s.stdout_path.empty() ? default_output(s, ".o", j.id) : s.stdout_path;
+  i.stderr_path = s.stderr_path.empty() ? default_output(s, ".e", j.id) : s.stderr_path;
+  i.pe = s.pe;
+  i.slots_min = s.slots_min;
+  i.slots_max = s.slots_max;
+  i.flow_step = s.flow_step;
+  i.preempt = s.preempt;
+  for (const service::MeshRun& r : j.runs) {
+    std::string on;
+    for (const auto& n : r.nodes) on += (on.empty() ? "on " : ",") + n;
+    i.runs.push_back(proto::RunInfo{r.start, r.end, r.end_reason, r.exit_code, on});
+    if (r.end_reason == "preempted") ++i.requeues;
+  }
+  if (!j.runs.empty()) {
+    i.start_time = j.runs.back().start;
+    i.end_time = j.runs.back().end;
+    i.comment = i.runs.back().comment;
+  } else if (j.state == proto::state::kPending) {
+    i.comment = "accepted by the mesh";
+  }
+  return i;
+}
+
+}  // namespace
+
+void Daemon::mesh_report_node() {
+  const node::Topology& topo = launcher_->topology();
+  mesh_->set_node(static_cast<int>(topo.cores.size()), topo.mem_mb, topo.jobfs_mb,
+                  std::vector<std::uint64_t>(active_.begin(), active_.end()));
+}
+
+void Daemon::mesh_order(const proto::jobs::Message& m) {
+  if (auto* s = std::get_if<proto::jobs::StartJob>(&m)) mesh_start(*s);
+  else if (auto* x = std::get_if<proto::jobs::CancelJob>(&m)) mesh_stop(*x);
+}
+
+// The coordinator's cancel of a run here: stopped as a standalone cancel stops it.
+void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
+  if (s.term < mesh_term_) return;
+  JobRecord* rec = store_->find(s.job);
+  if (!rec || rec->ended() || rec->requeues + 1 != s.run) return;
+  rec->cancel_requested = true;
+  rec->comment = "cancel requested by " + s.who;
+  store_->put(*rec);
+  std::string err = launcher_->cancel(rec->id);
+  if (!err.empty()) log_line("job " + std::to_string(rec->id) + ": cancel: " + err);
+  log_line("job " + std::to_string(s.job) + " cancel requested by " + s.who + " through the mesh");
+  poll_launcher();
+}
+
+void Daemon::mesh_cancel(Client& c, const proto::CancelReq& r) {
+  proto::jobs::CancelAsk ask{r.id, c.peer.uid, c.peer.gid, c.peer.admin, user_name(c.peer.uid)};
+  if (ask.who.empty()) ask.who = std::to_string(c.peer.uid);
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, id = r.id](const SubmitResult& res) {
+    if (res.ok) mesh_answer(fd, ticket, proto::CancelRep{id, res.message});
+    else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
+  });
+}
+
+void Daemon::mesh_start(const proto::jobs::StartJob& s) {
+  proto::jobs::StartAck ack;
+  ack.term = s.term;
+  ack.decision = s.decision;
+  ack.job = s.job;
+  ack.run = s.run;
+  std::string what = "job " + std::to_string(s.job) + " run " + std::to_string(s.run);
+  auto answer = [&](const char* status, std::string msg) {
+    ack.status = status;
+    ack.message = std::move(msg);
+    mesh_->start_ack(s.from, ack);
+  };
+  if (s.term < mesh_term_) {
+    log_line("mesh: start of " + what + " refused: term " + std::to_string(s.term) + " is older than term " +
+             std::to_string(mesh_term_));
+    answer("refused", "term " + std::to_string(s.term) + " is older than term " + std::to_string(mesh_term_));
+    return;
+  }
+  mesh_term_ = s.term;
+  if (JobRecord* had = store_->find(s.job); had && had->requeues + 1 >= s.run) {
+    // Applied here already (a resend, or a new coordinator's reconciliation): never a second start.
+    if (had->ended()) mesh_ended(*had);  // its end may not have reached the mesh yet
+    answer("started", "already applied");
+    return;
+  }
+  JobRecord rec;
+  rec.id = s.job;
+  rec.spec = s.spec.spec;
+  for (const auto& e : rec.spec.env) {
+    rec.env_blob += e;
+    rec.env_blob.push_back('\0');
+  }
+  rec.spec.env.clear();
+  if (rec.spec.stdout_path.empty()) rec.spec.stdout_path = default_output(rec.spec, ".o", rec.id);
+  if (rec.spec.stderr_path.empty()) rec.spec.stderr_path = default_output(rec.spec, ".e", rec.id);
+  rec.uid = s.spec.uid;
+  rec.gid = s.spec.gid;
+  rec.user = s.spec.user;
+  rec.group = std::to_string(s.spec.gid);
+  rec.submit_time = s.spec.submit_time;
+  rec.requeues = s.run - 1;
+  rec.state = std::string(proto::state::kPending);
+  store_->put(rec);
+  JobRecord& r = *store_->find(s.job);
+  Decision d;
+  d.job = r.id;
+  d.slots = r.spec.ncpus;
+  d.reason = "started by the mesh's coordinator (term " + std::to_string(s.decided_term) + ", decision " +
+             std::to_string(s.decision) + ")";
+  start_job(r, d);
+  if (r.state == proto::state::kRunning) {
+    mesh_report_node();
+    answer("started", "");
+  } else if (r.ended()) {  // the launch failed: its end is on its way to the mesh
+    answer("failed", r.comment);
+  } else {
+    // Not started (no free cores as this node sees them): back to the queue, nothing kept here.
+    std::string why = "could not start on " + cfg_.node_name + ": " + (r.comment.empty() ? "no free cores" : r.comment);
+    store_->erase(r.id);
+    log_line("mesh: " + what + " " + why);
+    mesh_->propose(proto::mesh::JobRequeued{s.job, s.run, why, now()},
+                   [what](const SubmitResult& res) {
+                     if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
+                   },
+                   false);
+    answer("failed", why);
+  }
+}
+
+// A run of a mesh job ended here: the mesh is told until it has it.
+void Daemon::mesh_ended(const JobRecord& rec) {
+  std::int32_t run = rec.requeues + 1;
+  std::string what = "end of job " + std::to_string(rec.id) + " run " + std::to_string(run);
+  mesh_->propose(proto::mesh::JobEnded{rec.id, run, rec.end_reason, rec.exit_code, rec.end_time},
+                 [what](const SubmitResult& res) {
+                   if (!res.ok) log_line("mesh: " + what + " not taken: " + res.message);
+                 },
+                 false);
+  mesh_report_node();
+}
+
+void Daemon::mesh_submit(Client& c, proto::SubmitReq& r) {
+  proto::JobSpec& s = r.spec;
+  if (auto refused = check_submit(c.peer, s)) {
+    send(c, *refused);
+    return;
+  }
+  // Output paths made absolute here (the submitter's cwd); the defaults name the id, which
+  // only the mesh gives.
+  if (s.name.empty()) s.name = "job";
+  for (std::string* path : {&s.stdout_path, &s.stderr_path})
+    if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;
+  proto::mesh::JobAccepted job;
+  job.user = user_name(c.peer.uid);
+  if (job.user.empty()) job.user = std::to_string(c.peer.uid);
+  job.uid = c.peer.uid;
+  job.gid = c.peer.gid;
+  job.submit_time = now();
+  std::string what = job.user + ": " + proto::printable(s.name) + " ncpus=" + std::to_string(s.ncpus);
+  job.spec = std::move(s);
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->propose(std::move(job), [this, fd = c.fd, ticket, what](const SubmitResult& res) {
+    if (res.ok) {
+      log_line("job " + std::to_string(res.job) + " accepted by the mesh, submitted by " + what);
+      mesh_answer(fd, ticket, proto::SubmitRep{res.job});
+    } else {
+      log_line("submit by " + what + " not accepted: " + res.message);
+      mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
+    }
+  });
+}
+
+void Daemon::mesh_stat(Client& c, const proto::StatReq& r) {
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->jobs(r.id, [this, fd = c.fd, ticket, id = r.id](std::vector<service::MeshJob> jobs) {
+    if (id != 0 && jobs.empty()) {
+      mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "unknown job id " + std::to_string(id)});
+      return;
+    }
+    proto::StatRep rep;
+    rep.jobs.reserve(jobs.size());
+    for (const auto& j : jobs) rep.jobs.push_back(mesh_info(j));
+    mesh_answer(fd, ticket, rep);
+  });
+}
+
+void Daemon::mesh_answer(int fd, std::uint64_t ticket, const proto::Message& m) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end() || it->second->mesh_ticket != ticket) return;  // gone meanwhile
+  Client& c = *it->second;
+  send(c, m);
+  c.mesh_ticket = 0;
+  serve_buffered(c);  // requests queued behind this one
+}
+
+}  // namespace corral::agent

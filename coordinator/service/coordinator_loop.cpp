@@ -1,0 +1,240 @@
+#include "coordinator/service/coordinator_loop.hpp"
+
+#include <ctime>
+
+#include "coordinator/service/spec_job.hpp"
+
+namespace corral::service {
+
+namespace {
+
+constexpr std::uint64_t kTickMs = 50;
+constexpr std::uint64_t kResendMs = 500;      // a start not acknowledged: sent again
+constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long gets nothing
+
+Job to_job(const MeshJob& m) {
+  Job j;
+  set_request(j, m.spec, PreemptMode::Requeue);
+  j.id = m.id;
+  j.user = m.user;
+  j.submit = static_cast<Time>(m.submit_time);
+  for (const MeshRun& r : m.runs) {
+    if (j.first_start < 0) j.first_start = static_cast<Time>(r.start);
+    if (r.end_reason == "preempted") ++j.requeues;
+  }
+  return j;
+}
+
+}  // namespace
+
+CoordinatorLoop::CoordinatorLoop(Env& env, Consensus& c, const MeshState& state, std::string mesh,
+                                 SchedConfig sched, std::vector<Queue> queues, Push push)
+    : env_(env), c_(c), state_(state), mesh_(std::move(mesh)), sched_(std::move(sched)),
+      queues_(std::move(queues)), push_(std::move(push)) {}
+
+CoordinatorLoop::~CoordinatorLoop() { *alive_ = false; }
+
+void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
+  ready_ = false;
+  proposing_.clear();
+  unacked_.clear();
+  if (!leader) return;
+  term_ = term;
+  next_decision_ = 0;
+  c_.barrier([this, alive = alive_, term](Status st) {
+    if (!*alive || st != Status::ok || !c_.is_leader() || c_.term() != term) return;
+    ready_ = true;
+    dirty_ = true;
+    // Every committed start again, to the node it names: settled there, never elsewhere.
+    for (const auto& [id, j] : state_.data().jobs)
+      if (j.state == proto::state::kRunning || j.state == proto::state::kSuspended) push_start(id);
+  });
+  if (!ticking_) {
+    ticking_ = true;
+    env_.post(kTickMs, [this, alive = alive_] {
+      if (*alive) tick();
+    });
+  }
+}
+
+void CoordinatorLoop::node(const NodeReport& r) {
+  auto it = nodes_.find(r.name);
+  if (it == nodes_.end() || it->second.cores != r.cores || it->second.mem_mb != r.mem_mb) dirty_ = true;
+  nodes_[r.name] = r;
+}
+
+void CoordinatorLoop::on_ack(const proto::jobs::StartAck& a) {
+  auto it = unacked_.find(a.job);
+  if (it == unacked_.end() || it->second.start.run != a.run) return;
+  unacked_.erase(it);
+}
+
+void CoordinatorLoop::tick() {
+  if (!c_.is_leader()) {
+    ready_ = false;
+    ticking_ = false;
+    return;
+  }
+  if (ready_) {
+    resend_unacked();
+    if (c_.last_applied() != seen_applied_) dirty_ = true;
+    if (dirty_) pass();
+  }
+  env_.post(kTickMs, [this, alive = alive_] {
+    if (*alive) tick();
+  });
+}
+
+Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const {
+  Snapshot s;
+  s.now = now;
+  s.queues = queues_;
+  std::map<std::string, std::uint32_t> index;
+  std::uint64_t t = env_.now_ms();
+  for (const auto& [name, r] : nodes_) {
+    if (t - r.at_ms > kNodeStaleMs || r.cores <= 0) continue;
+    const MeshNode* admin = nullptr;
+    if (auto a = state_.data().nodes.find(name); a != state_.data().nodes.end()) admin = &a->second;
+    Node n;
+    n.name = name;
+    n.cores = r.cores;
+    n.mem_mb = r.mem_mb;
+    n.jobfs_mb = r.jobfs_mb;
+    n.up = !admin || admin->state == proto::mesh::admin::kUp;
+    index[name] = static_cast<std::uint32_t>(s.nodes.size());
+    s.nodes.push_back(std::move(n));
+    names.push_back(name);
+  }
+  for (const auto& [id, j] : state_.data().jobs) {
+    if (j.state == proto::state::kPending) {
+      if (!proposing_.count(id)) s.pending.push_back(to_job(j));
+      continue;
+    }
+    if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
+    const MeshRun& run = j.runs.back();
+    RunningJob rj;
+    rj.job = to_job(j);
+    rj.start = static_cast<Time>(run.start);
+    rj.expected_end = rj.job.walltime > 0 ? rj.start + rj.job.walltime + sched_.planner.duration_offset : kForever;
+    rj.slots = rj.job.slots_min;
+    rj.suspended = j.state == proto::state::kSuspended;
+    if (!run.nodes.empty())
+      if (auto it = index.find(run.nodes.front()); it != index.end())
+        rj.placement.push_back(Placement{it->second, static_cast<std::uint32_t>(rj.slots), {}, 1});
+    // A job on a node not reporting holds nothing the pass could give away.
+    if (!rj.placement.empty()) s.running.push_back(std::move(rj));
+  }
+  return s;
+}
+
+void CoordinatorLoop::pass() {
+  dirty_ = false;
+  seen_applied_ = c_.last_applied();
+  bool waiting = false;
+  for (const auto& [id, j] : state_.data().jobs)
+    if (j.state == proto::state::kPending && !proposing_.count(id)) waiting = true;
+  if (!waiting) return;
+  std::vector<std::string> names;
+  Snapshot snap = build(static_cast<Time>(std::time(nullptr)), names);
+  if (snap.nodes.empty()) return;
+  Plan plan = schedule(snap, sched_, ++passes_);
+  for (const Decision& d : plan.decisions)
+    if (d.action == Action::Start && d.placement.size() == 1) decide(d, names);
+}
+
+void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& names) {
+  const MeshJob* j = state_.job(d.job);
+  if (!j || j->state != proto::state::kPending || d.placement.front().node >= names.size()) return;
+  proto::mesh::JobStarted e;
+  e.job = d.job;
+  e.run = static_cast<std::int32_t>(j->runs.size()) + 1;
+  e.nodes = {names[d.placement.front().node]};
+  e.decision = ++next_decision_;
+  e.term = term_;
+  e.time = static_cast<double>(std::time(nullptr));
+  proposing_.insert(d.job);
+  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, job = d.job](const Proposed& p) {
+    if (!*alive) return;
+    proposing_.erase(job);
+    dirty_ = true;
+    if (p.status == Status::ok && p.applied.ok) push_start(job);
+  });
+}
+
+// The current run's start, to its node (again).
+void CoordinatorLoop::push_start(std::uint64_t job) {
+  const MeshJob* j = state_.job(job);
+  if (!j || j->runs.empty() || j->runs.back().nodes.empty()) return;
+  const MeshRun& run = j->runs.back();
+  auto n = nodes_.find(run.nodes.front());
+  proto::jobs::StartJob s;
+  s.mesh = mesh_;
+  s.from = c_.id();
+  s.term = term_;
+  s.decided_term = run.term;
+  s.decision = run.decision;
+  s.job = job;
+  s.run = static_cast<std::int32_t>(j->runs.size());
+  s.nodes = run.nodes;
+  s.spec = proto::mesh::JobAccepted{j->spec, j->user, j->uid, j->gid, j->submit_time, ""};
+  Unacked& u = unacked_[job];
+  u.member = n == nodes_.end() ? 0 : n->second.member;
+  u.start = std::move(s);
+  u.sent_ms = env_.now_ms();
+  if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
+}
+
+void CoordinatorLoop::resend_unacked() {
+  std::uint64_t now = env_.now_ms();
+  for (auto it = unacked_.begin(); it != unacked_.end();) {
+    const MeshJob* j = state_.job(it->first);
+    if (!j || j->state == proto::state::kEnded || static_cast<std::int32_t>(j->runs.size()) != it->second.start.run) {
+      it = unacked_.erase(it);  // ended or requeued meanwhile: nothing left to deliver
+      continue;
+    }
+    Unacked& u = it->second;
+    if (now - u.sent_ms >= kResendMs) {
+      if (u.member == 0)
+        if (auto n = nodes_.find(u.start.nodes.front()); n != nodes_.end()) u.member = n->second.member;
+      u.sent_ms = now;
+      if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
+    }
+    ++it;
+  }
+}
+
+}  // namespace corral::service
+
+namespace corral::service {
+
+void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
+  if (!c_.is_leader()) return done(DeskAnswer{"not_leader", 0, c_.leader_id(), "", ""});
+  if (!ready_) return done(DeskAnswer{"error", 0, 0, "the coordinator is not current yet", ""});
+  std::string id = std::to_string(ask.job);
+  const MeshJob* j = state_.job(ask.job);
+  if (!j) return done(DeskAnswer{"refused", ask.job, 0, "unknown job id " + id, "not_found"});
+  if (!ask.admin && ask.uid != j->uid)
+    return done(DeskAnswer{"refused", ask.job, 0,
+                           "job " + id + " belongs to " + j->user + "; only its owner, root or an operator may cancel it",
+                           "permission"});
+  if (j->state == proto::state::kEnded)
+    return done(DeskAnswer{"refused", ask.job, 0, "job " + id + " has already ended (" + j->end_reason + ")", "invalid"});
+  // A start being committed: asked again once it is settled.
+  if (proposing_.count(ask.job)) return done(DeskAnswer{"error", 0, 0, "a start of it is being committed", ""});
+  if (j->state == proto::state::kPending) {
+    proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, static_cast<double>(std::time(nullptr))};
+    c_.propose(proto::mesh::encode_entry(e), [done, job = ask.job](const Proposed& p) {
+      if (p.status == Status::ok && p.applied.ok) done(DeskAnswer{"ok", job, 0, std::string(proto::state::kEnded), ""});
+      else done(DeskAnswer{"error", 0, 0, p.status == Status::ok ? p.applied.reason : std::string(status_name(p.status)), ""});
+    });
+    return;
+  }
+  const MeshRun& run = j->runs.back();
+  auto n = run.nodes.empty() ? nodes_.end() : nodes_.find(run.nodes.front());
+  if (n == nodes_.end()) return done(DeskAnswer{"error", 0, 0, "its node has not reported", ""});
+  push_(n->second.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, ask.job,
+                                                                      static_cast<std::int32_t>(j->runs.size()), ask.who}});
+  done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
+}
+
+}  // namespace corral::service

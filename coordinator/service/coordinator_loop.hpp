@@ -1,0 +1,98 @@
+// The coordinator's pass, on the member that leads (on the mesh thread).
+//
+// On election it first commits a barrier (the replicated state is then
+// current), sends every committed start again to its node (a start the old
+// coordinator decided but never delivered is settled on the node it chose,
+// never started elsewhere; a node that has it already just acknowledges),
+// and only then schedules. A pass builds one Snapshot from the replicated
+// jobs and the nodes' reports (cores, memory, what each runs), runs the same
+// schedule() a standalone corrald runs, and proposes a JobStarted for each
+// start. Once committed, the decision is pushed to the node it names and
+// pushed again until the node acknowledges.
+//
+// Only starts are decided in a mesh today: the plan's reservations are kept
+// by the planner, its preemptions, demotions and rejections are not applied.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "coordinator/schedule.hpp"
+#include "coordinator/service/consensus.hpp"
+#include "coordinator/service/env.hpp"
+#include "coordinator/service/job_desk.hpp"
+#include "coordinator/service/mesh_state.hpp"
+#include "proto/mesh_jobs.hpp"
+
+namespace corral::service {
+
+// A node as its agent last reported it.
+struct NodeReport {
+  std::uint64_t member = 0;
+  std::string name;
+  int cores = 0;
+  std::int64_t mem_mb = 0;
+  std::int64_t jobfs_mb = 0;
+  std::vector<std::uint64_t> running;  // job ids it runs
+  std::uint64_t at_ms = 0;             // when heard (Env clock)
+};
+
+class CoordinatorLoop {
+ public:
+  // Sends a start or a cancel to a member (this one included).
+  using Push = std::function<void(std::uint64_t member, const proto::jobs::Message& m)>;
+  // `c` and `state` outlive the loop; `state` is the member's applied state.
+  CoordinatorLoop(Env& env, Consensus& c, const MeshState& state, std::string mesh, SchedConfig sched,
+                  std::vector<Queue> queues, Push push);
+  ~CoordinatorLoop();
+
+  void leadership(bool leader, std::uint64_t term);
+  void node(const NodeReport& r);
+  void on_ack(const proto::jobs::StartAck& a);
+  // A user's cancel: a pending job ends "cancelled" in the log; a running
+  // one is stopped by its node, whose end reaches the log as any end. `done`
+  // says "ok" (message: the job's state) or why not; the owner, root and
+  // operators may cancel, as on a standalone node.
+  void cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  // Whether the barrier of this term is committed: the pass runs.
+  bool deciding() const { return ready_; }
+
+ private:
+  void tick();
+  void pass();
+  Snapshot build(Time now, std::vector<std::string>& names) const;
+  void decide(const Decision& d, const std::vector<std::string>& names);
+  void push_start(std::uint64_t job);
+  void resend_unacked();
+
+  Env& env_;
+  Consensus& c_;
+  const MeshState& state_;
+  std::string mesh_;
+  SchedConfig sched_;
+  std::vector<Queue> queues_;
+  Push push_;
+  std::uint64_t term_ = 0;
+  bool ready_ = false;
+  bool ticking_ = false;
+  bool dirty_ = true;
+  std::uint64_t seen_applied_ = 0;
+  std::uint64_t next_decision_ = 0;
+  std::uint64_t passes_ = 0;
+  std::set<std::uint64_t> proposing_;          // jobs whose start is being committed
+  struct Unacked {
+    std::uint64_t member = 0;
+    proto::jobs::StartJob start;
+    std::uint64_t sent_ms = 0;
+  };
+  std::map<std::uint64_t, Unacked> unacked_;   // by job
+  std::map<std::string, NodeReport> nodes_;    // by name
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace corral::service
