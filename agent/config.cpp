@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "agent/node/emulated.hpp"
 #include "tools/cli_args.hpp"
 #include "tools/cli_error.hpp"
 
@@ -204,6 +205,10 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "ckpt_root") c.ckpt_root = v;
   else if (key == "topology_xml") c.topology_xml = v;
   else if (key == "declare_cores") c.declare_cores = static_cast<int>(to_int(key, v, 0));
+  else if (key == "emulate") {
+    if (!v.empty()) node::parse_emulate_spec(v);  // its own message names the bad part
+    c.emulate = v;
+  }
   else if (key == "policy") c.policy = named<Policy>(key, v);
   else if (key == "backfill") {
     c.policy = named<Policy>(key, v);
@@ -330,6 +335,9 @@ const char* const kUsage =
     "  --ckpt-root DIR         job checkpoint directories (default /var/tmp/corral/ckpt)\n"
     "  --topology-xml FILE     stand in a recorded hwloc XML topology for this machine's\n"
     "  --declare-cores N       stand in a declared node of N cores for this machine's\n"
+    "  --emulate SPEC          emulate a node: cores=64,sockets=2,mem=256G,jobfs=1T; its jobs\n"
+    "                          are timers (#CORRAL_EMULATE runtime=90s), no cgroups, no root\n"
+    "                          (standalone unless a mesh is configured; docs/node.md)\n"
     "  --policy POLICY         fcfs, easy (default), conservative, reserve, checkpoint or corral\n"
     "  --backfill POLICY       the same (deprecated name)\n"
     "  --export-topology FILE  write the node's topology (discovered, or the stand-in above)\n"
@@ -353,6 +361,7 @@ constexpr KeyFlag kKeyFlags[] = {
     {"--jobfs-root", "jobfs_root", "DIR"},       {"--ckpt-root", "ckpt_root", "DIR"},
     {"--topology-xml", "topology_xml", "FILE"},  {"--declare-cores", "declare_cores", "N"},
     {"--policy", "policy", "POLICY"},            {"--backfill", "backfill", "POLICY"},
+    {"--emulate", "emulate", "SPEC"},
 };
 
 // What the command line says, in its order: config keys (from the flags

@@ -38,6 +38,9 @@ struct Config {
   std::string ckpt_root = "/var/tmp/corral/ckpt";
   std::string topology_xml;                   // stand-in topology (tests); empty: hwloc
   int declare_cores = 0;                      // >0: declared 1-package node of N cores
+  // Non-empty: an emulated node of this shape ("cores=64,sockets=2,mem=256G,jobfs=1T"), whose
+  // jobs are timers (agent/node/emulated.hpp); checked when set.
+  std::string emulate;
   Policy policy = Policy::Easy;               // names: coordinator/names.hpp
   std::optional<Order> order;                 // unset: the policy's (fifo but for corral)
   // Grid Engine's reservation settings (sge6-reservation-backfill.txt section 3,

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (!cfg.emulate.empty() && cfg.mesh.empty()) cfg.standalone = true;  // a test node: no mesh, no question
   if (cfg.standalone != cfg.mesh.empty()) {
     std::fprintf(stderr, cfg.standalone
                              ? "corrald: --standalone runs no mesh, but mesh = %s is configured; give one of them\n"

@@ -50,7 +50,7 @@
 #include "proto/proto.hpp"
 
 namespace corral::node {
-class Launcher;
+class NodeBackend;
 struct Topology;
 struct JobEnd;
 }  // namespace corral::node
@@ -143,6 +143,7 @@ class Daemon {
 
   // ---- the node and launcher bridge (node_bridge.cpp) -------------------
   void setup_launcher();
+  void setup_emulated();
   void recover();
   void adopt_unknown(std::uint64_t id);
   void start_job(JobRecord& rec, const Decision& d);
@@ -236,7 +237,7 @@ class Daemon {
   node::NewFileOwner scripts_owner_;  // write_script(): no fchown of a script already the user's
 
   // node and launcher
-  std::unique_ptr<node::Launcher> launcher_;
+  std::unique_ptr<node::NodeBackend> launcher_;  // the Launcher, or an EmulatedNode (--emulate)
   std::set<std::uint64_t> discard_end_;  // ends to ignore (stray adopted jobs)
   node::CriuProbe criu_;              // `criu check` at start (reported; never used)
 
@@ -276,8 +277,8 @@ class Daemon {
   std::unique_ptr<MeshLink> mesh_;
 };
 
-// The node as corrald sees it: the declared shape (declare_cores), the recorded XML
-// (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
+// The node as corrald sees it: the emulated node (emulate), the declared shape (declare_cores),
+// the recorded XML (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for
 // none). --export-topology writes this.
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir);
 

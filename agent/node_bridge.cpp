@@ -9,6 +9,7 @@
 
 #include "agent/daemon.hpp"
 #include "agent/job_accounting.hpp"
+#include "agent/node/emulated.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
 #include "proto/spec_check.hpp"
@@ -16,6 +17,15 @@
 namespace corral::agent {
 
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
+  if (!cfg.emulate.empty()) {
+    std::string name = cfg.node_name;
+    if (name.empty()) {
+      char h[256] = {};
+      ::gethostname(h, sizeof h - 1);
+      name = h;
+    }
+    return node::emulated_topology(node::parse_emulate_spec(cfg.emulate), name);
+  }
   if (cfg.declare_cores > 0) {
     long mb = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
     return node::declared(1, cfg.declare_cores, mb);
@@ -25,6 +35,7 @@ node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
 }
 
 void Daemon::setup_launcher() {
+  if (!cfg_.emulate.empty()) return setup_emulated();
   // CRIU only where `criu check` passes, never depended on. Probed once, before the Launcher has
   // children of its own to reap, and only reported: checkpoints stay cooperative.
   criu_ = node::probe_criu();
@@ -51,10 +62,21 @@ void Daemon::setup_launcher() {
   // An ended job's slot is removed after the pass that starts the next job on its cores (tidy()
   // in run()): off the path from one job's end to the next one's start.
   lc.defer_cleanup = true;
-  launcher_ = std::make_unique<node::Launcher>(std::move(topo), lc);
-  log_line("cgroups " + launcher_->cgroups().describe());
-  if (auto w = node::check_enforcement(launcher_->cgroups(), cfg_.strict || cfg_.nci); !w.empty())
+  auto launcher = std::make_unique<node::Launcher>(std::move(topo), lc);
+  log_line("cgroups " + launcher->cgroups().describe());
+  if (auto w = node::check_enforcement(launcher->cgroups(), cfg_.strict || cfg_.nci); !w.empty())
     log_line("warning: " + w);
+  launcher_ = std::move(launcher);
+}
+
+// No processes, cgroups or CRIU: the jobs are timers (agent/node/emulated.hpp).
+void Daemon::setup_emulated() {
+  node::Topology topo = agent_topology(cfg_, "");
+  hostname_ = topo.hostname;
+  criu_.why = "emulated node: no processes to checkpoint";
+  log_line("node " + node::describe(topo) + " (--emulate " + cfg_.emulate +
+           "): jobs are timers (#CORRAL_EMULATE runtime=...), no cgroups");
+  launcher_ = std::make_unique<node::EmulatedNode>(std::move(topo));
 }
 
 // After a crash or restart: jobs the journal says run are adopted when their

@@ -1,5 +1,6 @@
 #include "coordinator/names.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -86,6 +87,29 @@ std::int64_t parse_duration(std::string_view s) {
   if (auto d = find_duration(s)) return *d;
   throw std::invalid_argument("expected a duration (" + std::string(kDurationGrammar) + "), got '" + std::string(s) +
                               "'");
+}
+
+std::int64_t parse_size_mb(std::string_view text) {
+  std::string t(text);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::size_t i = 0;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+  const std::string digits = t.substr(0, i), unit = t.substr(i);
+  if (digits.empty() || digits.size() > 12)
+    throw std::invalid_argument("unparsable size '" + std::string(text) + "' (use e.g. 512mb, 4gb)");
+  const double v = static_cast<double>(std::stoll(digits));
+  double mb;
+  if (unit.empty() || unit == "b") mb = v / (1024.0 * 1024.0);
+  else if (unit == "kb" || unit == "k") mb = v / 1024.0;
+  else if (unit == "mb" || unit == "m") mb = v;
+  else if (unit == "gb" || unit == "g") mb = v * 1024.0;
+  else if (unit == "tb" || unit == "t") mb = v * 1024.0 * 1024.0;
+  else
+    throw std::invalid_argument("unparsable size '" + std::string(text) + "' (unknown unit '" + unit +
+                                "'; use b, kb, mb, gb, tb)");
+  if (v <= 0) throw std::invalid_argument("size must be positive, got '" + std::string(text) + "'");
+  if (mb > 9.0e15) throw std::invalid_argument("size too large, got '" + std::string(text) + "'");
+  return static_cast<std::int64_t>(std::ceil(mb));
 }
 
 }  // namespace corral

@@ -148,4 +148,9 @@ std::optional<std::int64_t> find_duration(std::string_view s);
 // "expected a duration (3600, 90s, 30m, 12h, 7d or 2w), got 'x'".
 std::int64_t parse_duration(std::string_view s);
 
+// Sizes in MB, rounded up: "512mb", "4gb", "1t", "1500kb", plain bytes "1048576" (as PBS); the
+// units b, kb, mb, gb, tb (or k, m, g, t) in any case. Else std::invalid_argument
+// "unparsable size 'x' (use e.g. 512mb, 4gb)" (or naming the unknown unit, or a size of 0).
+std::int64_t parse_size_mb(std::string_view s);
+
 }  // namespace corral

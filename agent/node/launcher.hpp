@@ -22,53 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "cgroup.hpp"
-#include "coordinator/names.hpp"
 #include "topology.hpp"
 
 namespace corral::node {
-
-struct LaunchSpec {
-  std::uint64_t id = 0;
-  uid_t uid = 0;                  // used if user is empty; else looked up from user
-  gid_t gid = 0;
-  std::string user;               // submitting user name (preferred: gives uid, gid, groups, HOME)
-  std::vector<std::string> argv;  // argv[0] searched in the job's PATH if it has no '/'
-  std::map<std::string, std::string> env;
-  std::string cwd;                // default: the user's home, else /
-  std::string stdout_path, stderr_path;  // opened as the user (so owned by them); default /dev/null
-  std::vector<int> cores;         // core indices of the Launcher's topology (whole cores)
-  std::int64_t mem_mb = 0;        // 0 = no limit
-  std::int64_t jobfs_mb = 0;      // 0 = no private jobfs dir
-  std::int64_t walltime_s = 0;    // 0 = no limit
-  int ckpt_signal = SIGUSR1;
-  int ckpt_grace_s = 30;
-  std::string ckpt_dir;           // default <ckpt_root>/<id>; survives requeue
-  bool restart = false;           // CORRAL_RESTART=1
-  std::string jobfs_root;         // default LauncherConfig::jobfs_root
-  std::string hosts;              // CORRAL_HOSTS; default this host
-  mode_t umask = 022;             // the job's umask (the submitter's)
-};
-
-// LaunchFailed: only with LauncherConfig::async_start, a failure in the job's own process (as its
-// user) seen after start() returned; otherwise start() returns the error and this is the daemon's.
-// Names: coordinator/names.hpp (Rejected is the daemon's, never the launcher's).
-using EndReason = corral::EndReason;
-
-struct JobEnd {
-  std::uint64_t id = 0;
-  EndReason reason = EndReason::Completed;
-  int exit_code = 0;              // exit status, or 128+signal if killed by a signal, -1 unknown
-  std::string message;            // human-readable why, e.g. "killed: memory limit 32 MB exceeded"
-};
-
-struct JobUsage {
-  double cpu_s = 0;
-  std::int64_t rss_mb = 0, max_rss_mb = 0;
-  std::int64_t jobfs_mb = 0;
-  bool running = false, suspended = false;
-  std::int64_t walltime_used_ms = 0;  // suspended time excluded
-};
 
 struct LauncherConfig {
   std::string cgroup_parent = "corral";
@@ -97,60 +55,53 @@ struct LauncherConfig {
   bool defer_cleanup = false;
 };
 
-enum class RecoverMode { Adopt, Cleanup };
-struct Recovered {
-  std::uint64_t id = 0;
-  bool adopted = false;   // true: now watched again; false: killed and removed
-  std::string message;
-};
-
-class Launcher {
+class Launcher final : public NodeBackend {
  public:
   // topo: the node. If it is not the real machine (recorded/declared stand-in), core PUs are
   // mapped onto the real CPUs modulo their count. cg: null = make_cgroup(cgroup_parent, cgroup_version).
   explicit Launcher(Topology topo, LauncherConfig cfg = {}, std::unique_ptr<CgroupBackend> cg = nullptr);
   // Leaves running jobs alone (a restarting agent adopts them); stop_all() stops them first.
-  ~Launcher();
+  ~Launcher() override;
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
   // Returns "" when the job runs, else why it could not start (unknown user, missing binary,
   // bad cwd, cores out of range, duplicate id...). A failed start leaves nothing behind.
-  std::string start(const LaunchSpec& spec);
+  std::string start(const LaunchSpec& spec) override;
 
   // Each returns "" or an error (unknown job, wrong state).
-  std::string suspend(std::uint64_t id);     // freezer FROZEN; walltime clock stops
-  std::string resume(std::uint64_t id);      // THAWED
-  std::string cancel(std::uint64_t id);      // kill everything -> Cancelled
-  std::string requeue(std::uint64_t id);     // kill everything -> Preempted (goes back to pending)
+  std::string suspend(std::uint64_t id) override;     // freezer FROZEN; walltime clock stops
+  std::string resume(std::uint64_t id) override;      // THAWED
+  std::string cancel(std::uint64_t id) override;      // kill everything -> Cancelled
+  std::string requeue(std::uint64_t id) override;     // kill everything -> Preempted (goes back to pending)
   // Signal the job (spec.ckpt_signal) to write into CORRAL_CKPT_DIR; once it exits, or after
   // ckpt_grace_s, it is stopped -> Checkpointed. Resumes it first if suspended.
-  std::string checkpoint(std::uint64_t id);
+  std::string checkpoint(std::uint64_t id) override;
 
   // Reap ended jobs, enforce walltime/memory/jobfs, finish checkpoints. now_ms: Launcher::now_ms()
   // clock (monotonic); -1 = read it now.
-  std::vector<JobEnd> poll(std::int64_t now_ms = -1);
+  std::vector<JobEnd> poll(std::int64_t now_ms = -1) override;
   // With defer_cleanup: removes what the jobs poll() ended left behind (slot cgroups, dirs,
   // files). Returns one message per job whose removal failed ("job N: cleanup: why").
-  std::vector<std::string> tidy();
+  std::vector<std::string> tidy() override;
 
-  std::optional<JobUsage> usage(std::uint64_t id) const;
-  std::vector<std::uint64_t> jobs() const;
-  bool has(std::uint64_t id) const;
+  std::optional<JobUsage> usage(std::uint64_t id) const override;
+  std::vector<std::uint64_t> jobs() const override;
+  bool has(std::uint64_t id) const override;
   // What a watched job was started with (after recover(): from its record).
-  std::optional<LaunchSpec> spec(std::uint64_t id) const;
+  std::optional<LaunchSpec> spec(std::uint64_t id) const override;
 
   // After a restart: find the slots left under the cgroup parent. Adopt: jobs with a record whose
   // processes still run are watched again (walltime continues); anything else is killed and
   // removed. Cleanup: kill and remove all of them. Ends of jobs that finished while nobody watched
   // come out of the next poll().
-  std::vector<Recovered> recover(RecoverMode mode);
+  std::vector<Recovered> recover(RecoverMode mode) override;
 
-  void stop_all();            // cancel every job (shutdown without restart)
-  int wake_fd() const;        // readable when a shepherd reports (job running, failed, ended); poll() drains it
+  void stop_all() override;            // cancel every job (shutdown without restart)
+  int wake_fd() const override;        // readable when a shepherd reports (job running, failed, ended); poll() drains it
   static std::int64_t now_ms();
 
-  const Topology& topology() const;
+  const Topology& topology() const override;
   CgroupBackend& cgroups();
 
  private:

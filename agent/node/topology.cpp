@@ -183,7 +183,7 @@ std::string export_xml(const Topology& topo) {
     std::string path = topo.source.substr(4);
     if (hwloc_topology_set_xml(h.t, path.c_str()) != 0)
       throw std::runtime_error("topology XML " + path + ": hwloc cannot read it: " + std::strerror(errno));
-  } else if (topo.source == "declared") {
+  } else if (topo.source == "declared" || topo.source == "emulated") {
     // The declared shape as an hwloc synthetic description (same numbering as declared()).
     const int ncores = static_cast<int>(topo.cores.size());
     const int packages = std::max(1, topo.packages), numa = std::max(1, topo.numa_nodes);
@@ -339,6 +339,7 @@ std::string describe(const Topology& t) {
     << " NUMA, " << t.cores.size() << " cores, " << t.pus << " PUs, " << t.mem_mb << " MB";
   if (t.jobfs_mb > 0) o << ", jobfs " << t.jobfs_mb << " MB";
   for (auto& c : t.caches) o << ", " << c;
+  if (t.source == "emulated") o << " (emulated)";
   return o.str();
 }
 

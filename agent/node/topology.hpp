@@ -29,7 +29,7 @@ struct Topology {
   std::int64_t mem_mb = 0;
   std::int64_t jobfs_mb = 0;
   std::vector<std::string> caches;   // e.g. "L3 32MiB x2", "L2 1MiB x16"
-  std::string source;                // "hwloc", "xml:<path>" or "declared"
+  std::string source;                // "hwloc", "xml:<path>", "declared" or "emulated"
 
   bool real() const { return source == "hwloc"; }
   std::vector<int> numa_ids() const;                // distinct NUMA OS indices, ascending

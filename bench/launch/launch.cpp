@@ -13,7 +13,10 @@
 // acknowledgement (launches_per_s keeps its definition: first to last start).
 //
 //   build/bench/launch/bench_launch [--corrald PATH] [--jobs 2000] [--paced 100] [--idle 5]
-//                                   [--node-state-dir DIR]
+//                                   [--node-state-dir DIR] [--emulate SPEC]
+// --emulate SPEC: the agent emulates a node (corrald --emulate, e.g. cores=64): its jobs are
+// timers that end at once, so the figures are the agent's own throughput (no root needed; the
+// shepherd and job figures are 0).
 // --node-state-dir: corrald's launcher records, exit files (its --node-state-dir, default
 // /run/corral/node: tmpfs on most hosts) go in a fresh dir under DIR instead of the bench's
 // temp dir under /tmp, to measure a host's own layout.
@@ -175,6 +178,7 @@ int main(int argc, char** argv) {
   int jobs = 2000, paced = 100;
   double idle = 5;
   std::string node_parent;  // --node-state-dir: where corrald's node files go (default: the temp dir)
+  std::string emulate;      // --emulate SPEC
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--corrald") corrald = argv[i + 1];
@@ -182,12 +186,13 @@ int main(int argc, char** argv) {
     else if (a == "--paced") paced = std::atoi(argv[i + 1]);
     else if (a == "--idle") idle = std::atof(argv[i + 1]);
     else if (a == "--node-state-dir") node_parent = argv[i + 1];
+    else if (a == "--emulate") emulate = argv[i + 1];
     else {
       std::fprintf(stderr, "bench_launch: unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  if (::geteuid() != 0) {
+  if (::geteuid() != 0 && emulate.empty()) {
     std::fprintf(stderr, "bench_launch: needs root (cgroups, job users)\n");
     return 2;
   }
@@ -209,12 +214,15 @@ int main(int argc, char** argv) {
   pid_t pid = ::fork();
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    std::string log = dir + "/corrald.log";
-    execl(corrald.c_str(), corrald.c_str(), "--standalone", "--foreground", "--state-dir",
-          (dir + "/state").c_str(), "--socket", sock.c_str(), "--pub", pub.c_str(),
-          "--cgroup-parent", cg.c_str(), "--node-state-dir", node_dir.c_str(),
-          "--jobfs-root", (dir + "/jobfs").c_str(), "--ckpt-root", (dir + "/ckpt").c_str(),
-          "--log", log.c_str(), "--set", "fsync=yes", static_cast<char*>(nullptr));
+    std::vector<std::string> args = {corrald, "--standalone", "--foreground", "--state-dir", dir + "/state",
+                                      "--socket", sock, "--pub", pub, "--cgroup-parent", cg,
+                                      "--node-state-dir", node_dir, "--jobfs-root", dir + "/jobfs",
+                                      "--ckpt-root", dir + "/ckpt", "--log", dir + "/corrald.log", "--set", "fsync=yes"};
+    if (!emulate.empty()) args.insert(args.end(), {"--emulate", emulate});
+    std::vector<char*> av;
+    for (auto& s : args) av.push_back(s.data());
+    av.push_back(nullptr);
+    execv(av[0], av.data());
     _exit(127);
   }
   for (int i = 0; i < 500; ++i) {
@@ -422,7 +430,7 @@ int main(int argc, char** argv) {
     std::fclose(la);
   }
   std::printf(
-      "{\"bench\":\"launch\",\"jobs\":%d,\"all_ended\":%s,\"started_seen\":%zu,\"event_gaps\":%llu,"
+      "{\"bench\":\"launch\",\"emulate\":\"%s\",\"jobs\":%d,\"all_ended\":%s,\"started_seen\":%zu,\"event_gaps\":%llu,"
       "\"submit_rate_per_s\":%.1f,\"launches_per_s\":%.1f,\"end_to_end_per_s\":%.1f,"
       "\"burst_latency_ms\":{\"p50\":%.2f,\"p99\":%.2f,\"max\":%.2f},"
       "\"paced_latency_ms\":{\"n\":%zu,\"p50\":%.2f,\"p99\":%.2f},"
@@ -434,7 +442,7 @@ int main(int argc, char** argv) {
       "\"burst_machine_busy_pct\":%.1f,\"burst_machine_cpu_ms_per_launch\":%.3f,\"bench_client_cpu_ms_per_job\":%.3f,"
       "\"submit_phase_s\":%.3f,\"launches_during_submit\":%zu,\"launches_per_s_during_submit\":%.1f,"
       "\"launches_per_s_after_submit\":%.1f,\"after_submit_machine_busy_pct\":%.1f}\n",
-      jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
+      emulate.c_str(), jobs, ok ? "true" : "false", burst_started, static_cast<unsigned long long>(gaps),
       jobs / (t_sub1 - t_sub0), span > 0 ? static_cast<double>(burst_started - 1) / span : 0.0,
       jobs / (t_end - t_sub0), pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1.0), plat.size(),
       pct(plat, 0.5), pct(plat, 0.99), rss_start, rss_after, rss_peak, rss_idle, idle_pct, w1 - w0,

@@ -149,6 +149,8 @@ struct Agent {
   std::vector<std::string> extra;
   std::vector<std::string> env;  // KEY=VALUE set in corrald's environment (e.g. PATH)
   bool standalone = true;          // false: a mesh member (the mesh keys in `extra`)
+  int uid = -1;                    // >= 0: corrald runs as this user (and group of that number)
+  std::vector<std::string> wrap;   // argv before corrald's, e.g. nsenter --net=... (tests/mesh_net.hpp)
   pid_t pid = -1;
 
   explicit Agent(const std::string& tag, std::vector<std::string> more = {}) : extra(std::move(more)) {
@@ -182,9 +184,13 @@ struct Agent {
     if (standalone) argv.insert(argv.begin() + 1, "--standalone");
     if (on_v2()) argv.insert(argv.end(), {"--set", "cgroup=v2"});
     argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.begin(), wrap.begin(), wrap.end());
     pid = ::fork();
     if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
+      if (uid >= 0 && (::setgroups(0, nullptr) != 0 || ::setgid(static_cast<gid_t>(uid)) != 0 ||
+                       ::setuid(static_cast<uid_t>(uid)) != 0))
+        _exit(125);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test (after setuid, which clears it)
       for (auto& e : env) ::putenv(e.data());
       if (!start_in.empty()) {
         std::ofstream procs(start_in);

@@ -98,6 +98,54 @@ TEST_CASE("checkpoint backfilling through corrald: the backfilled job is stopped
   CHECK(bad.err.find("split_factor: expected a number in (0, 1], got '1.5'") != std::string::npos);
 }
 
+TEST_CASE("the corral policy through corrald: a job submitted without -c is never split or checkpointed",
+          "[agent]") {
+  // The same window as above under the default policy: B (no -c) would fit it only split, so it
+  // waits; C (-c, submitted after B) is backfilled by a split in its place, then checkpointed for H.
+  SKIP_UNLESS_ROOT();
+  Agent a("nockpt", {"--set", "declare_cores=2", "--set", "policy=corral", "--set", "split_factor=0.05",
+                     "--set", "split_threshold=10", "--set", "duration_offset=0", "--set", "checkpoint_grace=5",
+                     "--set", "cycle_interval=0.3", "--set", "poll_interval=0.2"});
+  a.start();
+  auto sa = a.submit({"-N", "A", "-l", "ncpus=1,walltime=8", "--wrap", "sleep 6"}, kNobody);
+  INFO(sa.err << a.log());
+  REQUIRE(sa.rc == 0);
+  const std::string aid = trim(sa.out);
+  REQUIRE(wait_state(a, aid, "running") == "running");
+  auto sh = a.submit({"-N", "H", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 1"}, kNobody);
+  REQUIRE(sh.rc == 0);
+  const std::string hid = trim(sh.out);
+  auto sb = a.submit({"-N", "B", "-l", "ncpus=1,walltime=100", "--wrap", "sleep 1"}, kNobody);
+  REQUIRE(sb.rc == 0);
+  const std::string bid = trim(sb.out);
+  auto sc = a.submit({"-N", "C", "-c", "-l", "ncpus=1,walltime=100", "--wrap",
+                      "if [ \"$CORRAL_RESTART\" = 1 ]; then exit 0; fi; "
+                      "trap 'echo saved > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; while :; do sleep 0.1; done"},
+                     kNobody);
+  REQUIRE(sc.rc == 0);
+  const std::string cid = trim(sc.out);
+  // C running proves a pass backfilled past H's reservation: B, older, was passed over.
+  REQUIRE(wait_state(a, cid, "running") == "running");
+  CHECK(json_field(stat_json(a, cid), "backfilled") == "true");
+  CHECK(json_field(stat_json(a, bid), "state") == "pending");
+  CHECK(json_field(stat_json(a, bid), "backfilled") == "false");
+
+  REQUIRE(a.cli({"wait", hid}).rc == 0);
+  REQUIRE(a.cli({"wait", bid}).rc == 0);
+  REQUIRE(a.cli({"wait", cid}).rc == 0);
+  std::string bjs = stat_json(a, bid);
+  INFO(bjs);
+  auto bruns = harness::runs_of(bjs);
+  REQUIRE(bruns.size() == 1);  // one run, never stopped
+  CHECK(json_field(bruns[0], "end_reason") == "completed");
+  CHECK(json_field(bjs, "backfilled") == "false");
+  auto cruns = harness::runs_of(stat_json(a, cid));
+  REQUIRE(!cruns.empty());
+  CHECK(json_field(cruns[0], "end_reason") == "preempted");
+  // B's only run began once H had started.
+  CHECK(std::stod(json_field(bruns[0], "start")) >= std::stod(json_field(harness::runs_of(stat_json(a, hid))[0], "start")));
+}
+
 TEST_CASE("DURATION_OFFSET through corrald: a running job keeps its offset; the reservation does not move",
           "[agent]") {
   // sge6-reservation-backfill.txt, DURATION_OFFSET (default 60 s): a 30-s job is planned for 90 s

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <sstream>
 #include <vector>
 
@@ -58,22 +57,11 @@ std::int64_t parse_walltime(const std::string& text) {
 }
 
 std::int64_t parse_size_mb(const std::string& text) {
-  std::string t = lower(text);
-  std::size_t i = 0;
-  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
-  std::string digits = t.substr(0, i), unit = t.substr(i);
-  if (!all_digits(digits))
-    throw UsageError("unparsable size '" + text + "' (use e.g. 512mb, 4gb)");
-  double v = static_cast<double>(std::stoll(digits));
-  double mb;
-  if (unit.empty() || unit == "b") mb = v / (1024.0 * 1024.0);
-  else if (unit == "kb" || unit == "k") mb = v / 1024.0;
-  else if (unit == "mb" || unit == "m") mb = v;
-  else if (unit == "gb" || unit == "g") mb = v * 1024.0;
-  else if (unit == "tb" || unit == "t") mb = v * 1024.0 * 1024.0;
-  else throw UsageError("unparsable size '" + text + "' (unknown unit '" + unit + "'; use b, kb, mb, gb, tb)");
-  if (v <= 0) throw UsageError("size must be positive, got '" + text + "'");
-  return static_cast<std::int64_t>(std::ceil(mb));
+  try {
+    return corral::parse_size_mb(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 bool apply_resources(const std::string& list, proto::JobSpec& spec) {
