@@ -40,6 +40,17 @@ std::string copy_example(const Agent& a, const std::string& name) {
   return to;
 }
 
+// Starts `a`, submits the sample script `name` unchanged as nobody, and waits for its end; its id.
+std::string run_example(Agent& a, const std::string& name) {
+  a.start();
+  auto s = a.submit({copy_example(a, name)}, kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  const std::string id = trim(s.out);
+  REQUIRE(wait_state(a, id, "ended", 30000) == "ended");
+  return id;
+}
+
 // Waits until the job's wait_reason is `want`; returns its stat JSON.
 std::string wait_reason(const Agent& a, const std::string& id, const std::string& want) {
   std::string js;
@@ -55,13 +66,7 @@ std::string wait_reason(const Agent& a, const std::string& id, const std::string
 TEST_CASE("an NCI-style PBS script runs unchanged with its limits", "[agent][scripts]") {
   SKIP_UNLESS_ROOT();
   Agent a("pbsjob", {"--set", "declare_cores=2"});
-  a.start();
-  const std::string script = copy_example(a, "nci-job.pbs");
-  auto s = a.submit({script}, kNobody);
-  INFO(s.err << a.log());
-  REQUIRE(s.rc == 0);
-  const std::string id = trim(s.out);
-  REQUIRE(wait_state(a, id, "ended", 30000) == "ended");
+  const std::string id = run_example(a, "nci-job.pbs");
   const std::string js = stat_json(a, id);
   INFO(js);
   CHECK(json_field(js, "end_reason") == "completed");
@@ -84,13 +89,7 @@ TEST_CASE("an NCI-style PBS script runs unchanged with its limits", "[agent][scr
 TEST_CASE("a Grid Engine script runs unchanged with its limits", "[agent][scripts]") {
   SKIP_UNLESS_ROOT();
   Agent a("sgejob", {"--set", "declare_cores=2"});
-  a.start();
-  const std::string script = copy_example(a, "sge-job.sh");
-  auto s = a.submit({script}, kNobody);
-  INFO(s.err << a.log());
-  REQUIRE(s.rc == 0);
-  const std::string id = trim(s.out);
-  REQUIRE(wait_state(a, id, "ended", 30000) == "ended");
+  const std::string id = run_example(a, "sge-job.sh");
   const std::string js = stat_json(a, id);
   INFO(js);
   CHECK(json_field(js, "end_reason") == "completed");
