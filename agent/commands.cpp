@@ -38,6 +38,8 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
   auto bad = [](std::string msg) { return proto::ErrorRep{"invalid", std::move(msg)}; };
   // Every field as strictly as `corral submit` checks it, with the same limits and words.
   if (std::string why = proto::check_spec(s); !why.empty()) return bad(why);
+  if (mesh_ && !s.depend.empty())
+    return bad("-W depend / -hold_jid: dependencies are not supported in a mesh yet (only with --standalone)");
   const int node_cores = static_cast<int>(topo.cores.size());
   if (!s.pe.empty()) {
     // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
@@ -99,6 +101,11 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   proto::JobSpec& s = r.spec;
   if (auto refused = check_submit(p, s)) return *refused;
 
+  // -W depend / -hold_jid: only jobs this node knows (an id mistyped would wait for ever).
+  for (const proto::Dependency& d : s.depend)
+    if (!store_->find(d.job))
+      return proto::ErrorRep{"invalid", "dependency " + d.type + ":" + std::to_string(d.job) + ": unknown job id " + std::to_string(d.job)};
+
   JobRecord rec;
   try {
     rec.id = store_->next_id();
@@ -110,6 +117,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   for (std::string* path : {&s.stdout_path, &s.stderr_path})
     if (!path->empty() && (*path)[0] != '/') *path = s.cwd + "/" + *path;
   if (s.stdout_path.empty()) s.stdout_path = s.cwd + "/" + s.name + ".o" + std::to_string(rec.id);
+  if (s.join) s.stderr_path = s.stdout_path;  // -j oe: one file, as qsub's
   if (s.stderr_path.empty()) s.stderr_path = s.cwd + "/" + s.name + ".e" + std::to_string(rec.id);
   for (const auto& e : s.env) {
     rec.env_blob += e;
@@ -123,8 +131,10 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   if (rec.user.empty()) rec.user = std::to_string(p.uid);
   rec.group = group_name(p.gid);
   rec.submit_time = now();
+  rec.waits_on = rec.spec.depend;
   store_->put(rec);  // flushed before the reply leaves (run())
-  pending_.insert(rec.id);
+  if (rec.waits_on.empty()) pending_.insert(rec.id);
+  else hold_for_dependencies(rec);
   dirty_ = true;
   log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + proto::printable(rec.spec.name) +
            (rec.spec.pe.empty() ? " ncpus=" + std::to_string(rec.spec.ncpus)
@@ -140,7 +150,7 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   return proto::SubmitRep{rec.id};
 }
 
-proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
+proto::Message Daemon::on_stat(const Peer& p, const proto::StatReq& r) {
   // Like qstat, everyone sees every job (never scripts or environments).
   charge_running(now());  // the units shown are charged up to now
   proto::StatRep rep;
@@ -150,8 +160,9 @@ proto::Message Daemon::on_stat(const Peer&, const proto::StatReq& r) {
     rep.jobs.push_back(info(*rec));
     return rep;
   }
-  rep.jobs.reserve(store_->jobs().size());
-  for (const auto& [id, rec] : store_->jobs()) rep.jobs.push_back(info(rec));
+  if (std::string why = proto::check_states(r.states); !why.empty()) return proto::ErrorRep{"invalid", "-s: " + why};
+  for (const auto& [id, rec] : store_->jobs())
+    if (stat_match(p, r, rec)) rep.jobs.push_back(info(rec));
   return rep;
 }
 
@@ -265,7 +276,7 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   n.mem_mb = topo.mem_mb;
   n.slots_total = n.cores;
   n.slots_used = slots_used();
-  n.pending = static_cast<int>(pending_.size());
+  n.pending = static_cast<int>(pending_.size() + dep_waiting_.size());
   for (auto id : active_) n.running.push_back(info(*store_->find(id)));
   std::vector<const JobRecord*> ended;
   for (const auto& [id, rec] : store_->jobs())

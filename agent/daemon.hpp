@@ -7,6 +7,8 @@
 //   node_bridge.cpp   the node and launcher bridge: starting, ending, limits,
 //                     usage, adopting jobs after a restart
 //   scheduling.cpp    the scheduling cycle: snapshot() and apply()
+//   dependencies.cpp  jobs that wait for other jobs (-W depend, -hold_jid)
+//   wait_reasons.cpp  why a pending job waits and its planned start (`corral stat`)
 //   charging.cpp      NCI charging: service units as jobs run, the ledger
 //                     (ledger_book.hpp), grants, `corral report`
 //   events.hpp        the event publisher (ZeroMQ PUB)
@@ -183,6 +185,21 @@ class Daemon {
   void open_monitor();
   void write_monitor(const std::vector<std::string>& lines);
 
+  // ---- dependencies (dependencies.cpp) ----------------------------------
+  // A new or loaded job with unmet dependencies: kept out of the queue until they are met.
+  void hold_for_dependencies(const JobRecord& rec);
+  // The jobs waiting for `id` (it ended) are checked at the next resolve_dependencies().
+  void dependency_ended(std::uint64_t id);
+  // Checks the waiting jobs queued: each whose dependencies are met joins the queue; each
+  // whose dependency can never be met ends dependency_never_met.
+  void resolve_dependencies();
+  std::string dependency_text(const JobRecord& rec) const;
+
+  // ---- why pending jobs wait (wait_reasons.cpp) ---------------------------
+  void note_plan(const Plan& plan);
+  void wait_info(const JobRecord& rec, proto::JobInfo& j) const;
+  bool stat_match(const Peer& p, const proto::StatReq& r, const JobRecord& rec) const;
+
   // ---- NCI charging (charging.cpp) --------------------------------------
   void setup_charging();
   // Charges a started job's running seconds up to wall time t (close: its run ends at t).
@@ -220,6 +237,11 @@ class Daemon {
   std::unique_ptr<Store> store_;
   IdSet pending_;                     // ids, submit order
   std::set<std::uint64_t> active_;    // running or suspended
+  // Pending jobs with unmet dependencies (not in pending_: not eligible), the jobs waiting for
+  // each job (its id -> theirs), and the waiting jobs to check at the next pass.
+  std::set<std::uint64_t> dep_waiting_;
+  std::multimap<std::uint64_t, std::uint64_t> dependents_;
+  std::vector<std::uint64_t> dep_check_;
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   // Submits answered in this iteration, not yet on disk: where each acknowledgement sits in its
   // client's output, to be replaced by a refusal when the state disk is full.
@@ -254,6 +276,8 @@ class Daemon {
   std::vector<std::uint64_t> snap_stale_;
   Planner planner_;
   Plan plan_;
+  // The last pass's reservations: job -> its planned start (a pending job's planned_start).
+  std::map<std::uint64_t, Time> reserved_at_;
   struct FileCloser {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };

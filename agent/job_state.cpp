@@ -18,7 +18,8 @@ namespace corral::agent {
 // The pending and active sets from the stored jobs; PBA's throughput progress from the ended ones.
 void Daemon::load_jobs() {
   for (const auto& [id, rec] : store_->jobs()) {
-    if (rec.state == proto::state::kPending) pending_.insert(id);
+    if (rec.state == proto::state::kPending && !rec.waits_on.empty()) hold_for_dependencies(rec);
+    else if (rec.state == proto::state::kPending) pending_.insert(id);
     else if (!rec.ended()) active_.insert(id);
     else if (sched_.pba.enabled && rec.end_reason == "completed" && !rec.spec.project.empty())
       ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (ended jobs kept)
@@ -87,6 +88,7 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   store_->put(rec);
   pending_.erase(rec.id);
   active_.erase(rec.id);
+  dependency_ended(rec.id);
   remove_script(rec.id);
   if (sched_.pba.enabled && reason == "completed" && !rec.spec.project.empty())
     ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (pba.hpp contract)
@@ -195,6 +197,8 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.flow_step = r.spec.flow_step;
   j.preempt = r.spec.preempt.empty() ? std::string(name(cfg_.preempt_mode)) : r.spec.preempt;
   j.backfilled = r.backfilled;
+  j.depend = r.spec.depend;
+  wait_info(r, j);
   charge_info(r, j);
   if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
     j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run

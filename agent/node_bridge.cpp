@@ -246,11 +246,16 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.env["CORRAL_QUEUE"] = rec.spec.queue;
   ls.env["CORRAL_O_WORKDIR"] = rec.spec.cwd;
   ls.env["CORRAL_NCPUS"] = std::to_string(want);
+  // PBS's and Grid Engine's names for the same, so their scripts run unchanged.
+  ls.env["PBS_JOBID"] = ls.env["JOB_ID"] = std::to_string(rec.id);
+  ls.env["PBS_JOBNAME"] = ls.env["JOB_NAME"] = rec.spec.name;
+  ls.env["PBS_QUEUE"] = ls.env["QUEUE"] = rec.spec.queue;
+  ls.env["PBS_O_WORKDIR"] = ls.env["SGE_O_WORKDIR"] = rec.spec.cwd;
+  ls.env["PBS_NCPUS"] = ls.env["NSLOTS"] = std::to_string(want);
   if (!rec.spec.pe.empty()) {
-    // Grid Engine's names for the granted parallel environment (qsub -pe).
+    // Grid Engine's name for the granted parallel environment (qsub -pe).
     ls.env["CORRAL_PE"] = rec.spec.pe;
     ls.env["PE"] = rec.spec.pe;
-    ls.env["NSLOTS"] = std::to_string(want);
   }
   ls.cwd = rec.spec.cwd;
   if (rec.spec.umask != proto::kUmaskUnset) ls.umask = static_cast<mode_t>(rec.spec.umask & 0777);

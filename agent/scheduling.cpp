@@ -302,6 +302,7 @@ void Daemon::drop_pass_snapshot() {
 void Daemon::cycle() {
   dirty_ = false;
   if (mesh_) return;  // in a mesh the coordinator decides (coordinator/service/coordinator_loop.hpp)
+  resolve_dependencies();
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
   // A kept Planner and Plan (their buffers live across passes); the node never changes while
@@ -316,6 +317,7 @@ void Daemon::cycle() {
   schedule(snap, hints, sched_, ++passes_, planner_, plan_);
   if (monitor_) write_monitor(plan_.monitor);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
+  note_plan(plan_);
   apply(plan_);
 }
 

@@ -37,6 +37,20 @@ class ProtoError : public std::runtime_error {
 
 // ------------------------------------------------------------------ jobs --
 
+// One dependency of a job (qsub -W depend=TYPE:ID, Grid Engine -hold_jid ID): the job is not
+// eligible to start until job `job` has ended as `type` asks. type: one of kDependTypes.
+struct Dependency {
+  std::string type;
+  std::uint64_t job = 0;
+  MSGPACK_DEFINE_MAP(type, job)
+  bool operator==(const Dependency&) const = default;
+};
+// afterok: the other job completed (exit 0); afternotok: it ended any other way; afterany: it
+// ended at all.
+inline constexpr std::string_view kDependTypes[] = {"afterok", "afterany", "afternotok"};
+// At most this many dependencies a job.
+inline constexpr std::size_t kMaxDepends = 1000;
+
 // What a user asks for (qsub options); filled by `corral submit`. Identity
 // (uid/gid/user) is NOT here: corrald takes it from SO_PEERCRED.
 struct JobSpec {
@@ -75,9 +89,13 @@ struct JobSpec {
   // corral submit -c: the job may be checkpointed by the scheduler (checkpoint backfilling,
   // selective preemption); no other job ever is. Added after version 1.
   bool checkpointable = false;
+  // Added after version 1. -j oe (PBS) / -j y (Grid Engine): stderr goes to the stdout file;
+  // the jobs this one waits for (-W depend=, -hold_jid).
+  bool join = false;
+  std::vector<Dependency> depend;
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
-                     flow_step, preempt, immediate, checkpointable)
+                     flow_step, preempt, immediate, checkpointable, join, depend)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a
@@ -141,11 +159,19 @@ struct JobInfo {
   // now (its cpus x its queue's charge; 0 in a free queue).
   double su_charged = 0;
   double su_rate = 0;
+  // A pending job (added after version 1; older peers omit or ignore them): when the last
+  // scheduling pass planned it to start (epoch seconds; 0: no plan, as squeue's N/A), why it
+  // waits (a proto::wait name; "" once it no longer waits) and what exactly it waits for. The
+  // jobs it depends on (-W depend, -hold_jid), met or not.
+  double planned_start = 0;
+  std::string wait_reason;
+  std::string wait_detail;
+  std::vector<Dependency> depend;
   MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
                      cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
                      slots_min, slots_max, slots, suspended_seconds, runs, flow_step, preempt,
-                     backfilled, su_charged, su_rate)
+                     backfilled, su_charged, su_rate, planned_start, wait_reason, wait_detail, depend)
 };
 
 // Node-local status: works without any mesh.
@@ -216,7 +242,14 @@ struct SubmitRep {
 };
 struct StatReq {
   std::uint64_t id = 0;          // 0: every job the caller may see
-  MSGPACK_DEFINE_MAP(id)
+  // Filters of the list (added after version 1: an older corrald ignores them), each "" for
+  // any: the owner's name or uid (-u), the project (-P), the states (-s: names of
+  // proto::state, comma-separated); mine: only the caller's own jobs (--mine).
+  std::string user{};
+  std::string project{};
+  std::string states{};
+  bool mine = false;
+  MSGPACK_DEFINE_MAP(id, user, project, states, mine)
 };
 struct StatRep {
   std::vector<JobInfo> jobs;
@@ -368,6 +401,26 @@ inline constexpr std::string_view kPending = "pending";
 inline constexpr std::string_view kRunning = "running";
 inline constexpr std::string_view kSuspended = "suspended";
 inline constexpr std::string_view kEnded = "ended";
+inline constexpr std::string_view kAll[] = {kPending, kRunning, kSuspended, kEnded};
 }  // namespace state
+
+// Why a pending job waits (JobInfo::wait_reason), as squeue's reasons: the jobs it depends on;
+// cores, memory or jobfs that running jobs hold; a reservation of a job ahead of it; its
+// project's allocation; jobs ahead of it in the queue's order.
+namespace wait {
+inline constexpr std::string_view kDependency = "dependency";
+inline constexpr std::string_view kResources = "resources";
+inline constexpr std::string_view kReservation = "reservation";
+inline constexpr std::string_view kAllocation = "allocation";
+inline constexpr std::string_view kPriority = "priority";
+}  // namespace wait
+
+// The JSON field names of a pending job's plan in `corral stat --json`.
+namespace field {
+inline constexpr std::string_view kPlannedStart = "planned_start";
+inline constexpr std::string_view kWaitReason = "wait_reason";
+inline constexpr std::string_view kWaitDetail = "wait_detail";
+inline constexpr std::string_view kDepend = "depend";
+}  // namespace field
 
 }  // namespace corral::proto

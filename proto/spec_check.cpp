@@ -1,5 +1,6 @@
 #include "proto/spec_check.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -83,6 +84,39 @@ std::string check_job_name(std::string_view name) {
   return "";
 }
 
+std::string check_states(std::string_view states) {
+  std::string_view rest = states;
+  while (!states.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view one = rest.substr(0, comma);
+    if (std::find(std::begin(state::kAll), std::end(state::kAll), one) == std::end(state::kAll))
+      return "unknown state '" + printable(one) + "' (pending, running, suspended, ended; several: pending,running)";
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return "";
+}
+
+bool state_listed(std::string_view states, std::string_view state) {
+  if (states.empty()) return true;
+  for (std::string_view rest = states;;) {
+    const std::size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == state) return true;
+    if (comma == std::string_view::npos) return false;
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+static std::string check_dependencies(const JobSpec& s) {
+  if (s.depend.size() > kMaxDepends) return "more than " + std::to_string(kMaxDepends) + " dependencies";
+  for (const Dependency& d : s.depend) {
+    if (std::find(std::begin(kDependTypes), std::end(kDependTypes), d.type) == std::end(kDependTypes))
+      return "unknown dependency type '" + printable(d.type) + "' (afterok, afterany or afternotok)";
+    if (d.job == 0) return "a dependency names job 0";
+  }
+  return "";
+}
+
 std::string check_spec(const JobSpec& s) {
   std::string why = check_job_name(s.name);
   if (why.empty()) why = check_label("the queue name", s.queue);
@@ -111,6 +145,7 @@ std::string check_spec(const JobSpec& s) {
   for (const auto& e : s.env)
     if (e.empty() || e[0] == '=' || e.find('=') == std::string::npos || e.find('\0') != std::string::npos)
       return "environment entry '" + printable(e.substr(0, 40)) + "' is not KEY=VALUE";
+  if (why = check_dependencies(s); !why.empty()) return why;
   if (s.umask != kUmaskUnset && (s.umask < 0 || s.umask > 0777))
     return "umask " + std::to_string(s.umask) + " is not a file mode mask (0 to 0777)";
   return "";

@@ -25,6 +25,12 @@ inline constexpr std::int32_t kUmaskUnset = -1;                        // JobSpe
 // default applies) and passes.
 std::string check_job_name(std::string_view name);
 
+// Why `states` (stat's -s: state names of proto::state, comma-separated) is not a list of
+// states, or "" when it is (or is empty: any state).
+std::string check_states(std::string_view states);
+// Whether `state` is one of `states` (as check_states accepts; "" matches every state).
+bool state_listed(std::string_view states, std::string_view state);
+
 // Why `s` cannot be accepted, or "" when it can (empty name, queue and walltime are "not given").
 std::string check_spec(const JobSpec& s);
 

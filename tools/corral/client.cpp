@@ -1,4 +1,5 @@
 #include "tools/corral/client.hpp"
+#include "tools/submit/directives.hpp"
 #include "proto/spec_check.hpp"
 
 #include <sys/socket.h>
@@ -30,16 +31,6 @@
 
 namespace corral::cli {
 namespace {
-
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.size() <= 12 &&
-         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 using Json = nlohmann::ordered_json;
 
@@ -84,6 +75,11 @@ Json job_json(const proto::JobInfo& j) {
   o["backfilled"] = j.backfilled;
   o["su_charged"] = micro(j.su_charged);  // NCI service units, every run (0 without charging)
   o["su_rate"] = micro(j.su_rate);        // units an hour of running costs now
+  o[proto::field::kPlannedStart] = j.planned_start > 0 ? Json(micro(j.planned_start)) : Json();
+  o[proto::field::kWaitReason] = text_or_null(j.wait_reason);
+  o[proto::field::kWaitDetail] = text_or_null(j.wait_detail);
+  o[proto::field::kDepend] = Json::array();
+  for (const proto::Dependency& d : j.depend) o[proto::field::kDepend].push_back(Json{{"type", d.type}, {"job", d.job}});
   // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
   o["runs"] = Json::array();
   for (const proto::RunInfo& r : j.runs)
@@ -96,111 +92,6 @@ Json job_json(const proto::JobInfo& j) {
 }
 
 }  // namespace
-
-std::int64_t parse_walltime(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream ss(text);
-  std::string p;
-  while (std::getline(ss, p, ':')) parts.push_back(p);
-  if (!text.empty() && text.back() == ':') parts.push_back("");
-  if (parts.empty() || parts.size() > 3)
-    throw UsageError("invalid walltime '" + text + "' (use HH:MM:SS or seconds)");
-  std::int64_t total = 0;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (!all_digits(parts[i]))
-      throw UsageError("invalid walltime '" + text + "' (use HH:MM:SS or seconds)");
-    std::int64_t v = std::stoll(parts[i]);
-    if (i > 0 && v >= 60)
-      throw UsageError("invalid walltime '" + text + "' (minutes and seconds must be below 60)");
-    total = total * 60 + v;
-  }
-  if (total <= 0) throw UsageError("walltime must be positive, got '" + text + "'");
-  return total;
-}
-
-std::int64_t parse_size_mb(const std::string& text) {
-  try {
-    return corral::parse_size_mb(text);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-}
-
-void apply_resources(const std::string& list, proto::JobSpec& spec) {
-  if (list.empty()) throw UsageError("-l needs a resource list, e.g. -l walltime=1:00:00,ncpus=2");
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    std::size_t eq = item.find('=');
-    if (eq == std::string::npos)
-      throw UsageError("resource '" + item + "' has no value (expected name=value)");
-    std::string key = lower(item.substr(0, eq)), val = item.substr(eq + 1);
-    if (val.empty()) throw UsageError("resource '" + key + "' has an empty value");
-    if (key == "walltime") spec.walltime = parse_walltime(val);
-    else if (key == "ncpus") {
-      if (!all_digits(val) || std::stoll(val) < 1 || std::stoll(val) > proto::kMaxCpus)
-        throw UsageError("invalid ncpus '" + val + "' (a positive integer)");
-      spec.ncpus = static_cast<std::int32_t>(std::stoll(val));
-    } else if (key == "mem" || key == "vmem") spec.mem_mb = parse_size_mb(val);
-    else if (key == "jobfs") spec.jobfs_mb = parse_size_mb(val);
-    else throw UsageError("unknown resource '" + key + "' (known: walltime, ncpus, mem, jobfs)");
-  }
-  if (!list.empty() && list.back() == ',') throw UsageError("trailing ',' in -l " + list);
-}
-
-SlotRange parse_slot_range(const std::string& text) {
-  auto bad = [&](const std::string& why) {
-    return UsageError("invalid -pe slot range '" + text + "' (" + why +
-                      "; use n-m, n, -m or n-, e.g. 2-8)");
-  };
-  if (text.empty()) throw bad("empty");
-  if (text.find(',') != std::string::npos) throw bad("range lists are not supported, give one range");
-  auto number = [&](const std::string& t) -> std::int32_t {
-    if (!all_digits(t)) throw bad("'" + t + "' is not a positive integer");
-    long long v = std::stoll(t);
-    if (v == 0) throw bad("slot counts start at 1");
-    if (v > proto::kMaxCpus) throw bad("'" + t + "' is too large");
-    return static_cast<std::int32_t>(v);
-  };
-  SlotRange r;
-  std::size_t dash = text.find('-');
-  if (dash == std::string::npos) {
-    r.min = r.max = number(text);  // "m" = m-m
-  } else {
-    if (text.find('-', dash + 1) != std::string::npos) throw bad("more than one '-'");
-    std::string lo = text.substr(0, dash), hi = text.substr(dash + 1);
-    if (lo.empty() && hi.empty()) throw bad("no bound given");
-    r.min = lo.empty() ? 1 : number(lo);                          // "-m" = 1-m
-    r.max = hi.empty() ? proto::kSlotsUnbounded : number(hi);     // "n-" = n-infinity
-    if (r.max < r.min)
-      throw bad("the maximum " + hi + " is below the minimum " + lo);
-  }
-  return r;
-}
-
-void apply_pe(const std::string& name, const std::string& range, proto::JobSpec& spec) {
-  if (name.empty() || name.size() > 64)
-    throw UsageError("-pe needs a parallel environment name (1-64 characters) and a slot range, e.g. -pe smp 2-8");
-  for (unsigned char c : name)
-    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '*'))
-      throw UsageError("invalid parallel environment name '" + name +
-                       "' (letters, digits, _ - . * only)");
-  SlotRange r = parse_slot_range(range);
-  spec.pe = name;
-  spec.slots_min = r.min;
-  spec.slots_max = r.max;
-  spec.ncpus = r.min;
-}
-
-std::uint64_t parse_job_id(const std::string& s) {
-  std::string t = s;
-  std::size_t dot = t.find('.');  // accept "42.host" as PBS prints
-  if (dot != std::string::npos) t.resize(dot);
-  bool ok = !t.empty() && t.size() < 19;
-  for (char ch : t) ok = ok && ch >= '0' && ch <= '9';
-  if (!ok || std::stoull(t) == 0) throw UsageError("invalid job id '" + s + "'");
-  return std::stoull(t);
-}
 
 namespace {
 
@@ -221,14 +112,15 @@ bool parse_or_help(CLI::App& app, const std::string& cmd, const std::vector<std:
 }
 
 // A submit command line with the qsub spellings CLI11 does not read taken
-// care of: "-pe NAME RANGE" is taken out (CLI11 has no single-dash long
-// options; it would read -p with the value "e"), and a short option's
-// "-q=VALUE" becomes "-qVALUE". Another option's value is left as it is
+// care of: the single-dash long options ("-pe NAME RANGE", "-now y", "-hold_jid ID",
+// "-cwd") are taken out (CLI11 would read "-pe" as -p with the value "e"), and a short
+// option's "-q=VALUE" becomes "-qVALUE". Another option's value is left as it is
 // ("-N -pe" names a job "-pe"), and so is everything after "--".
 struct QsubLine {
   std::vector<std::string> args;                            // for CLI11
   std::vector<std::pair<std::string, std::string>> pe;      // each -pe's NAME and RANGE
   std::vector<std::string> now;                             // each -now's y or n
+  std::vector<std::string> hold_jid;                        // each -hold_jid's ids
 };
 
 QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app) {
@@ -247,11 +139,12 @@ QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app
       i += 2;
       continue;
     }
-    if (a == "-now") {
-      if (i + 1 >= n) throw UsageError("-now needs y or n");
-      line.now.push_back(args[++i]);
+    if (a == "-now" || a == "-hold_jid") {
+      if (i + 1 >= n) throw UsageError(a == "-now" ? "-now needs y or n" : "-hold_jid needs a job id (or ID,ID...)");
+      (a == "-now" ? line.now : line.hold_jid).push_back(args[++i]);
       continue;
     }
+    if (a == "-cwd") continue;  // Grid Engine's "run where submitted": every job does
     const bool is_long = a.rfind("--", 0) == 0, is_short = !is_long && a.size() > 1 && a[0] == '-';
     const CLI::Option* o = is_long && a.find('=') == std::string::npos ? app.get_option_no_throw(a)
                            : is_short ? app.get_option_no_throw(a.substr(0, 2))
@@ -287,41 +180,6 @@ void pe_option(proto::JobSpec& s, const std::string& name, const std::string& ra
   apply_pe(name, range, s);
 }
 
-void resources_option(SubmitParse& p, const std::string& list) {
-  apply_resources(list, p.a.spec);
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');)
-    p.have_ncpus |= lower(item.substr(0, item.find('='))) == "ncpus";
-}
-
-// y|yes or n|no, as qsub's -R and -now; else UsageError "OPT takes y or n, got 'x'".
-bool yes_no(const char* opt, const std::string& value) {
-  const std::string v = lower(value);
-  if (v == "y" || v == "yes") return true;
-  if (v == "n" || v == "no") return false;
-  throw UsageError(std::string(opt) + " takes y or n, got '" + v + "'");
-}
-
-void reserve_option(proto::JobSpec& s, const std::string& value) { s.reserve = yes_no("-R", value); }
-
-// -P PROJECT or -P PROJECT:STEP (the step of one of the project's flows).
-void project_option(proto::JobSpec& s, const std::string& v) {
-  const std::size_t colon = v.find(':');
-  s.project = v.substr(0, colon);
-  s.flow_step = colon == std::string::npos ? "" : v.substr(colon + 1);
-  if (colon != std::string::npos && (s.project.empty() || s.flow_step.empty()))
-    throw UsageError("-P takes PROJECT or PROJECT:STEP, got '" + v + "'");
-}
-
-// requeue | suspend (coordinator/names.hpp), refused as "WHAT: expected requeue or suspend, got 'x'".
-std::string preempt_choice(const std::string& what, const std::string& v) {
-  try {
-    return std::string(name(parse_preempt_mode(v)));
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(what + ": " + e.what());
-  }
-}
-
 void submit_options(CLI::App& app, SubmitParse& p) {
   proto::JobSpec& s = p.a.spec;
   auto value = [&app, &p](const char* name, std::function<void(const std::string&)> apply) {
@@ -329,9 +187,9 @@ void submit_options(CLI::App& app, SubmitParse& p) {
         ->trigger_on_parse();
   };
   app.set_help_flag("-h,--help");
-  value("-l", [&p](const std::string& v) { resources_option(p, v); });
+  value("-l", [&p](const std::string& v) { p.have_ncpus |= apply_resources(v, p.a.spec); });
   value("-q", [&s](const std::string& v) { s.queue = v; });
-  value("-P", [&s](const std::string& v) { project_option(s, v); });
+  value("-P", [&s](const std::string& v) { apply_project(s, v); });
   value("--preempt", [&s](const std::string& v) { s.preempt = preempt_choice("--preempt", v); });
   app.add_flag_callback("-c,--checkpointable", [&s] { s.checkpointable = true; });
   value("-N", [&s](const std::string& v) {
@@ -340,7 +198,9 @@ void submit_options(CLI::App& app, SubmitParse& p) {
   });
   value("-o", [&s](const std::string& v) { s.stdout_path = v; });
   value("-e", [&s](const std::string& v) { s.stderr_path = v; });
-  value("-R", [&s](const std::string& v) { reserve_option(s, v); });
+  value("-R", [&s](const std::string& v) { s.reserve = yes_no("-R", v); });
+  value("-j", [&s](const std::string& v) { apply_join(s, v); });
+  value("-W", [&s](const std::string& v) { apply_w(s, v); });
   value("--socket", [&p](const std::string& v) { p.a.socket = v; });
   value("--wrap", [&p](const std::string& v) { p.wrap = v; });
   app.add_option("SCRIPT", p.scripts);
@@ -422,6 +282,33 @@ ReportArgs parse_report(int argc, char** argv) {
   return r;
 }
 
+StatArgs parse_stat(int argc, char** argv) {
+  StatArgs a;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  auto last = CLI::MultiOptionPolicy::TakeLast;
+  app.add_option("--socket", a.socket)->type_name("PATH")->multi_option_policy(last);
+  app.add_option("-u", a.filter.user)->type_name("USER")->multi_option_policy(last);
+  app.add_option("-P", a.filter.project)->type_name("PROJECT")->multi_option_policy(last);
+  app.add_option("-s", a.filter.states)->type_name("STATE")->multi_option_policy(last);
+  app.add_flag("--mine", a.filter.mine)->disable_flag_override();
+  app.add_flag("--json", a.json)->disable_flag_override();
+  std::vector<std::string> ids;
+  app.add_option("JOBID", ids);
+  a.help = parse_or_help(app, "stat", cli_args(argc, argv));
+  if (a.help) return a;
+  if (ids.size() > 1) throw UsageError("at most one job id");
+  if (!ids.empty()) a.filter.id = parse_job_id(ids[0]);
+  for (const char* o : {"-u", "-P", "-s"})
+    if (app.count(o) && (o[1] == 'u' ? a.filter.user : o[1] == 'P' ? a.filter.project : a.filter.states).empty())
+      throw UsageError(std::string(o) + " needs a value");
+  if (std::string why = proto::check_states(a.filter.states); !why.empty()) throw UsageError("-s: " + why);
+  if (a.filter.id && (!a.filter.user.empty() || !a.filter.project.empty() || !a.filter.states.empty() || a.filter.mine))
+    throw UsageError("give a job id or filters (-u, -P, -s, --mine), not both");
+  if (a.socket.empty()) a.socket = default_socket();
+  return a;
+}
+
 ControlArgs parse_control(int argc, char** argv) {
   ControlArgs c;
   c.action = argc > 0 ? argv[0] : "";
@@ -436,22 +323,6 @@ ControlArgs parse_control(int argc, char** argv) {
 
 namespace {
 
-// The options of a script's "#CORRAL OPTION..." lines (qsub's "#$" and "#PBS"): those before
-// its first command, the "#!" line and other comments skipped. Words split at blanks.
-std::vector<std::string> directive_words(const std::string& script) {
-  std::vector<std::string> words;
-  std::istringstream in(script);
-  for (std::string l; std::getline(in, l);) {
-    const std::size_t a = l.find_first_not_of(" \t\r");
-    if (a == std::string::npos) continue;
-    if (l[a] != '#') break;  // the first command: directives end
-    if (l.compare(a, 7, "#CORRAL") != 0 || (l.size() > a + 7 && l[a + 7] != ' ' && l[a + 7] != '\t')) continue;
-    std::istringstream ws(l.substr(a + 7));
-    for (std::string w; ws >> w;) words.push_back(w);
-  }
-  return words;
-}
-
 // Applies the parsed steps and -pe/-now of one line (the directives' or the command line's).
 void apply_line(SubmitParse& p, const std::vector<std::function<void()>>& steps, const QsubLine& line) {
   for (const auto& step : steps) step();
@@ -459,33 +330,21 @@ void apply_line(SubmitParse& p, const std::vector<std::function<void()>>& steps,
   for (const auto& [name, range] : line.pe) pe_option(p.a.spec, name, range);
   if (line.now.size() > 1) throw UsageError("-now given twice");
   for (const auto& v : line.now) p.a.spec.immediate = yes_no("-now", v);
+  for (const auto& v : line.hold_jid) apply_hold_jid(p.a.spec, v);
 }
 
-// The script's #CORRAL directives, then the command line again on top of them (the command line
-// wins, as qsub's). A directive may not name the script, --wrap or --socket.
+// The script's directives (tools/submit/directives.hpp), then the command line again on top of
+// them (the command line wins, as qsub's; its dependencies replace theirs).
 void apply_directives(SubmitParse& p, const std::vector<std::function<void()>>& cmd_steps, const QsubLine& cmd_line) {
-  const std::vector<std::string> words = directive_words(p.a.spec.script);
-  if (words.empty()) return;
-  for (const std::string& w : words)
-    if (w == "--wrap" || w == "--socket" || w == "-h" || w == "--help")
-      throw UsageError("#CORRAL directive: " + w + " belongs on the command line");
-  SubmitParse d;
-  CLI::App app;
-  submit_options(app, d);
-  const QsubLine line = qsub_spelling(words, app);
-  try {
-    cli_parse(app, line.args);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError("#CORRAL directive: " + usage_error(e));
-  }
-  if (!d.scripts.empty()) throw UsageError("#CORRAL directive: unexpected word '" + d.scripts[0] + "'");
+  DirectiveResult d = parse_directives(p.a.spec.script, p.a.spec.script_name == "-" ? "stdin" : p.a.spec.script_name);
+  if (!d.ok()) throw UsageError(d.error);
+  if (d.directives.lines == 0) return;
   const proto::JobSpec kept = p.a.spec;
-  d.a.spec = proto::JobSpec{};
-  apply_line(d, d.steps, line);
-  // The command line's values over the directives'.
-  p.a.spec = d.a.spec;
-  p.have_ncpus = d.have_ncpus;
+  p.a.spec = d.directives.spec;
+  p.have_ncpus = d.directives.have_ncpus;
+  p.a.spec.depend.clear();
   apply_line(p, cmd_steps, cmd_line);
+  if (p.a.spec.depend.empty()) p.a.spec.depend = d.directives.spec.depend;
   p.a.spec.script = kept.script;
   p.a.spec.script_name = kept.script_name;
   if (p.a.spec.name.empty()) p.a.spec.name = kept.name;

@@ -9,32 +9,9 @@
 #include <vector>
 
 #include "proto/proto.hpp"
+#include "tools/submit/values.hpp"
 
 namespace corral::cli {
-
-// A user mistake: printed as "corral CMD: <what>", exit code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// "HH:MM:SS", "MM:SS" or plain seconds -> seconds. Throws UsageError.
-std::int64_t parse_walltime(const std::string& text);
-// "4gb", "512mb", "100kb", "1tb", "2048" (bytes, as PBS) -> MiB, rounded up.
-// Throws UsageError on anything else.
-std::int64_t parse_size_mb(const std::string& text);
-// Applies one -l list ("walltime=1:00:00,ncpus=2,mem=4gb,jobfs=1gb").
-void apply_resources(const std::string& list, proto::JobSpec& spec);
-
-// A Grid Engine slot range (sge6-reservation-backfill.txt section 3):
-// "n-m", "n" (n-n), "-m" (1-m), "n-" (n to as many as the node has:
-// slots_max = proto::kSlotsUnbounded). Throws UsageError on 0, max < min,
-// range lists ("2-4,8") and anything else.
-struct SlotRange {
-  std::int32_t min = 1, max = 1;
-};
-SlotRange parse_slot_range(const std::string& text);
-// -pe NAME RANGE into spec (pe, slots_min, slots_max; ncpus = the minimum).
-void apply_pe(const std::string& name, const std::string& range, proto::JobSpec& spec);
 
 struct SubmitArgs {
   proto::JobSpec spec;           // without env/cwd (filled by the caller)
@@ -84,6 +61,17 @@ struct ReportArgs {
 };
 ReportArgs parse_report(int argc, char** argv);
 
+// `corral stat [JOBID] [-u USER] [-P PROJECT] [-s STATE[,STATE...]] [--mine] [--json]`
+// arguments: the filters as corrald applies them. Throws UsageError on an unknown state, an
+// empty value, or a job id with filters.
+struct StatArgs {
+  proto::StatReq filter;
+  bool json = false;
+  std::string socket;
+  bool help = false;             // --help: nothing else is read
+};
+StatArgs parse_stat(int argc, char** argv);
+
 // `corral suspend|resume|requeue|checkpoint JOBID...` arguments (argv[0] is
 // the command): the ids and --socket. Throws UsageError.
 struct ControlArgs {
@@ -93,8 +81,6 @@ struct ControlArgs {
   bool help = false;             // --help: nothing else is read
 };
 ControlArgs parse_control(int argc, char** argv);
-// "42" or "42.host" (as PBS prints) -> 42. Throws UsageError.
-std::uint64_t parse_job_id(const std::string& text);
 
 // JSON text of a job / node status.
 std::string to_json(const proto::JobInfo& j);

@@ -23,7 +23,8 @@ namespace {
 const char* const kSubmitHelp =
     "usage: corral submit [-l walltime=HH:MM:SS,ncpus=N,mem=4gb,jobfs=1gb] [-q QUEUE]\n"
     "                     [-P PROJECT[:STEP]] [-N NAME] [-o FILE] [-e FILE] [-R y|n] [-now y|n]\n"
-    "                     [-pe NAME RANGE] [--preempt requeue|suspend] [-c] [--socket PATH]\n"
+    "                     [-pe NAME RANGE] [--preempt requeue|suspend] [-c] [-j oe] [-cwd]\n"
+    "                     [-W depend=TYPE:ID[:ID...]] [-hold_jid ID[,ID...]] [--socket PATH]\n"
     "                     (SCRIPT | - | --wrap 'COMMAND')\n"
     "Prints the new job's id. The job keeps your environment and working directory.\n"
     "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
@@ -35,11 +36,21 @@ const char* const kSubmitHelp =
     "  selective preemption); it must save its state on the checkpoint signal.\n"
     "--preempt: how a policy that preempts the job stops it; else $CORRAL_PREEMPT, else\n"
     "  the node's preempt_mode.\n"
-    "A script's '#CORRAL OPTIONS' lines before its first command are read as options;\n"
-    "  the command line wins over them.\n";
+    "-j oe: stderr into the stdout file. -cwd: run here (every job does).\n"
+    "-W depend=afterok|afterany|afternotok:ID[:ID...], -hold_jid ID[,ID...]: wait for\n"
+    "  those jobs; a dependency that can never be met ends the job dependency_never_met.\n"
+    "A script's '#CORRAL', '#PBS' and '#$' lines before its first command are read as\n"
+    "  options (the same ones; -l also takes h_rt=, h_vmem= and wd); the command line\n"
+    "  wins over them. One Corral does not know is an error naming its line.\n";
 const char* const kStatHelp =
-    "usage: corral stat [JOBID] [--json] [--socket PATH]\n"
-    "With JOBID and --json: one JSON object; without JOBID: an array.\n";
+    "usage: corral stat [JOBID | -u USER -P PROJECT -s STATE[,STATE] --mine] [--json] [--socket PATH]\n"
+    "With JOBID and --json: one JSON object; without JOBID: an array.\n"
+    "  -u USER     jobs of USER (a name or a uid)\n"
+    "  -P PROJECT  jobs of PROJECT\n"
+    "  -s STATE    jobs in these states: pending, running, suspended, ended\n"
+    "  --mine      your own jobs\n"
+    "A pending job shows why it waits (dependency, resources, reservation, allocation,\n"
+    "priority) and, when the last pass planned it, its planned start.\n";
 const char* const kCancelHelp = "usage: corral cancel JOBID... [--socket PATH]\n";
 const char* const kWaitHelp =
     "usage: corral wait JOBID [--socket PATH]\n"
@@ -119,8 +130,12 @@ std::string cores_text(const std::vector<int>& v) {
   return s.empty() ? "-" : s;
 }
 
-// "reason: comment", without repeating the reason when the comment starts with it.
+// "reason: comment", without repeating the reason when the comment starts with it; for a
+// pending job why it waits and its planned start.
 std::string why_text(const proto::JobInfo& j) {
+  if (!j.wait_reason.empty())
+    return j.wait_reason + (j.wait_detail.empty() ? "" : ": " + j.wait_detail) +
+           (j.planned_start > 0 ? "; planned start " + clock_time(j.planned_start) : "");
   if (j.end_reason.empty()) return j.comment;
   if (j.comment.empty()) return j.end_reason;
   if (j.comment.rfind(j.end_reason, 0) == 0) return j.comment;
@@ -187,11 +202,10 @@ int cmd_submit(int argc, char** argv) {
 
 int cmd_stat(int argc, char** argv) {
   return guarded("stat", [&] {
-    Common c = parse_common("stat", argc, argv, true);
+    StatArgs c = parse_stat(argc, argv);
     if (c.help) return help(kStatHelp);
-    if (c.args.size() > 1) throw UsageError("at most one job id");
-    std::uint64_t id = c.args.empty() ? 0 : parse_job_id(c.args[0]);
-    proto::StatRep rep = expect<proto::StatRep>(request(c.socket, proto::StatReq{id}));
+    const std::uint64_t id = c.filter.id;
+    proto::StatRep rep = expect<proto::StatRep>(request(c.socket, c.filter));
     if (c.json) {
       if (id) {
         std::printf("%s\n", to_json(rep.jobs.at(0)).c_str());

@@ -1,0 +1,99 @@
+// Why a pending job waits and when it is planned to start, as `squeue --start` and `qstat -s`
+// tell: the jobs it depends on, the cores, memory or jobfs running jobs hold, the reservation
+// of a job ahead of it, its project's allocation, or jobs ahead of it in the queue. A pass
+// only keeps its reservations (note_plan); the reason is worked out when `corral stat` asks,
+// so a pass over many pending jobs costs nothing more.
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+
+#include "agent/daemon.hpp"
+#include "agent/job_accounting.hpp"
+#include "agent/node/launcher.hpp"
+#include "agent/node/topology.hpp"
+#include "proto/spec_check.hpp"
+
+namespace corral::agent {
+namespace {
+
+std::string clock_text(Time t) {
+  const time_t tt = static_cast<time_t>(t);
+  tm lt{};
+  localtime_r(&tt, &lt);
+  char b[32];
+  std::strftime(b, sizeof b, "%H:%M:%S", &lt);
+  return b;
+}
+
+// "N WHAT (M free)" when `need` is above `free`, else "".
+std::string short_of(std::int64_t need, std::int64_t free, const std::string& what) {
+  if (need <= free) return "";
+  return std::to_string(need) + " " + what + " (" + std::to_string(std::max<std::int64_t>(0, free)) + " free)";
+}
+
+}  // namespace
+
+void Daemon::note_plan(const Plan& plan) {
+  reserved_at_.clear();
+  for (const Decision& d : plan.decisions)
+    if (d.action == Action::Reserve) reserved_at_[d.job] = d.at;
+}
+
+void Daemon::wait_info(const JobRecord& rec, proto::JobInfo& j) const {
+  if (rec.state != proto::state::kPending) return;
+  if (dep_waiting_.count(rec.id)) {
+    j.wait_reason = proto::wait::kDependency;
+    j.wait_detail = dependency_text(rec);
+    return;
+  }
+  const auto planned = reserved_at_.find(rec.id);
+  if (planned != reserved_at_.end()) j.planned_start = static_cast<double>(planned->second);
+  // What running and suspended jobs hold now (a suspended job's cores are free, its memory not).
+  const node::Topology& topo = launcher_->topology();
+  std::int64_t cores = static_cast<std::int64_t>(topo.cores.size()) - slots_used(), mem = topo.mem_mb, jobfs = topo.jobfs_mb;
+  for (auto id : active_) {
+    const JobRecord& r = store_->jobs().at(id);
+    mem -= r.spec.mem_mb;
+    jobfs -= r.spec.jobfs_mb;
+  }
+  std::string lacks;
+  for (const std::string& s : {short_of(slot_range(rec.spec).first, cores, "cores"),
+                               topo.mem_mb > 0 ? short_of(rec.spec.mem_mb, mem, "MiB of memory") : "",
+                               topo.jobfs_mb > 0 ? short_of(rec.spec.jobfs_mb, jobfs, "MiB of jobfs") : ""})
+    if (!s.empty()) lacks += (lacks.empty() ? "waits for " : ", ") + s;
+  if (!lacks.empty()) {
+    j.wait_reason = proto::wait::kResources;
+    j.wait_detail = lacks + " held by running jobs";
+    return;
+  }
+  // It would fit now: a reservation ahead of it keeps the resources, or its project's share.
+  for (const auto& [id, at] : reserved_at_) {
+    if (id == rec.id) continue;
+    j.wait_reason = proto::wait::kReservation;
+    j.wait_detail = "job " + std::to_string(id) + " is reserved from " + clock_text(at) +
+                    " and starting this job now would delay it";
+    return;
+  }
+  if (sched_.pba.enabled && !rec.spec.project.empty()) {
+    const Time t = static_cast<Time>(now());
+    j.wait_reason = proto::wait::kAllocation;
+    j.wait_detail = "project " + rec.spec.project + " has " +
+                    std::to_string(sched_.pba.plan.allocated_slots(rec.spec.project, t)) +
+                    " slots allocated this week; free slots are kept for projects within their allocation";
+    return;
+  }
+  j.wait_reason = proto::wait::kPriority;
+  j.wait_detail = "jobs ahead of it in the queue are placed first (or the next pass has not run yet)";
+}
+
+bool Daemon::stat_match(const Peer& p, const proto::StatReq& r, const JobRecord& rec) const {
+  if (r.mine && rec.uid != p.uid) return false;
+  if (!r.user.empty()) {
+    const bool uid = std::all_of(r.user.begin(), r.user.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (uid ? std::to_string(rec.uid) != r.user : rec.user != r.user) return false;
+  }
+  if (!r.project.empty() && rec.spec.project != r.project) return false;
+  return proto::state_listed(r.states, rec.state);
+}
+
+}  // namespace corral::agent
