@@ -1,41 +1,16 @@
-// `corral submit SCRIPT` over any script: its directives read as the command reads them. A
-// UsageError or a parsed job; the script is written once per input under the fuzzer's own
-// temporary directory.
-#include <unistd.h>
-
+// A job script's directives (#CORRAL, #PBS, #$) over any text: parse_directives() must give
+// options or an error naming the line, and never throw or crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <string>
+#include <string_view>
 
-#include "tools/corral/client.hpp"
-
-namespace {
-
-std::string script_path() {
-  static const std::string path = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/corral-fuzz-XXXXXX";
-    if (::mkdtemp(dir.data()) == nullptr) std::abort();
-    return dir + "/job.sh";
-  }();
-  return path;
-}
-
-}  // namespace
+#include "tools/submit/directives.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string path = script_path();
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
-  std::string submit = "submit", file = path;
-  char* argv[] = {submit.data(), file.data(), nullptr};
-  try {
-    (void)corral::cli::parse_submit(2, argv);
-  } catch (const corral::cli::UsageError&) {
-  }
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const corral::cli::DirectiveResult r = corral::cli::parse_directives(text, "job.sh");
+  // An error always names the file and line it is about.
+  if (!r.ok() && r.error.rfind("job.sh:", 0) != 0) std::abort();
   return 0;
 }
