@@ -38,6 +38,21 @@ template <class F> std::string wait_text(F text_of, const std::string& needle, i
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return t;
 }
+
+// The checkpoint window of the two cases below: 2 cores, splits of p = 0.05 above 10 s.
+std::vector<std::string> window_settings(const std::string& policy) {
+  return {"--set", "declare_cores=2", "--set", "policy=" + policy, "--set", "split_factor=0.05",
+          "--set", "split_threshold=10", "--set", "duration_offset=0", "--set", "checkpoint_grace=5",
+          "--set", "cycle_interval=0.3", "--set", "poll_interval=0.2"};
+}
+
+// Submits as nobody, required to succeed; the job's id.
+std::string submit_id(const Agent& a, const std::vector<std::string>& args) {
+  auto r = a.submit(args, kNobody);
+  INFO(r.err << a.log());
+  REQUIRE(r.rc == 0);
+  return trim(r.out);
+}
 }  // namespace
 
 TEST_CASE("checkpoint backfilling through corrald: the backfilled job is stopped at its window's end, across a restart",
@@ -47,27 +62,18 @@ TEST_CASE("checkpoint backfilling through corrald: the backfilled job is stopped
   // fits the window and is backfilled. A ends at 6 s; B's window is over and H still lacks a
   // core: B is checkpointed (it traps the signal, saves, exits) and H starts; B restarts after.
   SKIP_UNLESS_ROOT();
-  Agent a("ckbf", {"--set", "declare_cores=2", "--set", "policy=checkpoint", "--set", "split_factor=0.05",
-                   "--set", "split_threshold=10", "--set", "duration_offset=0", "--set", "checkpoint_grace=5",
-                   "--set", "cycle_interval=0.3", "--set", "poll_interval=0.2"});
+  Agent a("ckbf", window_settings("checkpoint"));
   a.start();
-  auto sa = a.submit({"-N", "A", "-l", "ncpus=1,walltime=8", "--wrap", "sleep 6"}, kNobody);
-  INFO(sa.err << a.log());
-  REQUIRE(sa.rc == 0);
-  const std::string aid = trim(sa.out);
+  const std::string aid = submit_id(a, {"-N", "A", "-l", "ncpus=1,walltime=8", "--wrap", "sleep 6"});
   REQUIRE(wait_state(a, aid, "running") == "running");
-  auto sh = a.submit({"-N", "H", "-l", "ncpus=2,walltime=60", "--wrap", "echo $(date +%s.%N) > H.start; sleep 1"},
-                     kNobody);
-  REQUIRE(sh.rc == 0);
-  const std::string hid = trim(sh.out);
+  const std::string hid =
+      submit_id(a, {"-N", "H", "-l", "ncpus=2,walltime=60", "--wrap", "echo $(date +%s.%N) > H.start; sleep 1"});
   // -c: only a checkpointable job may be backfilled past the head's reservation by a split.
-  auto sb = a.submit({"-N", "B", "-c", "-l", "ncpus=1,walltime=100", "--wrap",
-                      "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > B.seen; exit 0; fi; "
-                      "trap 'echo saved > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; "
-                      "echo $$ > B.pid; while :; do sleep 0.1; done"},
-                     kNobody);
-  REQUIRE(sb.rc == 0);
-  const std::string bid = trim(sb.out);
+  const std::string bid =
+      submit_id(a, {"-N", "B", "-c", "-l", "ncpus=1,walltime=100", "--wrap",
+                    "if [ \"$CORRAL_RESTART\" = 1 ]; then cat \"$CORRAL_CKPT_DIR/state\" > B.seen; exit 0; fi; "
+                    "trap 'echo saved > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; "
+                    "echo $$ > B.pid; while :; do sleep 0.1; done"});
   REQUIRE(wait_state(a, bid, "running") == "running");
   CHECK(json_field(stat_json(a, hid), "state") == "pending");
   CHECK(json_field(stat_json(a, bid), "backfilled") == "true");
@@ -103,27 +109,16 @@ TEST_CASE("the corral policy through corrald: a job submitted without -c is neve
   // The same window as above under the default policy: B (no -c) would fit it only split, so it
   // waits; C (-c, submitted after B) is backfilled by a split in its place, then checkpointed for H.
   SKIP_UNLESS_ROOT();
-  Agent a("nockpt", {"--set", "declare_cores=2", "--set", "policy=corral", "--set", "split_factor=0.05",
-                     "--set", "split_threshold=10", "--set", "duration_offset=0", "--set", "checkpoint_grace=5",
-                     "--set", "cycle_interval=0.3", "--set", "poll_interval=0.2"});
+  Agent a("nockpt", window_settings("corral"));
   a.start();
-  auto sa = a.submit({"-N", "A", "-l", "ncpus=1,walltime=8", "--wrap", "sleep 6"}, kNobody);
-  INFO(sa.err << a.log());
-  REQUIRE(sa.rc == 0);
-  const std::string aid = trim(sa.out);
+  const std::string aid = submit_id(a, {"-N", "A", "-l", "ncpus=1,walltime=8", "--wrap", "sleep 6"});
   REQUIRE(wait_state(a, aid, "running") == "running");
-  auto sh = a.submit({"-N", "H", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 1"}, kNobody);
-  REQUIRE(sh.rc == 0);
-  const std::string hid = trim(sh.out);
-  auto sb = a.submit({"-N", "B", "-l", "ncpus=1,walltime=100", "--wrap", "sleep 1"}, kNobody);
-  REQUIRE(sb.rc == 0);
-  const std::string bid = trim(sb.out);
-  auto sc = a.submit({"-N", "C", "-c", "-l", "ncpus=1,walltime=100", "--wrap",
-                      "if [ \"$CORRAL_RESTART\" = 1 ]; then exit 0; fi; "
-                      "trap 'echo saved > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; while :; do sleep 0.1; done"},
-                     kNobody);
-  REQUIRE(sc.rc == 0);
-  const std::string cid = trim(sc.out);
+  const std::string hid = submit_id(a, {"-N", "H", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 1"});
+  const std::string bid = submit_id(a, {"-N", "B", "-l", "ncpus=1,walltime=100", "--wrap", "sleep 1"});
+  const std::string cid = submit_id(a, {"-N", "C", "-c", "-l", "ncpus=1,walltime=100", "--wrap",
+                                        "if [ \"$CORRAL_RESTART\" = 1 ]; then exit 0; fi; "
+                                        "trap 'echo saved > \"$CORRAL_CKPT_DIR/state\"; exit 0' USR1; "
+                                        "while :; do sleep 0.1; done"});
   // C running proves a pass backfilled past H's reservation: B, older, was passed over.
   REQUIRE(wait_state(a, cid, "running") == "running");
   CHECK(json_field(stat_json(a, cid), "backfilled") == "true");
