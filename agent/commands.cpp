@@ -94,17 +94,16 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
     if (auto why = pba::check_flow_step(sched_.pba.plan, s.project, s.flow_step))
       return bad("-P " + proto::printable(s.project) + ":" + proto::printable(s.flow_step) + ": " + proto::printable(*why));
   }
+  // -W depend / -hold_jid: only jobs this node knows (an id mistyped would wait for ever).
+  for (const proto::Dependency& d : s.depend)
+    if (!store_->find(d.job))
+      return bad("dependency " + d.type + ":" + std::to_string(d.job) + ": unknown job id " + std::to_string(d.job));
   return std::nullopt;
 }
 
 proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   proto::JobSpec& s = r.spec;
   if (auto refused = check_submit(p, s)) return *refused;
-
-  // -W depend / -hold_jid: only jobs this node knows (an id mistyped would wait for ever).
-  for (const proto::Dependency& d : s.depend)
-    if (!store_->find(d.job))
-      return proto::ErrorRep{"invalid", "dependency " + d.type + ":" + std::to_string(d.job) + ": unknown job id " + std::to_string(d.job)};
 
   JobRecord rec;
   try {
