@@ -22,6 +22,7 @@
 #include "tools/cli_args.hpp"
 #include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
+#include "tools/corral/option_values.hpp"
 #include "tools/corral/sim_pictures.hpp"
 #include "tools/corral/sim_policy.hpp"
 
@@ -55,17 +56,6 @@ struct Args {
   std::size_t max_jobs = 0;
   int nodes = 0, cores = 1;
 };
-
-[[noreturn]] void refuse(const std::string& why) { throw CLI::ValidationError(why); }
-
-long long whole(const std::string& opt, const std::string& v, long long lo, long long hi) {
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || x < lo || x > hi)
-    refuse(opt + ": '" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return x;
-}
 
 std::vector<std::string> split_policies(const std::string& list) {
   std::vector<std::string> out;
