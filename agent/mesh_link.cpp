@@ -57,6 +57,7 @@ class LinkEnv final : public Env {
   }
   ~LinkEnv() override { inner_.listen({}); }
   std::uint64_t now_ms() override { return inner_.now_ms(); }
+  double wall_s() override { return inner_.wall_s(); }
   int random(int min, int max) override { return inner_.random(min, max); }
   void post(std::uint64_t delay_ms, std::function<void()> fn) override { inner_.post(delay_ms, std::move(fn)); }
   void send(std::uint64_t to, const std::string& address, std::string bytes) override {

@@ -1,7 +1,5 @@
 #include "coordinator/service/coordinator_loop.hpp"
 
-#include <ctime>
-
 #include "coordinator/service/spec_job.hpp"
 
 namespace corral::service {
@@ -135,7 +133,7 @@ void CoordinatorLoop::pass() {
     if (j.state == proto::state::kPending && !proposing_.count(id)) waiting = true;
   if (!waiting) return;
   std::vector<std::string> names;
-  Snapshot snap = build(static_cast<Time>(std::time(nullptr)), names);
+  Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
   Plan plan = schedule(snap, sched_, ++passes_);
   for (const Decision& d : plan.decisions)
@@ -151,7 +149,7 @@ void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& 
   e.nodes = {names[d.placement.front().node]};
   e.decision = ++next_decision_;
   e.term = term_;
-  e.time = static_cast<double>(std::time(nullptr));
+  e.time = env_.wall_s();
   proposing_.insert(d.job);
   c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, job = d.job](const Proposed& p) {
     if (!*alive) return;
@@ -222,7 +220,7 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
   // A start being committed: asked again once it is settled.
   if (proposing_.count(ask.job)) return done(DeskAnswer{"error", 0, 0, "a start of it is being committed", ""});
   if (j->state == proto::state::kPending) {
-    proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, static_cast<double>(std::time(nullptr))};
+    proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, env_.wall_s()};
     c_.propose(proto::mesh::encode_entry(e), [done, job = ask.job](const Proposed& p) {
       if (p.status == Status::ok && p.applied.ok) done(DeskAnswer{"ok", job, 0, std::string(proto::state::kEnded), ""});
       else done(DeskAnswer{"error", 0, 0, p.status == Status::ok ? p.applied.reason : std::string(status_name(p.status)), ""});
