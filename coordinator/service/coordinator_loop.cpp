@@ -1,5 +1,7 @@
 #include "coordinator/service/coordinator_loop.hpp"
 
+#include <algorithm>
+
 #include "coordinator/service/spec_job.hpp"
 
 namespace corral::service {
@@ -75,6 +77,7 @@ void CoordinatorLoop::tick() {
   }
   if (ready_) {
     resend_unacked();
+    reconcile();
     if (c_.last_applied() != seen_applied_) dirty_ = true;
     if (dirty_) pass();
   }
@@ -198,6 +201,24 @@ void CoordinatorLoop::resend_unacked() {
       if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
     }
     ++it;
+  }
+}
+
+// A run the log places on a node whose fresh report does not list it: its
+// start again, to that node. A node that has it answers from its journal (and
+// sends its end again when it ended: an end lost with a crash of its agent
+// would otherwise hold the run open for ever); a node that never got it starts it.
+void CoordinatorLoop::reconcile() {
+  std::uint64_t now = env_.now_ms();
+  if (now < next_reconcile_) return;
+  next_reconcile_ = now + kResendMs;
+  for (const auto& [id, j] : state_.data().jobs) {
+    if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
+    if (unacked_.count(id) || j.runs.back().nodes.empty()) continue;
+    auto n = nodes_.find(j.runs.back().nodes.front());
+    if (n == nodes_.end() || now - n->second.at_ms > kNodeStaleMs) continue;
+    const std::vector<std::uint64_t>& runs = n->second.running;
+    if (std::find(runs.begin(), runs.end(), id) == runs.end()) push_start(id);
   }
 }
 
