@@ -148,6 +148,7 @@ class Daemon {
   void mesh_start(const proto::jobs::StartJob& s);
   void mesh_stop(const proto::jobs::CancelJob& s);
   void mesh_ended(const JobRecord& rec);
+  void mesh_requeue(const proto::jobs::StartJob& s, const std::string& why);
   void mesh_report_node();
 
   // ---- the job store bridge (job_state.cpp) -----------------------------

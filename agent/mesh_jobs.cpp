@@ -25,6 +25,9 @@ namespace corral::agent {
 
 namespace {
 
+// A start this node could not make: kept, so that a resend asks for the requeue again.
+constexpr std::string_view kNotStartedHere = "not_started_here";
+
 std::string default_output(const proto::JobSpec& s, const char* kind, std::uint64_t id) {
   return s.cwd + "/" + s.name + kind + std::to_string(id);
 }
@@ -128,6 +131,11 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   mesh_term_ = s.term;
   if (JobRecord* had = store_->find(s.job); had && had->requeues + 1 >= s.run) {
     // Applied here already (a resend, or a new coordinator's reconciliation): never a second start.
+    if (had->ended() && had->end_reason == kNotStartedHere) {
+      mesh_requeue(s, had->comment);  // the requeue may not have reached the mesh yet
+      answer("failed", had->comment);
+      return;
+    }
     if (had->ended()) mesh_ended(*had);  // its end may not have reached the mesh yet
     answer("started", "already applied");
     return;
@@ -163,17 +171,26 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   } else if (r.ended()) {  // the launch failed: its end is on its way to the mesh
     answer("failed", r.comment);
   } else {
-    // Not started (no free cores as this node sees them): back to the queue, nothing kept here.
+    // Not started (no free cores as this node sees them): back to the queue. The record stays,
+    // ended, so that this run is never started here by a resend of its start.
     std::string why = "could not start on " + cfg_.node_name + ": " + (r.comment.empty() ? "no free cores" : r.comment);
-    store_->erase(r.id);
+    r.state = std::string(proto::state::kEnded);
+    r.end_reason = std::string(kNotStartedHere);
+    r.comment = why;
+    store_->put(r);
     log_line("mesh: " + what + " " + why);
-    mesh_->propose(proto::mesh::JobRequeued{s.job, s.run, why, now()},
-                   [what](const SubmitResult& res) {
-                     if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
-                   },
-                   false);
+    mesh_requeue(s, why);
     answer("failed", why);
   }
+}
+
+void Daemon::mesh_requeue(const proto::jobs::StartJob& s, const std::string& why) {
+  std::string what = "job " + std::to_string(s.job) + " run " + std::to_string(s.run);
+  mesh_->propose(proto::mesh::JobRequeued{s.job, s.run, why, now()},
+                 [what](const SubmitResult& res) {
+                   if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
+                 },
+                 false);
 }
 
 // A run of a mesh job ended here: the mesh is told until it has it.
