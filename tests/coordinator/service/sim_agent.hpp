@@ -25,6 +25,7 @@ struct AgentWatch {
   // A run is launched (its process starts) / its process ends.
   std::function<void(const std::string& node, const jobs::StartJob& s)> launched;
   std::function<void(const std::string& node, std::uint64_t job, std::int32_t run)> exited;
+  std::function<void(const std::string& node, std::uint64_t job, std::int32_t run)> killed;
 };
 
 class SimAgent {
@@ -34,7 +35,7 @@ class SimAgent {
     std::uint64_t end_ms = 0;    // when its process exits (virtual time)
     bool ended = false;
     int cores = 0;
-    bool not_started = false;  // the start did not fit: a requeue was asked
+    bool not_started = false;  // given back (did not fit, or lost with the agent): a requeue was asked
   };
   // How the agent reaches the mesh while it is up: propose an entry (sent
   // until committed), acknowledge a start, run `fn` after `ms`.
@@ -54,10 +55,27 @@ class SimAgent {
     up_ = std::move(u);
     term_ = 0;
     ++incarnation_;
-    for (auto& [job, r] : journal_)
-      if (!r.ended) watch_end(job);
+    for (auto& [job, r] : journal_) {
+      if (r.ended) continue;
+      if (!lost_) {
+        watch_end(job);
+        continue;
+      }
+      // Daemon::recover() in a mesh: a run whose processes are gone is given back.
+      r.ended = r.not_started = true;
+      propose_requeue(job, r.run);
+    }
+    lost_ = false;
   }
-  void down() { up_.propose = nullptr; }
+  // The agent stops; with `lose_runs` its jobs' processes go with it (an
+  // emulated node, a reboot), and are killed now.
+  void down(bool lose_runs) {
+    up_.propose = nullptr;
+    lost_ = lose_runs;
+    if (lose_runs)
+      for (auto& [job, r] : journal_)
+        if (!r.ended) watch_.killed(name_, job, r.run);
+  }
   bool is_up() const { return up_.propose != nullptr; }
 
   // Daemon::mesh_start.
@@ -68,7 +86,7 @@ class SimAgent {
     auto had = journal_.find(s.job);
     if (had != journal_.end() && had->second.run >= s.run) {
       if (had->second.not_started) {
-        requeue(s);
+        requeue(s);  // given back: the requeue again, never a start
         return answer(s.from, ack, "failed");
       }
       if (had->second.ended) propose_end(s.job, had->second);
@@ -131,8 +149,9 @@ class SimAgent {
       propose_end(job, it->second);
     });
   }
-  void requeue(const jobs::StartJob& s) {
-    up_.propose(mesh::JobRequeued{s.job, s.run, "could not start on " + name_, up_.wall_s()});
+  void requeue(const jobs::StartJob& s) { propose_requeue(s.job, s.run); }
+  void propose_requeue(std::uint64_t job, std::int32_t run) {
+    up_.propose(mesh::JobRequeued{job, run, "given back by " + name_, up_.wall_s()});
   }
   // Daemon::mesh_ended: sent until the mesh has it (or refuses it).
   void propose_end(std::uint64_t job, const Record& r) {
@@ -144,6 +163,7 @@ class SimAgent {
   AgentWatch& watch_;
   Up up_;
   int taken_ = 0;
+  bool lost_ = false;              // the runs went down with the agent
   std::uint64_t term_ = 0;         // the newest coordinator term a start came from (memory only)
   std::uint64_t incarnation_ = 0;
   std::map<std::uint64_t, Record> journal_;
