@@ -45,9 +45,12 @@
 
 #include "bench/local_conn.hpp"
 #include "proto/proto.hpp"
+#include "tests/free_port.hpp"
 
 using namespace corral;
 using bench::Conn;
+
+using corral_test::free_port;
 
 namespace {
 
@@ -57,19 +60,6 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port on 127.0.0.1");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Every corrald this program started, killed at exit whatever the path.
 std::vector<pid_t> g_children;

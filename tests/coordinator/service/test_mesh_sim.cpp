@@ -1,6 +1,6 @@
 // The mesh's exactly-once, on the deterministic simulation: 3 or 5 members,
 // each a whole agent's mesh side as corrald wires it (agent/mesh_link.cpp):
-// raft and the replicated state, the coordinator's pass (CoordinatorLoop,
+// raft and the replicated state (on a LinkEnv), the coordinator's pass (CoordinatorLoop,
 // the same schedule()), the desk and the forwarder for submissions and ends,
 // hellos carrying the node's report, and a node agent (sim_agent.hpp) that
 // applies starts by agent/mesh_jobs.cpp's rules. Clients submit on random
@@ -27,6 +27,7 @@
 #include "agent/mesh_submit.hpp"
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/service/job_desk.hpp"
+#include "coordinator/service/link_env.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_node.hpp"
 #include "coordinator/service/sim_env.hpp"
@@ -51,37 +52,11 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-// The member's Env as raft sees it: link and jobs messages are taken out of
-// the received bytes first (as mesh_link.cpp's LinkEnv does).
-class SplitEnv final : public Env {
- public:
-  SplitEnv(Env& inner, RecvFn on_link, RecvFn on_jobs)
-      : inner_(inner), on_link_(std::move(on_link)), on_jobs_(std::move(on_jobs)) {
-    inner_.listen([this](std::string_view b) {
-      if (link::is_link(b)) on_link_(b);
-      else if (jobs::is_jobs(b)) on_jobs_(b);
-      else if (raft_) raft_(b);
-    });
-  }
-  ~SplitEnv() override { inner_.listen({}); }
-  std::uint64_t now_ms() override { return inner_.now_ms(); }
-  double wall_s() override { return inner_.wall_s(); }
-  int random(int min, int max) override { return inner_.random(min, max); }
-  void post(std::uint64_t d, std::function<void()> fn) override { inner_.post(d, std::move(fn)); }
-  void send(std::uint64_t to, const std::string& a, std::string b) override { inner_.send(to, a, std::move(b)); }
-  void listen(RecvFn recv) override { raft_ = std::move(recv); }
-  std::uint64_t disk_latency_ms() override { return inner_.disk_latency_ms(); }
-
- private:
-  Env& inner_;
-  RecvFn on_link_, on_jobs_, raft_;
-};
-
 // One incarnation of a member's process (gone at a crash; its disk and its
 // agent's journal are not).
 struct Process {
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
-  std::unique_ptr<SplitEnv> env;
+  std::unique_ptr<LinkEnv> env;
   MeshMachine fsm;
   std::unique_ptr<RaftNode> node;
   std::unique_ptr<JobDesk> desk;
@@ -159,7 +134,7 @@ class MeshSim {
     Slot& s = slots_[i];
     auto p = std::make_unique<Process>();
     Process* raw = p.get();
-    p->env = std::make_unique<SplitEnv>(
+    p->env = std::make_unique<LinkEnv>(
         net_.env(s.id), [this, raw](std::string_view b) { on_link(*raw, b); },
         [this, i, raw](std::string_view b) { on_jobs(i, *raw, b); });
     p->node = std::make_unique<RaftNode>(s.id, name(i), *p->env, s.disk, p->fsm);
