@@ -18,7 +18,11 @@
 // at its restart and the mesh requeues them (runs_requeued), which is no
 // double start.
 //
-//   build/bench/failover/bench_failover [--corrald build/agent/corrald] [--trials 20]
+// Every member has its CURVE key pair (`corral keygen`) and one allowed file,
+// as on a rack.
+//
+//   build/bench/failover/bench_failover [--corrald build/agent/corrald] [--corral build/tools/corral]
+//                                       [--trials 20]
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -98,6 +102,20 @@ class Mesh {
     voters_ = voters;
     emulate_ = std::move(emulate);
   }
+
+  // Each member's CURVE key pair (`corral keygen`) and the one allowed file, as on a rack.
+  void make_keys(const std::string& corral) {
+    std::string allowed;
+    for (const Node& n : nodes) {
+      std::string cmd = "'" + corral + "' keygen --out '" + n.dir + "/keys' >/dev/null";
+      if (std::system(cmd.c_str()) != 0) throw std::runtime_error("corral keygen failed: " + cmd);
+      std::ifstream in(n.dir + "/keys/mesh.key.pub");
+      std::string pub;
+      in >> pub;
+      allowed += pub + " " + n.listen + "  # " + n.name + "\n";
+    }
+    std::ofstream(dir_ + "/allowed") << allowed;
+  }
   ~Mesh() { kill_children(); }
 
   void start(int i) {
@@ -107,7 +125,8 @@ class Mesh {
                                      "--node-state-dir", n.dir + "/node", "--jobfs-root", n.dir + "/jobfs",
                                      "--ckpt-root", n.dir + "/ckpt", "--log", n.dir + "/corrald.log",
                                      "--set", "mesh=bench", "--set", "voters=" + voters_, "--set", "node_name=" + n.name,
-                                     "--set", "listen=" + n.listen};
+                                     "--set", "listen=" + n.listen, "--set", "mesh_key=" + n.dir + "/keys/mesh.key",
+                                     "--set", "mesh_allowed_keys=" + dir_ + "/allowed"};
     pid_t pid = ::fork();
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -237,8 +256,10 @@ std::vector<int> all_but(int k) {
   return v;
 }
 
-int run(const std::string& corrald, const std::string& dir, const std::string& emulate, int trials) {
+int run(const std::string& corrald, const std::string& corral, const std::string& dir, const std::string& emulate,
+        int trials) {
   Mesh m(corrald, dir, emulate);
+  m.make_keys(corral);
   for (int i = 0; i < kVoters; ++i) m.start(i);
   int l = m.coordinator(all_but(-1), 30000);
   if (l < 0) throw std::runtime_error("no coordinator elected within 30 s (logs in " + dir + ")");
@@ -306,11 +327,12 @@ int run(const std::string& corrald, const std::string& dir, const std::string& e
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string corrald = "build/agent/corrald", emulate = "cores=4";
+  std::string corrald = "build/agent/corrald", corral = "build/tools/corral", emulate = "cores=4";
   int trials = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--corrald") corrald = argv[i + 1];
+    else if (a == "--corral") corral = argv[i + 1];
     else if (a == "--trials") trials = std::atoi(argv[i + 1]);
     else if (a == "--emulate") emulate = argv[i + 1];
     else {
@@ -323,7 +345,7 @@ int main(int argc, char** argv) {
   std::string dir = ::mkdtemp(tmpl);
   int rc = 0;
   try {
-    rc = run(corrald, dir, emulate, trials);
+    rc = run(corrald, corral, dir, emulate, trials);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_failover: %s\n", e.what());
     rc = 1;

@@ -10,5 +10,6 @@ int cmd_wait(int argc, char** argv);
 int cmd_node(int argc, char** argv);
 int cmd_control(int argc, char** argv);  // suspend | resume | requeue | checkpoint JOBID
 int cmd_report(int argc, char** argv);   // the weekly NCI charging report
-int cmd_mesh(int argc, char** argv);     // cmd_mesh.cpp: the mesh as this node sees it
+int cmd_mesh(int argc, char** argv);
+int cmd_keygen(int argc, char** argv);   // cmd_keygen.cpp: a node's mesh key pair     // cmd_mesh.cpp: the mesh as this node sees it
 }  // namespace corral::cli

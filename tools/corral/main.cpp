@@ -26,6 +26,7 @@ constexpr Sub kSubs[] = {
     {"resume", corral::cli::cmd_control, "thaw a suspended job (root)"},
     {"requeue", corral::cli::cmd_control, "stop a running job and queue it again"},
     {"checkpoint", corral::cli::cmd_control, "checkpoint a running job and requeue it"},
+    {"keygen", corral::cli::cmd_keygen, "a node's CURVE key pair for the mesh: corral keygen [--out DIR]"},
     {"report", corral::cli::cmd_report, "weekly NCI charging per project: corral report [--week W] [--json]"},
     {"sim", corral::cli::cmd_sim, "replay an SWF trace: corral sim TRACE [--policy P]"},
 };
