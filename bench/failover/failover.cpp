@@ -107,7 +107,7 @@ class Mesh {
   void make_keys(const std::string& corral) {
     std::string allowed;
     for (const Node& n : nodes) {
-      std::string cmd = "'" + corral + "' keygen --out '" + n.dir + "/keys' >/dev/null";
+      std::string cmd = "'" + corral + "' keygen --out '" + n.dir + "/keys' >/dev/null 2>&1";
       if (std::system(cmd.c_str()) != 0) throw std::runtime_error("corral keygen failed: " + cmd);
       std::ifstream in(n.dir + "/keys/mesh.key.pub");
       std::string pub;
