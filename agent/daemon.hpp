@@ -148,6 +148,9 @@ class Daemon {
   void mesh_start(const proto::jobs::StartJob& s);
   void mesh_stop(const proto::jobs::CancelJob& s);
   void mesh_ended(const JobRecord& rec);
+  // A run this node cannot go on with goes back to the mesh's queue (mesh_jobs.cpp).
+  void mesh_give_back(JobRecord& r, const std::string& why);
+  void mesh_requeue(const JobRecord& r);
   void mesh_report_node();
 
   // ---- the job store bridge (job_state.cpp) -----------------------------

@@ -25,6 +25,11 @@ namespace corral::agent {
 
 namespace {
 
+// A run this node gave back to the mesh (its start did not fit, or its processes were gone
+// after a restart): kept, ended, so that a resend of its start asks for the requeue again
+// and never starts it.
+constexpr std::string_view kGivenBack = "given_back";
+
 std::string default_output(const proto::JobSpec& s, const char* kind, std::uint64_t id) {
   return s.cwd + "/" + s.name + kind + std::to_string(id);
 }
@@ -128,6 +133,11 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   mesh_term_ = s.term;
   if (JobRecord* had = store_->find(s.job); had && had->requeues + 1 >= s.run) {
     // Applied here already (a resend, or a new coordinator's reconciliation): never a second start.
+    if (had->ended() && had->end_reason == kGivenBack) {
+      mesh_requeue(*had);  // the requeue may not have reached the mesh yet
+      answer("failed", had->comment);
+      return;
+    }
     if (had->ended()) mesh_ended(*had);  // its end may not have reached the mesh yet
     answer("started", "already applied");
     return;
@@ -163,17 +173,32 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   } else if (r.ended()) {  // the launch failed: its end is on its way to the mesh
     answer("failed", r.comment);
   } else {
-    // Not started (no free cores as this node sees them): back to the queue, nothing kept here.
+    // Not started (no free cores as this node sees them): back to the queue.
     std::string why = "could not start on " + cfg_.node_name + ": " + (r.comment.empty() ? "no free cores" : r.comment);
-    store_->erase(r.id);
-    log_line("mesh: " + what + " " + why);
-    mesh_->propose(proto::mesh::JobRequeued{s.job, s.run, why, now()},
-                   [what](const SubmitResult& res) {
-                     if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
-                   },
-                   false);
+    mesh_give_back(r, why);
     answer("failed", why);
   }
+}
+
+void Daemon::mesh_give_back(JobRecord& r, const std::string& why) {
+  r.state = std::string(proto::state::kEnded);
+  r.end_reason = std::string(kGivenBack);
+  r.comment = why;
+  store_->put(r);
+  active_.erase(r.id);
+  pending_.erase(r.id);
+  log_line("mesh: job " + std::to_string(r.id) + " run " + std::to_string(r.requeues + 1) + " given back: " + why);
+  mesh_requeue(r);
+  mesh_report_node();
+}
+
+void Daemon::mesh_requeue(const JobRecord& r) {
+  std::string what = "job " + std::to_string(r.id) + " run " + std::to_string(r.requeues + 1);
+  mesh_->propose(proto::mesh::JobRequeued{r.id, r.requeues + 1, r.comment, now()},
+                 [what](const SubmitResult& res) {
+                   if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
+                 },
+                 false);
 }
 
 // A run of a mesh job ended here: the mesh is told until it has it.

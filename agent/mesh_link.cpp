@@ -16,6 +16,7 @@
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/service/curve_auth.hpp"
 #include "coordinator/service/job_desk.hpp"
+#include "coordinator/service/link_env.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_files.hpp"
 #include "coordinator/service/raft_node.hpp"
@@ -42,34 +43,6 @@ std::string role_text(Role r) {
   }
   return "voter";
 }
-
-// The Env raft runs on, with link messages (proto/mesh_link.hpp) and jobs
-// messages (proto/mesh_jobs.hpp) taken out of the stream of received bytes
-// before raft sees it.
-class LinkEnv final : public Env {
- public:
-  LinkEnv(Env& inner, std::function<void(std::string_view)> on_link, std::function<void(std::string_view)> on_jobs)
-      : inner_(inner), on_link_(std::move(on_link)), on_jobs_(std::move(on_jobs)) {
-    inner_.listen([this](std::string_view b) {
-      if (proto::link::is_link(b)) on_link_(b);
-      else if (proto::jobs::is_jobs(b)) on_jobs_(b);
-      else if (raft_) raft_(b);
-    });
-  }
-  ~LinkEnv() override { inner_.listen({}); }
-  std::uint64_t now_ms() override { return inner_.now_ms(); }
-  int random(int min, int max) override { return inner_.random(min, max); }
-  void post(std::uint64_t delay_ms, std::function<void()> fn) override { inner_.post(delay_ms, std::move(fn)); }
-  void send(std::uint64_t to, const std::string& address, std::string bytes) override {
-    inner_.send(to, address, std::move(bytes));
-  }
-  void listen(RecvFn recv) override { raft_ = std::move(recv); }
-
- private:
-  Env& inner_;
-  std::function<void(std::string_view)> on_link_, on_jobs_;
-  RecvFn raft_;
-};
 
 }  // namespace
 

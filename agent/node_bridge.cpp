@@ -115,7 +115,9 @@ void Daemon::recover() {
     if (!adopted.count(id) && !launcher_->has(id)) lost.push_back(id);
   for (auto id : lost) {
     JobRecord& rec = *store_->find(id);
-    requeue(rec, "node_restart: corrald restarted and the job was no longer running", false);
+    const std::string why = "node_restart: corrald restarted and the job was no longer running";
+    if (mesh_) mesh_give_back(rec, why);  // the mesh requeues it, wherever it then runs
+    else requeue(rec, why, false);
   }
   for (auto id : active_) {
     if (auto u = launcher_->usage(id)) {

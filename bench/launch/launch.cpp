@@ -49,52 +49,18 @@
 #include <thread>
 #include <vector>
 
+#include "bench/local_conn.hpp"
 #include "proto/proto.hpp"
 
 using namespace corral;
+
+using bench::Conn;
 
 namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-struct Conn {
-  int fd = -1;
-  proto::FrameReader rd;
-  explicit Conn(const std::string& path) {
-    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ~Conn() {
-    if (fd >= 0) ::close(fd);
-  }
-  void send(const proto::Message& m) {
-    std::string f = proto::frame(proto::encode(m));
-    std::size_t off = 0;
-    while (off < f.size()) {
-      ssize_t n = ::write(fd, f.data() + off, f.size() - off);
-      if (n <= 0) throw std::runtime_error("write to corrald failed");
-      off += static_cast<std::size_t>(n);
-    }
-  }
-  proto::Message recv() {
-    std::string frame;
-    char b[65536];
-    while (!rd.next(frame)) {
-      ssize_t n = ::read(fd, b, sizeof b);
-      if (n <= 0) throw std::runtime_error("corrald closed the connection");
-      rd.feed(b, static_cast<std::size_t>(n));
-    }
-    return proto::decode(frame);
-  }
-};
 
 std::string proc_field(pid_t pid, const std::string& key) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");

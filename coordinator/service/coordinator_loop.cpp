@@ -1,6 +1,6 @@
 #include "coordinator/service/coordinator_loop.hpp"
 
-#include <ctime>
+#include <algorithm>
 
 #include "coordinator/service/spec_job.hpp"
 
@@ -77,6 +77,7 @@ void CoordinatorLoop::tick() {
   }
   if (ready_) {
     resend_unacked();
+    reconcile();
     if (c_.last_applied() != seen_applied_) dirty_ = true;
     if (dirty_) pass();
   }
@@ -135,7 +136,7 @@ void CoordinatorLoop::pass() {
     if (j.state == proto::state::kPending && !proposing_.count(id)) waiting = true;
   if (!waiting) return;
   std::vector<std::string> names;
-  Snapshot snap = build(static_cast<Time>(std::time(nullptr)), names);
+  Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
   Plan plan = schedule(snap, sched_, ++passes_);
   for (const Decision& d : plan.decisions)
@@ -151,7 +152,7 @@ void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& 
   e.nodes = {names[d.placement.front().node]};
   e.decision = ++next_decision_;
   e.term = term_;
-  e.time = static_cast<double>(std::time(nullptr));
+  e.time = env_.wall_s();
   proposing_.insert(d.job);
   c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, job = d.job](const Proposed& p) {
     if (!*alive) return;
@@ -203,6 +204,24 @@ void CoordinatorLoop::resend_unacked() {
   }
 }
 
+// A run the log places on a node whose fresh report does not list it: its
+// start again, to that node. A node that has it answers from its journal (and
+// sends its end again when it ended: an end lost with a crash of its agent
+// would otherwise hold the run open for ever); a node that never got it starts it.
+void CoordinatorLoop::reconcile() {
+  std::uint64_t now = env_.now_ms();
+  if (now < next_reconcile_) return;
+  next_reconcile_ = now + kResendMs;
+  for (const auto& [id, j] : state_.data().jobs) {
+    if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
+    if (unacked_.count(id) || j.runs.back().nodes.empty()) continue;
+    auto n = nodes_.find(j.runs.back().nodes.front());
+    if (n == nodes_.end() || now - n->second.at_ms > kNodeStaleMs) continue;
+    const std::vector<std::uint64_t>& runs = n->second.running;
+    if (std::find(runs.begin(), runs.end(), id) == runs.end()) push_start(id);
+  }
+}
+
 }  // namespace corral::service
 
 namespace corral::service {
@@ -222,7 +241,7 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
   // A start being committed: asked again once it is settled.
   if (proposing_.count(ask.job)) return done(DeskAnswer{"error", 0, 0, "a start of it is being committed", ""});
   if (j->state == proto::state::kPending) {
-    proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, static_cast<double>(std::time(nullptr))};
+    proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, env_.wall_s()};
     c_.propose(proto::mesh::encode_entry(e), [done, job = ask.job](const Proposed& p) {
       if (p.status == Status::ok && p.applied.ok) done(DeskAnswer{"ok", job, 0, std::string(proto::state::kEnded), ""});
       else done(DeskAnswer{"error", 0, 0, p.status == Status::ok ? p.applied.reason : std::string(status_name(p.status)), ""});

@@ -69,6 +69,7 @@ class CoordinatorLoop {
   void decide(const Decision& d, const std::vector<std::string>& names);
   void push_start(std::uint64_t job);
   void resend_unacked();
+  void reconcile();
 
   Env& env_;
   Consensus& c_;
@@ -84,6 +85,7 @@ class CoordinatorLoop {
   std::uint64_t seen_applied_ = 0;
   std::uint64_t next_decision_ = 0;
   std::uint64_t passes_ = 0;
+  std::uint64_t next_reconcile_ = 0;
   std::set<std::uint64_t> proposing_;          // jobs whose start is being committed
   struct Unacked {
     std::uint64_t member = 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,11 @@ class Env {
   virtual ~Env() = default;
   // Milliseconds on a clock that never goes back.
   virtual std::uint64_t now_ms() = 0;
+  // Seconds since the epoch, for the times the log records and the plan
+  // reasons about (the simulation's is virtual too, so a seed replays).
+  virtual double wall_s() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
   // A number in [min, max].
   virtual int random(int min, int max) = 0;
   // Runs `fn` on the loop after `delay_ms` (0: on a later turn, never inline).

@@ -113,10 +113,13 @@ void EnvIo::m_close(raft_io* io, raft_io_close_cb cb) {
   auto pending = std::move(s->pending_);
   s->pending_.clear();
   for (auto& [key, f] : pending) f(RAFT_CANCELED);
+  // Newest first: libraft truncates its log from a failed append's first
+  // entry, so an older append cancelled first takes the newer one's entries
+  // with it, and the newer one's cancel then releases them again (a crash).
   auto disk = std::move(s->disk_queue_);
   s->disk_queue_.clear();
-  for (auto& op : disk)
-    if (op.finish) op.finish(RAFT_CANCELED);
+  for (auto op = disk.rbegin(); op != disk.rend(); ++op)
+    if (op->finish) op->finish(RAFT_CANCELED);
   if (cb != nullptr) cb(io);
 }
 

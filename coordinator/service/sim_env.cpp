@@ -2,10 +2,15 @@
 
 namespace corral::service {
 
+namespace {
+constexpr double kSimEpoch = 1.8e9;  // a fixed wall clock at virtual time 0
+}  // namespace
+
 class SimNet::Endpoint final : public Env {
  public:
   Endpoint(SimNet& net, std::uint64_t id) : net_(net), id_(id) {}
   std::uint64_t now_ms() override { return net_.now_; }
+  double wall_s() override { return kSimEpoch + static_cast<double>(net_.now_) / 1000; }
   int random(int min, int max) override {
     return static_cast<int>(net_.uniform(static_cast<std::uint64_t>(min), static_cast<std::uint64_t>(max)));
   }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
+#include "tests/free_port.hpp"
 #include "tests/mesh_net.hpp"
 
 namespace mesh_cluster {
@@ -23,19 +24,7 @@ namespace mesh_cluster {
 using namespace harness;
 using Json = nlohmann::json;
 
-// A port on 127.0.0.1 nobody listens on right now.
-inline int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port on 127.0.0.1");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using corral_test::free_port;
 
 inline double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
