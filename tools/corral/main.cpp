@@ -26,6 +26,12 @@ constexpr Sub kSubs[] = {
     {"resume", corral::cli::cmd_control, "thaw a suspended job (root)"},
     {"requeue", corral::cli::cmd_control, "stop a running job and queue it again"},
     {"checkpoint", corral::cli::cmd_control, "checkpoint a running job and requeue it"},
+    {"hold", corral::cli::cmd_hold, "keep a pending job from starting until released"},
+    {"release", corral::cli::cmd_hold, "let a held job start again"},
+    {"qmove", corral::cli::cmd_qmove, "move a pending job to another queue: corral qmove QUEUE JOBID"},
+    {"drain", corral::cli::cmd_drain, "start nothing new on a node: corral drain NODE --reason TEXT"},
+    {"undrain", corral::cli::cmd_drain, "let a drained node take jobs again"},
+    {"nodes", corral::cli::cmd_nodes, "every node: state, cores, memory, jobs: corral nodes [--json]"},
     {"report", corral::cli::cmd_report, "weekly NCI charging per project: corral report [--week W] [--json]"},
     {"sim", corral::cli::cmd_sim, "replay an SWF trace: corral sim TRACE [--policy P]"},
 };
