@@ -308,6 +308,17 @@ bool Launcher::Impl::await_requested(std::uint64_t id, const Job& rec) const {
   return !cg->pids(slot(id)).empty() || read_exit(id).has_value();
 }
 
+bool Launcher::Impl::await_status(std::uint64_t id, const Job& rec) const {
+  // The server writes a job's status while the job is a zombie and reaps it only then: as long as
+  // the server runs and the pid is still there, the status is on its way.
+  for (int i = 0; i < 300 && running(rec.server); ++i) {
+    if (read_exit(id)) return true;
+    if (::kill(rec.shepherd, 0) != 0 && errno == ESRCH) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return read_exit(id).has_value();
+}
+
 // ---- cleanup ---------------------------------------------------------------------------------
 
 // Remove everything a job left: cgroups, jobfs, (ckpt dir if terminal), record, exit file.
@@ -373,6 +384,10 @@ std::vector<Recovered> Launcher::recover(RecoverMode mode) {
       alive = !I.cg->pids(I.slot(id)).empty();
       has_exit = I.read_exit(id).has_value();
     }
+    // Its process has left the cgroups (exited) but its status is not written yet: caught between
+    // the two, it ended and must not be taken for lost (and run again).
+    if (mode == RecoverMode::Adopt && rec && rec->served && rec->shepherd > 0 && !alive && !has_exit)
+      has_exit = I.await_status(id, *rec);
     if (mode == RecoverMode::Adopt && rec && (alive || has_exit)) {
       Impl::Job j = std::move(*rec);
       int st = 0;

@@ -138,6 +138,9 @@ struct Launcher::Impl {
   // A job asked of a server (record without a pid) that has not shown up yet: waits, briefly and
   // only while that server lives, for it to run, end or fail. True if it runs or ended.
   bool await_requested(std::uint64_t id, const Job& rec) const;
+  // A served job whose process exited before its server wrote the status: waits, briefly and
+  // only while that server lives, for the status. True once it is there.
+  bool await_status(std::uint64_t id, const Job& rec) const;
   // Remove everything a job left: cgroups, jobfs, (ckpt dir if terminal), record, exit file.
   std::string cleanup(std::uint64_t id, const Job& j, bool terminal);
   // Runs the deferred cleanups (all, or only job `only`); returns the failures.

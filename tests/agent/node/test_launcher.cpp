@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "helpers.hpp"
 
@@ -804,6 +805,49 @@ TEST_CASE("a server outlives its launcher until its last job ends, and writes th
   REQUIRE(e);
   CHECK(e->reason == EndReason::Failed);
   CHECK(e->exit_code == 7);
+  CHECK(n.leftovers().empty());
+}
+
+// An agent may restart just as a job exits: the job's process has left its cgroups and its
+// server has not yet written the status. The job ended; the restarted agent must report that
+// end, never take the job for lost (and run it again).
+TEST_CASE("a job caught between its exit and its status being written is adopted as ended",
+          "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  std::string go = n.dir.path + "/go", mark = n.dir.path + "/66.ran";
+  REQUIRE(n.L->start(n.spec(66, {"/bin/sh", "-c", "echo x >> " + mark + "; while [ ! -e " + go +
+                                                      " ]; do sleep 0.01; done; exit 9"})) == "");
+  REQUIRE(wait_until([&] { return !n.L->cgroups().pids(slot_name(66)).empty(); }, 5000));
+  pid_t job = n.L->cgroups().pids(slot_name(66)).at(0);
+  std::string jst = slurp("/proc/" + std::to_string(job) + "/stat");
+  std::istringstream jin(jst.substr(jst.rfind(')') + 2));
+  std::string jstate;
+  pid_t server = 0;
+  jin >> jstate >> server;
+  REQUIRE(server > 1);
+  REQUIRE(::kill(server, SIGSTOP) == 0);  // the status is held back while the job exits
+  std::ofstream(go).put('\n');
+  // The job is a zombie: out of its cgroups, not reaped, no status written.
+  REQUIRE(wait_until([&] { return n.L->cgroups().pids(slot_name(66)).empty() && !process_alive(job); }, 5000));
+  CHECK(!std::filesystem::exists(n.cfg.state_dir + "/job.66.exit"));
+  n.L.reset();
+  n.L = std::make_unique<Launcher>(discover(n.cfg.jobfs_root), n.cfg);
+  // The server resumes while recover() looks (the pause only makes sure it looks first).
+  std::thread resume([server] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(server, SIGCONT);
+  });
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  resume.join();
+  REQUIRE(rec.size() == 1);
+  INFO(rec[0].message);
+  CHECK(rec[0].adopted);
+  auto e = n.wait_end(66, 5000);
+  REQUIRE(e);
+  CHECK(e->reason == EndReason::Failed);
+  CHECK(e->exit_code == 9);
+  CHECK(slurp(mark) == "x\n");
   CHECK(n.leftovers().empty());
 }
 
