@@ -239,6 +239,9 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "voters") c.voters = to_voters(v);
   else if (key == "node_name") c.node_name = v;
   else if (key == "listen") c.listen = to_host_port(key, v);
+  else if (key == "mesh_key") c.mesh_key = v;
+  else if (key == "mesh_allowed_keys") c.mesh_allowed_keys = v;
+  else if (key == "mesh_insecure") c.mesh_insecure = to_bool(key, v);
   else if (key == "on_restart") {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");

@@ -112,6 +112,11 @@ struct Config {
   std::vector<std::string> voters;
   std::string node_name;
   std::string listen;
+  // The mesh's CURVE keys (docs/mesh.md, "Keys"): this node's secret key file, the file of
+  // public keys let in; or mesh_insecure, no CURVE at all.
+  std::string mesh_key;
+  std::string mesh_allowed_keys;
+  bool mesh_insecure = false;
 
   // Not config keys: what the command line asked for, and warnings to print
   // (a deprecated key), "FILE:LINE: " before them when read from a file.

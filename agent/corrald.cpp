@@ -11,6 +11,7 @@
 
 #include "agent/config.hpp"
 #include "agent/daemon.hpp"
+#include "agent/mesh_keys.hpp"
 #include "agent/mesh_link.hpp"
 #include "agent/node/topology.hpp"
 
@@ -73,6 +74,12 @@ int main(int argc, char** argv) {
     mc.listen = cfg.listen;
     if (std::string why = corral::agent::check_mesh_config(mc); !why.empty()) {
       std::fprintf(stderr, "corrald: %s\n", why.c_str());
+      return 2;
+    }
+    try {
+      corral::agent::load_mesh_keys({cfg.mesh_key, cfg.mesh_allowed_keys, cfg.mesh_insecure}, cfg.voters, cfg.listen);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "corrald: %s\n", e.what());
       return 2;
     }
   }

@@ -61,6 +61,8 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     mc.node_name = cfg_.node_name;
     mc.listen = cfg_.listen;
     mc.dir = cfg_.state_dir + "/mesh";
+    mc.keys = load_mesh_keys({cfg_.mesh_key, cfg_.mesh_allowed_keys, cfg_.mesh_insecure}, cfg_.voters, cfg_.listen);
+    mc.allowed_file = cfg_.mesh_allowed_keys;
     mc.fsync = cfg_.fsync;
     mc.sched = sched_;
     mc.queues = snapshot_queues();

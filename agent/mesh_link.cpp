@@ -14,6 +14,7 @@
 
 #include "agent/log.hpp"
 #include "coordinator/service/coordinator_loop.hpp"
+#include "coordinator/service/curve_auth.hpp"
 #include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_files.hpp"
@@ -93,6 +94,7 @@ struct MeshLink::Member {
   ZmqLoop loop;
   zmq::socket_t wake_pull{loop.context(), zmq::socket_type::pull};
   zmq::socket_t wake_push{loop.context(), zmq::socket_type::push};  // the daemon thread's
+  std::unique_ptr<CurveAuth> curve;
   std::unique_ptr<ZmqEnv> zmq;
   std::unique_ptr<LinkEnv> env;
   std::unique_ptr<RaftFiles> files;
@@ -132,7 +134,8 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     if (!out.flush()) throw std::runtime_error("cannot write " + name_file + ": " + std::strerror(errno));
   }
   try {
-    m.zmq = std::make_unique<ZmqEnv>(m.loop, endpoint(cfg_.listen));
+    start_curve();
+    m.zmq = std::make_unique<ZmqEnv>(m.loop, endpoint(cfg_.listen), m.curve.get());
   } catch (const zmq::error_t& e) {
     throw std::runtime_error("listen " + cfg_.listen + ": " + e.what());
   }
@@ -186,6 +189,21 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
   status_.state = "unavailable";
   status_.voters = cfg_.voters;
   thread_ = std::thread([this] { thread_main(); });
+}
+
+void MeshLink::start_curve() {
+  if (!cfg_.keys.curve) {
+    log_line("warning: mesh " + cfg_.name + " runs without CURVE (mesh_insecure = yes): any host that reaches " +
+             cfg_.listen + " can read and send the mesh's messages");
+    return;
+  }
+  std::map<std::string, std::string> server_keys;
+  for (const auto& [address, key] : cfg_.keys.voter_keys) server_keys[endpoint(address)] = key;
+  m_->curve = std::make_unique<CurveAuth>(m_->loop, cfg_.keys.own, cfg_.keys.allowed, std::move(server_keys),
+                                          cfg_.allowed_file, [this](const char* kind, const std::string& line) {
+                                            std::string k = std::string("mesh refusal: ") + kind;
+                                            reply([k, line] { log_limited(k, line); });
+                                          });
 }
 
 void MeshLink::send_to(std::uint64_t id, std::string bytes) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/mesh_keys.hpp"
 #include "agent/mesh_submit.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/service/mesh_state.hpp"
@@ -31,6 +32,8 @@ struct MeshConfig {
   std::string node_name;
   std::string listen;                // host:port, one of voters
   std::string dir;                   // raft files (created)
+  MeshKeys keys;                     // CURVE on every mesh socket (unless keys.curve is false)
+  std::string allowed_file;          // named in the log of a refusal
   bool fsync = true;
   std::uint64_t submit_wait_ms = 10000;  // a submission with no coordinator answering fails then
   SchedConfig sched;                 // the coordinator's pass, as a standalone corrald's
@@ -83,6 +86,7 @@ class MeshLink {
 
  private:
   void thread_main();
+  void start_curve();
   void publish_status();  // on the mesh thread
   void on_jobs_message(std::string_view bytes);
   void send_to(std::uint64_t id, std::string bytes);

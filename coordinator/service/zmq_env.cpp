@@ -3,6 +3,8 @@
 #include <chrono>
 #include <csignal>
 
+#include "coordinator/service/curve_auth.hpp"
+
 namespace corral::service {
 namespace {
 
@@ -70,10 +72,11 @@ bool ZmqLoop::run_until(const std::function<bool()>& done, std::uint64_t timeout
   return true;
 }
 
-ZmqEnv::ZmqEnv(ZmqLoop& loop, const std::string& bind)
-    : loop_(loop), router_(loop.context(), zmq::socket_type::router),
+ZmqEnv::ZmqEnv(ZmqLoop& loop, const std::string& bind, CurveAuth* curve)
+    : loop_(loop), curve_(curve), router_(loop.context(), zmq::socket_type::router),
       rng_(std::random_device{}()), alive_(std::make_shared<ZmqEnv*>(this)) {
   router_.set(zmq::sockopt::linger, 0);
+  if (curve_) curve_->serve(router_);
   router_.bind(bind);
   address_ = router_.get(zmq::sockopt::last_endpoint);
   loop_.watch(router_, [this] { readable(); });
@@ -105,6 +108,7 @@ void ZmqEnv::send(std::uint64_t, const std::string& address, std::string bytes) 
     s.set(zmq::sockopt::sndhwm, 1000);
     s.set(zmq::sockopt::reconnect_ivl, 20);
     s.set(zmq::sockopt::reconnect_ivl_max, 200);
+    if (curve_ && !curve_->client(s, address)) return;
     s.connect(address);
     it = peers_.emplace(address, std::move(s)).first;
   }

@@ -50,11 +50,14 @@ class ZmqLoop {
   std::map<void*, std::function<void()>> sockets_;
 };
 
+class CurveAuth;
+
 class ZmqEnv final : public Env {
  public:
   // Binds the member's ROUTER at `bind` (e.g. "tcp://127.0.0.1:0" for any
-  // free port; address() then tells which).
-  ZmqEnv(ZmqLoop& loop, const std::string& bind);
+  // free port; address() then tells which). With `curve` (it outlives this
+  // env), every socket uses CURVE (curve_auth.hpp).
+  ZmqEnv(ZmqLoop& loop, const std::string& bind, CurveAuth* curve = nullptr);
   ~ZmqEnv() override;
 
   const std::string& address() const { return address_; }
@@ -69,6 +72,7 @@ class ZmqEnv final : public Env {
   void readable();
 
   ZmqLoop& loop_;
+  CurveAuth* curve_;
   zmq::socket_t router_;
   std::string address_;
   std::map<std::string, zmq::socket_t> peers_;  // by address

@@ -16,114 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
+#include "mesh_cluster.hpp"
 #include "tests/mesh_net.hpp"
 
 using namespace harness;
 using Json = nlohmann::json;
-
-namespace {
-
-// A port on 127.0.0.1 nobody listens on right now.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port on 127.0.0.1");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-struct Mesh {
-  std::unique_ptr<mesh_net::Net> own_net;  // first: it outlives the agents in it
-  std::string no_netns;                    // why there is none
-  std::vector<std::unique_ptr<Agent>> agents;
-  std::vector<std::string> names;
-
-  // Each member in a namespace of its own network when the machine allows it, else on
-  // loopback ports.
-  // more: corrald flags every member gets.
-  explicit Mesh(unsigned n, const std::vector<std::string>& more = {}) : no_netns(mesh_net::unavailable()) {
-    if (no_netns.empty()) own_net = std::make_unique<mesh_net::Net>(static_cast<int>(n));
-    setup(n, own_net.get(), more);
-  }
-  // net: each member in its namespace; null: on loopback ports.
-  Mesh(unsigned n, const mesh_net::Net* net) { setup(n, net); }
-
-  void setup(unsigned n, const mesh_net::Net* net, const std::vector<std::string>& more = {}) {
-    std::vector<std::string> listen;
-    std::string voters;
-    for (unsigned i = 0; i < n; ++i) {
-      listen.push_back(net ? net->address(static_cast<int>(i)) + ":7470" : "127.0.0.1:" + std::to_string(free_port()));
-      voters += (i ? "," : "") + listen.back();
-    }
-    for (unsigned i = 0; i < n; ++i) {
-      names.push_back("n" + std::to_string(i + 1));
-      auto a = std::make_unique<Agent>("mesh" + std::to_string(i + 1),
-                                       std::vector<std::string>{"--declare-cores", "2", "--set", "mesh=test",
-                                                                "--set", "voters=" + voters, "--set",
-                                                                "node_name=" + names.back(), "--set",
-                                                                "listen=" + listen[i]});
-      a->extra.insert(a->extra.end(), more.begin(), more.end());
-      a->standalone = false;
-      if (net) a->wrap = net->exec_prefix(static_cast<int>(i));
-      agents.push_back(std::move(a));
-    }
-  }
-
-  // Starts every member; waits until they agree on a coordinator, whose index it returns.
-  int elect() {
-    WARN("network: " << (own_net ? "namespaces (each corrald in its own, on " + own_net->subnet() + ")"
-                                 : "loopback (corrald on 127.0.0.1 ports; namespaces: " + no_netns + ")"));
-    for (auto& a : agents) a->start();
-    std::vector<unsigned> all;
-    for (unsigned i = 0; i < agents.size(); ++i) all.push_back(i);
-    int l = agreed(all, 0, 15000);
-    INFO(agents[0]->log() << agents[1]->log() << agents[2]->log());
-    REQUIRE(l >= 0);
-    return l;
-  }
-
-  // `corral mesh --json` of member i (null when it does not answer).
-  Json status(unsigned i) const {
-    Result r = agents[i]->cli({"mesh", "--json"});
-    if (r.rc != 0) return Json();
-    return Json::parse(r.out, nullptr, false);
-  }
-
-  // Waits until every member in `up` names the same coordinator, which says it leads, in a
-  // term above `above`; returns its index, or -1 after `ms`.
-  int agreed(const std::vector<unsigned>& up, std::uint64_t above, int ms) const {
-    for (double end = now_ms() + ms; now_ms() < end;) {
-      std::string who;
-      bool same = true;
-      for (unsigned i : up) {
-        Json s = status(i);
-        if (s.is_discarded() || s.is_null() || s["coordinator"].get<std::string>().empty() ||
-            s["term"].get<std::uint64_t>() <= above || (!who.empty() && s["coordinator"] != who)) {
-          same = false;
-          break;
-        }
-        who = s["coordinator"].get<std::string>();
-      }
-      if (same && !who.empty()) {
-        for (unsigned i : up)
-          if (names[i] == who && status(i)["state"] == "leader") return static_cast<int>(i);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-};
-
-}  // namespace
+using namespace mesh_cluster;
 
 TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the killed one rejoins",
           "[mesh]") {
@@ -497,7 +395,9 @@ TEST_CASE("mesh: a drained node starts nothing new; hold, release and qmove from
           "[mesh]") {
   SKIP_UNLESS_ROOT();
   constexpr int kOwner = 1, kOther = 2, kOperator = 65534;  // daemon, bin; nobody is an operator
-  Mesh m(3, {"--set", "operators=nogroup", "--set", "queues=normal:1,express:2"});
+  Mesh m(3);
+  for (auto& a : m.agents)
+    a->extra.insert(a->extra.end(), {"--set", "operators=nogroup", "--set", "queues=normal:1,express:2"});
   REQUIRE(m.elect() >= 0);
   auto json_of = [&](unsigned i, std::vector<std::string> args) {
     Result r = m.agents[i]->cli(std::move(args));

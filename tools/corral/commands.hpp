@@ -15,4 +15,5 @@ int cmd_hold(int argc, char** argv);     // cmd_operator.cpp: hold | release JOB
 int cmd_qmove(int argc, char** argv);    // qmove QUEUE JOBID
 int cmd_drain(int argc, char** argv);    // drain NODE --reason TEXT | undrain NODE
 int cmd_nodes(int argc, char** argv);    // every node of the mesh
+int cmd_keygen(int argc, char** argv);   // cmd_keygen.cpp: a node's mesh key pair
 }  // namespace corral::cli
