@@ -196,9 +196,10 @@ proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
 // so it is root's; the owner may requeue or checkpoint their own job.
 proto::Message Daemon::on_control(const Peer& p, const proto::ControlReq& r) {
   const std::string& act = r.action;
+  if (act == "hold" || act == "release" || act == "qmove") return on_job_admin(p, r);
   if (act != "suspend" && act != "resume" && act != "requeue" && act != "checkpoint")
     return proto::ErrorRep{"invalid", "unknown action '" + act.substr(0, 32) +
-                                          "' (suspend, resume, requeue or checkpoint)"};
+                                          "' (suspend, resume, requeue, checkpoint, hold, release or qmove)"};
   JobRecord* rec = store_->find(r.id);
   std::string id = std::to_string(r.id);
   if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + id};
@@ -276,6 +277,9 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   n.slots_total = n.cores;
   n.slots_used = slots_used();
   n.pending = static_cast<int>(pending_.size() + dep_waiting_.size());
+  for (auto id : held_) n.pending += dep_waiting_.count(id) ? 0 : 1;
+  n.state = drained_ ? "drained" : "up";
+  n.drain_reason = drain_reason_;
   for (auto id : active_) n.running.push_back(info(*store_->find(id)));
   std::vector<const JobRecord*> ended;
   for (const auto& [id, rec] : store_->jobs())

@@ -73,6 +73,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   setup_launcher();
   pub_.set_origin(hostname_, boot_);
   load_jobs();
+  load_drain();
   recover();
   if (mesh_) mesh_report_node();
 

@@ -15,6 +15,8 @@
 //   mesh_link.cpp     the link to the mesh (raft on its own thread), when configured
 //   mesh_submit.cpp   entries and cancels on their way to the coordinator (mesh thread)
 //   mesh_jobs.cpp     submit, stat and cancel through the mesh; the coordinator's starts
+//   operator_commands.cpp  hold, release, qmove, drain, undrain, nodes on a standalone node
+//   mesh_operator.cpp the same through the mesh's coordinator
 //
 // The boundary a mesh plugs into is snapshot() (state out: this node and its
 // jobs, as the core sees them) and apply() (decisions in). In standalone mode
@@ -138,6 +140,18 @@ class Daemon {
   proto::Message on_report(const Peer& p, const proto::ReportReq& r);
   proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
 
+  // ---- operator commands (operator_commands.cpp) -------------------------
+  proto::Message on_job_admin(const Peer& p, const proto::ControlReq& r);  // hold, release, qmove
+  proto::Message on_hold(const Peer& p, JobRecord& rec, bool hold);
+  proto::Message on_qmove(const Peer& p, JobRecord& rec, const std::string& queue);
+  proto::Message on_node_admin(const Peer& p, const proto::NodeAdminReq& r);
+  proto::Message on_nodes(const Peer& p, const proto::NodesReq& r);
+  void mesh_job_admin(Client& c, const proto::ControlReq& r);
+  void mesh_node_admin(Client& c, const proto::NodeAdminReq& r);
+  void mesh_nodes(Client& c, const proto::NodesReq& r);
+  void load_drain();
+  const std::string& node_name() const { return cfg_.node_name.empty() ? hostname_ : cfg_.node_name; }
+
   // ---- jobs through the mesh (mesh_jobs.cpp) ------------------------------
   void mesh_submit(Client& c, proto::SubmitReq& r);
   void mesh_stat(Client& c, const proto::StatReq& r);
@@ -245,6 +259,11 @@ class Daemon {
   std::set<std::uint64_t> dep_waiting_;
   std::multimap<std::uint64_t, std::uint64_t> dependents_;
   std::vector<std::uint64_t> dep_check_;
+  // Pending jobs on hold (corral hold; not in pending_: no pass sees them until released).
+  std::set<std::uint64_t> held_;
+  // This node drained (corral drain; kept in state_dir/drain): no job starts here.
+  bool drained_ = false;
+  std::string drain_reason_;
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   // Submits answered in this iteration, not yet on disk: where each acknowledgement sits in its
   // client's output, to be replaced by a refusal when the state disk is full.

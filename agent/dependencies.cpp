@@ -65,7 +65,7 @@ void Daemon::resolve_dependencies() {
       store_->put(*rec);
       if (!rec->waits_on.empty()) continue;
       dep_waiting_.erase(id);
-      pending_.insert(id);
+      if (rec->hold.empty()) pending_.insert(id);  // a held job waits for its release too
       dirty_ = true;
       log_line("job " + std::to_string(id) + ": its dependencies are met; it is eligible");
     }

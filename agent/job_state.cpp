@@ -18,8 +18,10 @@ namespace corral::agent {
 // The pending and active sets from the stored jobs; PBA's throughput progress from the ended ones.
 void Daemon::load_jobs() {
   for (const auto& [id, rec] : store_->jobs()) {
+    if (rec.state == proto::state::kPending && !rec.hold.empty()) held_.insert(id);
     if (rec.state == proto::state::kPending && !rec.waits_on.empty()) hold_for_dependencies(rec);
-    else if (rec.state == proto::state::kPending) pending_.insert(id);
+    else if (rec.state == proto::state::kPending && rec.hold.empty()) pending_.insert(id);
+    else if (rec.state == proto::state::kPending) continue;
     else if (!rec.ended()) active_.insert(id);
     else if (sched_.pba.enabled && rec.end_reason == "completed" && !rec.spec.project.empty())
       ++sched_.pba.jobs_done[rec.spec.project];  // throughput SLA progress (ended jobs kept)
@@ -87,6 +89,7 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   }
   store_->put(rec);
   pending_.erase(rec.id);
+  held_.erase(rec.id);
   active_.erase(rec.id);
   dependency_ended(rec.id);
   remove_script(rec.id);

@@ -351,6 +351,15 @@ void Daemon::handle(Client& c, const std::string& frame) {
       mesh_stat(c, *s);
     } else if (auto* x = std::get_if<proto::CancelReq>(&m); x && mesh_) {
       mesh_cancel(c, *x);
+    } else if (auto* ct = std::get_if<proto::ControlReq>(&m);
+               ct && mesh_ && (ct->action == "hold" || ct->action == "release" || ct->action == "qmove")) {
+      mesh_job_admin(c, *ct);
+    } else if (auto* na = std::get_if<proto::NodeAdminReq>(&m)) {
+      if (mesh_) mesh_node_admin(c, *na);
+      else send(c, on_node_admin(c.peer, *na));
+    } else if (auto* ns = std::get_if<proto::NodesReq>(&m)) {
+      if (mesh_) mesh_nodes(c, *ns);
+      else send(c, on_nodes(c.peer, *ns));
     } else if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
       proto::Message rep = on_submit(c.peer, *r);
       std::size_t at = c.out.size();

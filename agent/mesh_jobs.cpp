@@ -72,6 +72,11 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   } else if (j.state == proto::state::kPending) {
     i.comment = "accepted by the mesh";
   }
+  if (j.state == proto::state::kPending && !j.hold.empty()) {
+    i.wait_reason = proto::wait::kHeld;
+    i.wait_detail = "held by " + j.hold_by + " (" + j.hold + " hold): it starts only after corral release " +
+                    std::to_string(j.id);
+  }
   return i;
 }
 

@@ -32,6 +32,7 @@ namespace {
 
 constexpr std::uint64_t kHelloMs = 200;   // each member's hello to every other voter
 constexpr std::uint64_t kStatusMs = 50;   // status() is at most this old while the thread runs
+constexpr std::uint64_t kNodeUnreachableMs = 3000;  // no hello for this long: `corral nodes` says unreachable
 
 std::string endpoint(const std::string& host_port) { return "tcp://" + host_port; }
 
@@ -194,7 +195,7 @@ void MeshLink::on_jobs_message(std::string_view bytes) {
   Member& m = *m_;
   if (auto* a = std::get_if<proto::jobs::ForwardAck>(&msg)) {
     m.forward->on_ack(*a);
-  } else if (auto* f = std::get_if<proto::jobs::Forward>(&msg); f && f->mesh == cfg_.name && f->cancel.job) {
+  } else if (auto* f = std::get_if<proto::jobs::Forward>(&msg); f && f->mesh == cfg_.name && f->cancel.asked()) {
     m.coordinator->cancel(f->cancel, [this, from = f->from, request = f->request](const DeskAnswer& a) {
       send_to(from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m_->id, request, a.status, a.job,
                                                                 a.leader, a.message, a.code}));
@@ -262,6 +263,52 @@ void MeshLink::jobs(std::uint64_t id, std::function<void(std::vector<service::Me
       out.reserve(st.data().jobs.size());
       for (const auto& [jid, j] : st.data().jobs) out.push_back(j);
     }
+    reply([done = std::move(done), out = std::move(out)]() mutable { done(std::move(out)); });
+  });
+}
+
+void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
+  post([this, done = std::move(done)]() mutable {
+    Member& m = *m_;
+    const MeshData& st = m.fsm.state().data();
+    std::uint64_t now = m.loop.now_ms();
+    std::map<std::string, proto::NodeLine> lines;
+    auto line = [&](const proto::link::Hello& h, std::int64_t ago) {
+      proto::NodeLine& n = lines[h.name];
+      n.name = h.name;
+      n.cores = h.cores;
+      n.mem_mb = h.mem_mb;
+      n.last_contact_ms = ago;
+      n.state = ago > static_cast<std::int64_t>(kNodeUnreachableMs) ? "unreachable" : "up";
+    };
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      proto::link::Hello self = node_;
+      self.name = cfg_.node_name;
+      line(self, 0);
+    }
+    for (const auto& [id, h] : m.heard)
+      if (!h.hello.name.empty()) line(h.hello, static_cast<std::int64_t>(now - h.at_ms));
+    for (const auto& [name, admin] : st.nodes) {
+      proto::NodeLine& n = lines[name];
+      n.name = name;
+      if (n.state.empty()) n.state = "unreachable";  // named by an admin state, never heard
+      if (admin.state == proto::mesh::admin::kDrain) {
+        n.state = "drained";
+        n.reason = admin.reason;
+      }
+    }
+    for (const auto& [id, j] : st.jobs) {
+      if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
+      if (j.runs.empty() || j.runs.back().nodes.empty()) continue;
+      auto it = lines.find(j.runs.back().nodes.front());
+      if (it == lines.end()) continue;
+      it->second.jobs += 1;
+      it->second.mem_used_mb += j.spec.mem_mb;
+      if (j.state == proto::state::kRunning) it->second.cores_used += j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min;
+    }
+    std::vector<proto::NodeLine> out;
+    for (auto& [name, n] : lines) out.push_back(std::move(n));
     reply([done = std::move(done), out = std::move(out)]() mutable { done(std::move(out)); });
   });
 }

@@ -65,6 +65,9 @@ class MeshLink {
   // A user's cancel, through the coordinator (SubmitResult::message: the job's state).
   void cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done);
   void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
+  // Every node as this member sees the mesh (`corral nodes`): the hellos heard and the
+  // replicated admin states and running jobs.
+  void nodes(std::function<void(std::vector<proto::NodeLine>)> done);
 
   // This node as its hellos report it to the coordinator.
   void set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running);

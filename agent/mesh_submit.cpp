@@ -70,13 +70,13 @@ void SubmitForwarder::attempt(std::uint64_t key) {
       requests_.erase(it);
       answer(k, a);
     };
-    if (p.cancel.job == 0) desk_.accept(p.entry, back);
+    if (!p.cancel.asked()) desk_.accept(p.entry, back);
     else if (cancel_desk_) cancel_desk_(p.cancel, back);
     return;
   }
   p.next_try = now + kResendMs;
   proto::jobs::Forward f{mesh_, c_.id(), request, "", p.cancel};
-  if (p.cancel.job == 0) f.entry = proto::mesh::encode_entry(p.entry);
+  if (!p.cancel.asked()) f.entry = proto::mesh::encode_entry(p.entry);
   send_(leader, proto::jobs::encode(f));
 }
 
@@ -95,7 +95,7 @@ void SubmitForwarder::answer(std::uint64_t key, const service::DeskAnswer& a) {
   Pending& p = it->second;
   if (a.status == "ok" || a.status == "refused") {
     SubmitResult r{a.status == "ok", a.job, a.status == "ok" ? "" : a.code.empty() ? "invalid" : a.code,
-                   a.status == "ok" || p.cancel.job != 0 ? a.message : "the mesh refused the job: " + a.message};
+                   a.status == "ok" || p.cancel.asked() ? a.message : "the mesh refused the job: " + a.message};
     Done done = std::move(p.done);
     pending_.erase(it);
     done(r);
@@ -113,10 +113,10 @@ void SubmitForwarder::tick() {
     Pending& p = it->second;
     if (now >= p.deadline) {
       SubmitResult r{false, 0, "unavailable",
-                     "no coordinator of mesh " + mesh_ + (p.cancel.job ? " took the cancel" : " accepted the job") + " within " +
-                         std::to_string(wait_ms_ / 1000) + " s (last: " + p.last +
+                     "no coordinator of mesh " + mesh_ + (p.cancel.asked() ? " took the request" : " accepted the job") +
+                         " within " + std::to_string(wait_ms_ / 1000) + " s (last: " + p.last +
                          "; a majority of the voters must be reachable): " +
-                         (p.cancel.job ? "not cancelled" : "job not accepted")};
+                         (p.cancel.asked() ? "nothing was changed" : "job not accepted")};
       Done done = std::move(p.done);
       it = pending_.erase(it);
       for (auto r2 = requests_.begin(); r2 != requests_.end();)

@@ -317,6 +317,12 @@ void Daemon::cycle() {
   schedule(snap, hints, sched_, ++passes_, planner_, plan_);
   if (monitor_) write_monitor(plan_.monitor);
   if (trace_on()) log_line("trace: schedule " + std::to_string((mono_now() - t0) * 1000) + " ms");
+  // Drained (corral drain): the node stays in the pass as it is (the planner keeps what it derived
+  // from it), but nothing new starts, and nothing is stopped or refused to make room for a start.
+  if (drained_)
+    std::erase_if(plan_.decisions, [](const Decision& d) {
+      return d.action != Action::Reserve && d.action != Action::Resume && d.action != Action::Demote;
+    });
   note_plan(plan_);
   apply(plan_);
 }

@@ -74,11 +74,16 @@ struct JobRecord {
   // The dependencies (spec.depend) not met yet: the job is not eligible to start until this is
   // empty. Added after the journal format shipped: older journals lack it (nothing to wait for).
   std::vector<proto::Dependency> waits_on;
+  // A hold (corral hold; proto::hold names, "" none) and who set it: a held pending job is not
+  // eligible to start until released. Added after the journal format shipped.
+  std::string hold;
+  std::string hold_by;
   MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
-                     held, pba_preemptions, checkpoints, runs, backfilled, backfill_estimate, waits_on)
+                     held, pba_preemptions, checkpoints, runs, backfilled, backfill_estimate, waits_on,
+                     hold, hold_by)
 
   bool ended() const { return state == proto::state::kEnded; }
 };

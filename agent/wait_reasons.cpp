@@ -41,6 +41,12 @@ void Daemon::note_plan(const Plan& plan) {
 
 void Daemon::wait_info(const JobRecord& rec, proto::JobInfo& j) const {
   if (rec.state != proto::state::kPending) return;
+  if (!rec.hold.empty()) {
+    j.wait_reason = proto::wait::kHeld;
+    j.wait_detail = "held by " + rec.hold_by + " (" + rec.hold + " hold): it starts only after corral release " +
+                    std::to_string(rec.id);
+    return;
+  }
   if (dep_waiting_.count(rec.id)) {
     j.wait_reason = proto::wait::kDependency;
     j.wait_detail = dependency_text(rec);

@@ -121,8 +121,25 @@ struct AllocationSet {
   MSGPACK_DEFINE_MAP(project, week, slots)
 };
 
+// A pending job held (`hold`: proto::hold::kUser or kOperator; no start while held) or
+// released (`hold` empty), by `who`.
+struct JobHeld {
+  std::uint64_t job = 0;
+  std::string hold;
+  std::string who;
+  MSGPACK_DEFINE_MAP(job, hold, who)
+};
+
+// A pending job moved to another queue (corral qmove), by `who`.
+struct JobMoved {
+  std::uint64_t job = 0;
+  std::string queue;
+  std::string who;
+  MSGPACK_DEFINE_MAP(job, queue, who)
+};
+
 using Entry = std::variant<JobAccepted, JobStarted, JobEnded, JobRequeued, JobSuspended, NodeAdmin,
-                           GrantSet, Charge, AllocationSet>;
+                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved>;
 
 // Wire name of each alternative, in variant order.
 std::string_view kind_name(const Entry& e);

@@ -25,15 +25,23 @@ namespace corral::proto::jobs {
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::string_view kMagic = "corral-jobs";
 
-// A user's cancel of a mesh job, as the node's local socket saw the user:
-// the coordinator decides with the same rules as a standalone node.
+// A user's request about a mesh job or node, as the node's local socket saw
+// the user: the coordinator decides with the same rules as a standalone node.
+// action: "" (cancel), hold, release, qmove (to `queue`), drain (`node`,
+// `reason`) or undrain (`node`).
 struct CancelAsk {
   std::uint64_t job = 0;
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
   bool admin = false;            // root, or a member of the node's operators group
   std::string who;               // the user's name, for the record
-  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who)
+  std::string action{};
+  std::string queue{};
+  std::string node{};
+  std::string reason{};
+  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who, action, queue, node, reason)
+  // Whether this is a request at all (a Forward without one carries an entry).
+  bool asked() const { return job != 0 || !action.empty(); }
 };
 
 // What a member wants from the coordinator it knows: an entry in the log (a

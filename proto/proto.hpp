@@ -194,9 +194,12 @@ struct NodeStatus {
   // Checkpoints are cooperative either way (checkpoint_signal); CRIU is never used.
   bool criu_available = false;
   std::string criu_why;
+  // Added after version 1: the node's administrative state (up | drained, corral drain) and why.
+  std::string state = "up";
+  std::string drain_reason;
   MSGPACK_DEFINE_MAP(node, mode, topology, cores, numa_nodes, mem_mb, slots_total, slots_used,
                      pending, running, recent, agent_pid, agent_uptime, version, criu_available,
-                     criu_why)
+                     criu_why, state, drain_reason)
 };
 
 // The mesh as one member sees it (`corral mesh`). Added after version 1: an
@@ -280,13 +283,15 @@ struct NodeRep {
   NodeStatus node;
   MSGPACK_DEFINE_MAP(node)
 };
-// Administrative control of one job (qsig/qhold/qrerun-like; added after
+// Administrative control of one job (qsig/qhold/qrls/qmove/qrerun-like; added after
 // version 1: an older corrald answers "unknown message type"). action:
-// suspend | resume (root only) | requeue | checkpoint (owner or root).
+// suspend | resume (root or an operator) | requeue | checkpoint | hold | release (owner,
+// root or an operator) | qmove (to `queue`; owner, root or an operator).
 struct ControlReq {
   std::uint64_t id = 0;
   std::string action;
-  MSGPACK_DEFINE_MAP(id, action)
+  std::string queue{};           // qmove: the queue the pending job moves to
+  MSGPACK_DEFINE_MAP(id, action, queue)
 };
 struct ControlRep {
   std::uint64_t id = 0;
@@ -306,6 +311,41 @@ struct ReportReq {
 struct ReportRep {
   std::string text;              // the report as `corral sim --report` writes a week (or its JSON)
   MSGPACK_DEFINE_MAP(text)
+};
+// `corral drain NODE --reason TEXT` / `corral undrain NODE` (root or an operator; added after
+// version 1). action: drain | undrain.
+struct NodeAdminReq {
+  std::string node;
+  std::string action;
+  std::string reason;
+  MSGPACK_DEFINE_MAP(node, action, reason)
+};
+struct NodeAdminRep {
+  std::string node;
+  std::string state;             // up | drained, after the request
+  std::string reason;
+  MSGPACK_DEFINE_MAP(node, state, reason)
+};
+// One node as `corral nodes` lists it (added after version 1).
+struct NodeLine {
+  std::string name;
+  std::string state;             // up | drained | unreachable
+  std::string reason;            // why it is drained ("" otherwise)
+  std::int32_t cores = 0;
+  std::int32_t cores_used = 0;
+  std::int64_t mem_mb = 0;       // 0: not known
+  std::int64_t mem_used_mb = 0;  // requested by the jobs running there
+  std::int32_t jobs = 0;         // jobs running or suspended there
+  std::int64_t last_contact_ms = 0;  // since this node last heard from it (0: itself)
+  MSGPACK_DEFINE_MAP(name, state, reason, cores, cores_used, mem_mb, mem_used_mb, jobs, last_contact_ms)
+};
+struct NodesReq {
+  bool all = true;
+  MSGPACK_DEFINE_MAP(all)
+};
+struct NodesRep {
+  std::vector<NodeLine> nodes;
+  MSGPACK_DEFINE_MAP(nodes)
 };
 struct MeshReq {
   bool members = true;           // include the member list
@@ -361,7 +401,8 @@ struct Event {
 
 using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
                              WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
-                             ReportReq, ReportRep, MeshReq, MeshRep>;
+                             ReportReq, ReportRep, MeshReq, MeshRep, NodeAdminReq, NodeAdminRep,
+                             NodesReq, NodesRep>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);
@@ -413,7 +454,15 @@ inline constexpr std::string_view kResources = "resources";
 inline constexpr std::string_view kReservation = "reservation";
 inline constexpr std::string_view kAllocation = "allocation";
 inline constexpr std::string_view kPriority = "priority";
+inline constexpr std::string_view kHeld = "held";
 }  // namespace wait
+
+// Holds of a pending job (corral hold): a user's own, or an operator's (only root or an
+// operator releases that one), as PBS's u and o holds.
+namespace hold {
+inline constexpr std::string_view kUser = "user";
+inline constexpr std::string_view kOperator = "operator";
+}  // namespace hold
 
 // The JSON field names of a pending job's plan in `corral stat --json`.
 namespace field {

@@ -108,7 +108,7 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
   }
   for (const auto& [id, j] : state_.data().jobs) {
     if (j.state == proto::state::kPending) {
-      if (!proposing_.count(id)) s.pending.push_back(to_job(j));
+      if (!proposing_.count(id) && j.hold.empty()) s.pending.push_back(to_job(j));
       continue;
     }
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
@@ -133,7 +133,7 @@ void CoordinatorLoop::pass() {
   seen_applied_ = c_.last_applied();
   bool waiting = false;
   for (const auto& [id, j] : state_.data().jobs)
-    if (j.state == proto::state::kPending && !proposing_.count(id)) waiting = true;
+    if (j.state == proto::state::kPending && !proposing_.count(id) && j.hold.empty()) waiting = true;
   if (!waiting) return;
   std::vector<std::string> names;
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
@@ -229,6 +229,7 @@ namespace corral::service {
 void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
   if (!c_.is_leader()) return done(DeskAnswer{"not_leader", 0, c_.leader_id(), "", ""});
   if (!ready_) return done(DeskAnswer{"error", 0, 0, "the coordinator is not current yet", ""});
+  if (!ask.action.empty() && ask.action != "cancel") return operate(ask, done);
   std::string id = std::to_string(ask.job);
   const MeshJob* j = state_.job(ask.job);
   if (!j) return done(DeskAnswer{"refused", ask.job, 0, "unknown job id " + id, "not_found"});

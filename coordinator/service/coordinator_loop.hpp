@@ -58,7 +58,12 @@ class CoordinatorLoop {
   // one is stopped by its node, whose end reaches the log as any end. `done`
   // says "ok" (message: the job's state) or why not; the owner, root and
   // operators may cancel, as on a standalone node.
+  // The other requests (ask.action set) go to operate().
   void cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  // An operator request (operator_asks.cpp): hold, release or qmove of a pending job (its
+  // owner, root or an operator; an operator's hold only root or an operator releases), drain
+  // or undrain of a node (root or an operator). Answered once the entry is committed.
+  void operate(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // Whether the barrier of this term is committed: the pass runs.
   bool deciding() const { return ready_; }
 
@@ -70,6 +75,9 @@ class CoordinatorLoop {
   void push_start(std::uint64_t job);
   void resend_unacked();
   void reconcile();
+  void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  void commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done);
 
   Env& env_;
   Consensus& c_;

@@ -182,6 +182,29 @@ Outcome MeshState::on(const proto::mesh::AllocationSet& e) {
   return done(0);
 }
 
+Outcome MeshState::on(const proto::mesh::JobHeld& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
+  if (!e.hold.empty() && e.hold != proto::hold::kUser && e.hold != proto::hold::kOperator)
+    return refused(e.job, "hold '" + e.hold + "' is not user or operator");
+  if (e.hold.empty() && j.hold.empty()) return refused(e.job, job_name(e.job) + " is not held");
+  j.hold = e.hold;
+  j.hold_by = e.hold.empty() ? "" : e.who;
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::JobMoved& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
+  if (e.queue.empty()) return refused(e.job, "no queue named");
+  j.spec.queue = e.queue;
+  return done(e.job);
+}
+
 std::string MeshState::snapshot() const {
   msgpack::sbuffer buf;
   msgpack::packer<msgpack::sbuffer> pk(buf);

@@ -44,7 +44,10 @@ struct MeshJob {
   std::vector<MeshRun> runs;       // oldest first; runs.size() is the current run number
   std::string end_reason;          // the job's, once ended
   std::int32_t exit_code = -1;
-  MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code)
+  std::string hold;                // proto::hold (user, operator) while held; "" not held
+  std::string hold_by;             // who held it
+  MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
+                     hold_by)
 };
 
 struct MeshNode {
@@ -109,6 +112,8 @@ class MeshState {
   Outcome on(const proto::mesh::GrantSet& e);
   Outcome on(const proto::mesh::Charge& e);
   Outcome on(const proto::mesh::AllocationSet& e);
+  Outcome on(const proto::mesh::JobHeld& e);
+  Outcome on(const proto::mesh::JobMoved& e);
 
   MeshData d_;
 };

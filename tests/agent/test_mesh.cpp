@@ -390,3 +390,112 @@ TEST_CASE("mesh: a standalone corrald is a mesh of one", "[mesh]") {
   Result text = a.cli({"mesh"});
   CHECK(text.out.find("standalone") != std::string::npos);
 }
+
+TEST_CASE("mesh: a drained node starts nothing new; hold, release and qmove from any node, by owner or operator",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  constexpr int kOwner = 1, kOther = 2, kOperator = 65534;  // daemon, bin; nobody is an operator
+  Mesh m(3);
+  for (auto& a : m.agents)
+    a->extra.insert(a->extra.end(), {"--set", "operators=nogroup", "--set", "queues=normal:1,express:2"});
+  REQUIRE(m.elect() >= 0);
+  auto json_of = [&](unsigned i, std::vector<std::string> args) {
+    Result r = m.agents[i]->cli(std::move(args));
+    return r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json();
+  };
+  auto stat = [&](unsigned i, std::uint64_t id) { return json_of(i, {"stat", std::to_string(id), "--json"}); };
+  // Member i's view of the job once its `key` is `value` (a follower applies a commit within a
+  // heartbeat), or its last view after 15 s.
+  auto await = [&](unsigned i, std::uint64_t id, const char* key, const char* value) {
+    Json j;
+    for (double end = now_ms() + 15000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+      if ((j = stat(i, id)).is_object() && j[key] == value) break;
+    return j;
+  };
+  auto node_of = [&](const Json& nodes, const std::string& name) {
+    for (const auto& n : nodes)
+      if (n["name"] == name) return n;
+    return Json();
+  };
+
+  // Drain is for operators; root drains n2 from n1, and every node sees it.
+  Result no = m.agents[0]->cli({"drain", "n2", "--reason", "maint"}, kOther);
+  CHECK(no.rc == 1);
+  CHECK(no.err.find("only root or a member of group nogroup may drain a node") != std::string::npos);
+  Result d = m.agents[0]->cli({"drain", "n2", "--reason", "maint"});
+  INFO(d.err << m.agents[0]->log());
+  REQUIRE(d.rc == 0);
+  Json n2;
+  for (double end = now_ms() + 10000; now_ms() < end && n2["state"] != "drained";
+       std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    n2 = node_of(json_of(2, {"nodes", "--json"}), "n2");
+  CHECK(n2["state"] == "drained");
+  CHECK(n2["reason"] == "maint");
+
+  // Four jobs of a whole node each: two run, on n1 and n3; n2 starts nothing.
+  std::vector<std::uint64_t> ids;
+  for (unsigned k = 0; k < 4; ++k) {
+    Result r = m.agents[k % 3]->submit({"-l", "walltime=600,ncpus=2", "--wrap", "sleep 300"}, kOwner);
+    INFO(r.out << r.err);
+    REQUIRE(r.rc == 0);
+    ids.push_back(std::stoull(r.out));
+  }
+  std::vector<std::uint64_t> running, waiting;
+  for (double end = now_ms() + 15000; now_ms() < end && running.size() < 2;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    running.clear();
+    waiting.clear();
+    for (auto id : ids) (stat(0, id)["state"] == "running" ? running : waiting).push_back(id);
+  }
+  REQUIRE(running.size() == 2);
+  REQUIRE(waiting.size() == 2);
+  std::set<std::string> on;
+  for (auto id : running) on.insert(stat(0, id)["runs"][0]["comment"].get<std::string>());
+  CHECK(on == std::set<std::string>{"on n1", "on n3"});
+  Json nodes = json_of(1, {"nodes", "--json"});
+  CHECK(node_of(nodes, "n1")["jobs"] == 1);
+  CHECK(node_of(nodes, "n1")["cores_used"] == 2);
+  CHECK(node_of(nodes, "n2")["jobs"] == 0);
+  CHECK(node_of(nodes, "n2")["cores_free"] == 2);
+
+  // Another user can neither hold nor move the owner's job, through any node.
+  for (unsigned i = 0; i < 3; ++i) {
+    Result h = m.agents[i]->cli({"hold", std::to_string(waiting[0])}, kOther);
+    CHECK(h.rc == 1);
+    CHECK(h.err.find("belongs to daemon") != std::string::npos);
+    Result q = m.agents[i]->cli({"qmove", "express", std::to_string(waiting[1])}, kOther);
+    CHECK(q.rc == 1);
+    CHECK(q.err.find("belongs to daemon") != std::string::npos);
+  }
+  // The owner holds one through n3, an operator moves the other through n2.
+  Result h = m.agents[2]->cli({"hold", std::to_string(waiting[0])}, kOwner);
+  INFO(h.err);
+  REQUIRE(h.rc == 0);
+  Result q = m.agents[1]->cli({"qmove", "express", std::to_string(waiting[1])}, kOperator);
+  INFO(q.err);
+  REQUIRE(q.rc == 0);
+  CHECK(m.agents[0]->cli({"qmove", "nosuch", std::to_string(waiting[1])}).err.find("unknown queue 'nosuch'") !=
+        std::string::npos);
+  CHECK(m.agents[0]->cli({"qmove", "express", std::to_string(running[0])}).err.find("it is running") !=
+        std::string::npos);
+  CHECK(await(0, waiting[0], "wait_reason", "held")["wait_reason"] == "held");
+  CHECK(await(0, waiting[1], "queue", "express")["queue"] == "express");
+
+  // Undrained, n2 takes the job that is not held; the held one waits on.
+  REQUIRE(m.agents[2]->cli({"undrain", "n2"}, kOperator).rc == 0);
+  Json moved = await(1, waiting[1], "state", "running");
+  CHECK(moved["state"] == "running");
+  CHECK(moved["runs"][0]["comment"] == "on n2");
+  // A node frees up: the held job stays pending while a later job starts there.
+  REQUIRE(m.agents[0]->cli({"cancel", std::to_string(running[0])}).rc == 0);
+  Result later = m.agents[0]->submit({"-l", "walltime=600,ncpus=2", "--wrap", "sleep 300"}, kOwner);
+  REQUIRE(later.rc == 0);
+  std::uint64_t later_id = std::stoull(later.out);
+  CHECK(await(2, later_id, "state", "running")["state"] == "running");
+  CHECK(stat(2, waiting[0])["state"] == "pending");
+  // Released by the owner through n1, it runs once a node is free.
+  CHECK(m.agents[0]->cli({"release", std::to_string(waiting[0])}, kOwner).rc == 0);
+  REQUIRE(m.agents[0]->cli({"cancel", std::to_string(later_id)}).rc == 0);
+  CHECK(await(1, waiting[0], "state", "running")["state"] == "running");
+  for (auto id : ids) m.agents[0]->cli({"cancel", std::to_string(id)});
+}

@@ -251,12 +251,13 @@ void set_script(SubmitParse& p) {
 
 }  // namespace
 
-Common parse_common(const char* cmd, int argc, char** argv, bool json_ok) {
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, bool reason_ok) {
   Common c;
   CLI::App app;
   app.set_help_flag("-h,--help");
   app.add_option("--socket", c.socket)->type_name("PATH")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   if (json_ok) app.add_flag("--json", c.json)->disable_flag_override();
+  if (reason_ok) app.add_option("--reason", c.reason)->type_name("TEXT")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("ARGS", c.args);
   c.help = parse_or_help(app, cmd, cli_args(argc, argv));
   if (c.socket.empty()) c.socket = default_socket();
@@ -446,6 +447,8 @@ std::string to_json(const proto::NodeStatus& n) {
   Json o;
   o["node"] = n.node;
   o["mode"] = n.mode;
+  o["state"] = n.state;
+  o["drain_reason"] = n.drain_reason;
   o["topology"] = n.topology;
   o["cores"] = n.cores;
   o["numa_nodes"] = n.numa_nodes;

@@ -39,15 +39,16 @@ std::string default_socket();
 proto::Message request(const std::string& socket, const proto::Message& req);
 
 // Shared flags of the commands that take job ids or nothing: --socket PATH,
-// --json (when json_ok), --help; the rest are args. Throws UsageError on an
-// unknown option.
+// --json (when json_ok), --reason TEXT (when reason_ok), --help; the rest are args.
+// Throws UsageError on an unknown option.
 struct Common {
   std::string socket;
   bool json = false;
   bool help = false;             // --help: nothing else is read
+  std::string reason;
   std::vector<std::string> args;
 };
-Common parse_common(const char* cmd, int argc, char** argv, bool json_ok);
+Common parse_common(const char* cmd, int argc, char** argv, bool json_ok, bool reason_ok = false);
 
 // `corral report [--week W] [--project P] [--json]` arguments: the week and project as given
 // (corrald judges them: it knows which weeks and projects there are). Throws UsageError on an

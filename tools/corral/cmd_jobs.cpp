@@ -13,6 +13,7 @@
 
 #include "tools/corral/client.hpp"
 #include "tools/corral/commands.hpp"
+#include "tools/corral/reply.hpp"
 #include "proto/spec_check.hpp"
 
 extern char** environ;
@@ -82,28 +83,6 @@ const char* const kControlHelp =
 int help(const char* text) {
   std::fputs(text, stdout);
   return 0;
-}
-
-// Runs `fn`, turning errors into messages and exit codes.
-template <class Fn>
-int guarded(const char* cmd, Fn fn) {
-  try {
-    return fn();
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "corral %s: %s\n", cmd, e.what());
-    return 1;
-  }
-}
-
-// The reply, or an exception carrying corrald's error text.
-template <class T>
-T expect(const proto::Message& m) {
-  if (auto* e = std::get_if<proto::ErrorRep>(&m)) throw std::runtime_error(e->message);
-  if (auto* t = std::get_if<T>(&m)) return *t;
-  throw std::runtime_error("unexpected reply '" + std::string(proto::type_name(m)) + "' from corrald");
 }
 
 std::string hms(std::int64_t s, bool zero_ok = false) {
@@ -274,6 +253,8 @@ int cmd_node(int argc, char** argv) {
     }
     std::printf("node      %s (%s, corrald pid %u, up %s)\n", n.node.c_str(), n.mode.c_str(),
                 n.agent_pid, hms(static_cast<std::int64_t>(n.agent_uptime), true).c_str());
+    std::printf("state     %s%s\n", n.state.c_str(),
+                n.drain_reason.empty() ? "" : (": " + proto::printable(n.drain_reason)).c_str());
     std::printf("topology  %s\n", n.topology.c_str());
     std::printf("slots     %d of %d cores busy, %d jobs pending\n", n.slots_used, n.slots_total,
                 n.pending);

@@ -10,6 +10,10 @@ int cmd_wait(int argc, char** argv);
 int cmd_node(int argc, char** argv);
 int cmd_control(int argc, char** argv);  // suspend | resume | requeue | checkpoint JOBID
 int cmd_report(int argc, char** argv);   // the weekly NCI charging report
-int cmd_mesh(int argc, char** argv);
-int cmd_keygen(int argc, char** argv);   // cmd_keygen.cpp: a node's mesh key pair     // cmd_mesh.cpp: the mesh as this node sees it
+int cmd_mesh(int argc, char** argv);     // cmd_mesh.cpp: the mesh as this node sees it
+int cmd_hold(int argc, char** argv);     // cmd_operator.cpp: hold | release JOBID
+int cmd_qmove(int argc, char** argv);    // qmove QUEUE JOBID
+int cmd_drain(int argc, char** argv);    // drain NODE --reason TEXT | undrain NODE
+int cmd_nodes(int argc, char** argv);    // every node of the mesh
+int cmd_keygen(int argc, char** argv);   // cmd_keygen.cpp: a node's mesh key pair
 }  // namespace corral::cli

@@ -160,6 +160,34 @@ TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh
   CHECK(st.data().allocations.at("chem/2026-W48") == 64);
 }
 
+TEST_CASE("holds and queue moves apply to pending jobs only, and survive the bytes", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  mesh::Entry e = mesh::decode_entry(mesh::encode_entry(mesh::JobHeld{id, "operator", "ops"}));
+  REQUIRE(std::holds_alternative<mesh::JobHeld>(e));
+  CHECK(mesh::kind_name(e) == "job_held");
+  REQUIRE(st.apply(e).ok);
+  CHECK(st.job(id)->hold == "operator");
+  CHECK(st.job(id)->hold_by == "ops");
+  CHECK(st.apply(mesh::JobHeld{id, "sideways", "x"}).reason == "hold 'sideways' is not user or operator");
+  REQUIRE(st.apply(mesh::JobHeld{id, "", "ops"}).ok);
+  CHECK(st.job(id)->hold.empty());
+  CHECK(st.apply(mesh::JobHeld{id, "", "ops"}).reason == "job 1 is not held");
+  REQUIRE(st.apply(mesh::JobMoved{id, "express", "alice"}).ok);
+  CHECK(st.job(id)->spec.queue == "express");
+  CHECK(st.apply(mesh::JobMoved{id, "", "alice"}).reason == "no queue named");
+  CHECK(st.apply(mesh::JobMoved{99, "express", "alice"}).reason == "no job 99");
+  // Held jobs keep their hold in a snapshot; a running job is neither held nor moved.
+  REQUIRE(st.apply(mesh::JobHeld{id, "user", "alice"}).ok);
+  MeshState copy;
+  copy.restore(st.snapshot());
+  CHECK(copy.job(id)->hold == "user");
+  REQUIRE(st.apply(mesh::JobHeld{id, "", "alice"}).ok);
+  REQUIRE(st.apply(started(id, 1, 1, 1)).ok);
+  CHECK(st.apply(mesh::JobHeld{id, "user", "alice"}).reason == "job 1 is running, not pending");
+  CHECK(st.apply(mesh::JobMoved{id, "normal", "alice"}).reason == "job 1 is running, not pending");
+}
+
 TEST_CASE("a snapshot restores the whole state; bad bytes change nothing", "[mesh_state]") {
   MeshState st;
   for (int i = 0; i < 5; ++i) st.apply(accepted("t" + std::to_string(i)));

@@ -1,0 +1,67 @@
+// Operator commands through the mesh, the daemon's side: hold, release and qmove of a job and
+// drain and undrain of a node go to the coordinator with the user as this node's local socket
+// saw them; the coordinator decides with a standalone node's rules and answers once the change
+// is in the replicated log. `corral nodes` lists every node as this member sees the mesh.
+#include "agent/daemon.hpp"
+#include "agent/local_socket.hpp"
+#include "agent/mesh_link.hpp"
+#include "proto/spec_check.hpp"
+
+namespace corral::agent {
+
+namespace {
+
+proto::jobs::CancelAsk ask_of(const Peer& p, std::string action) {
+  proto::jobs::CancelAsk ask;
+  ask.uid = p.uid;
+  ask.gid = p.gid;
+  ask.admin = p.admin;
+  ask.who = user_name(p.uid);
+  if (ask.who.empty()) ask.who = std::to_string(p.uid);
+  ask.action = std::move(action);
+  return ask;
+}
+
+}  // namespace
+
+void Daemon::mesh_job_admin(Client& c, const proto::ControlReq& r) {
+  proto::jobs::CancelAsk ask = ask_of(c.peer, r.action);
+  ask.job = r.id;
+  ask.queue = r.queue;
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  const std::string done_text = r.action == "hold" ? "held" : r.action == "release" ? "released" : "moved to queue " + r.queue;
+  mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, id = r.id, done_text](const SubmitResult& res) {
+    if (res.ok) mesh_answer(fd, ticket, proto::ControlRep{id, std::string(proto::state::kPending), done_text});
+    else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
+  });
+}
+
+void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
+  if (r.action != "drain" && r.action != "undrain") {
+    send(c, proto::ErrorRep{"invalid", "unknown node action '" + proto::printable(r.action.substr(0, 32)) +
+                                           "' (drain or undrain)"});
+    return;
+  }
+  if (!c.peer.admin) {  // also checked by the coordinator: refused here without a round trip
+    send(c, proto::ErrorRep{"permission", "only " + admins() + " may " + r.action + " a node"});
+    return;
+  }
+  proto::jobs::CancelAsk ask = ask_of(c.peer, r.action);
+  ask.node = r.node;
+  ask.reason = r.reason;
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  bool drain = r.action == "drain";
+  mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, r, drain](const SubmitResult& res) {
+    if (res.ok) mesh_answer(fd, ticket, proto::NodeAdminRep{r.node, drain ? "drained" : "up", drain ? r.reason : ""});
+    else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
+  });
+}
+
+void Daemon::mesh_nodes(Client& c, const proto::NodesReq&) {
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->nodes([this, fd = c.fd, ticket](std::vector<proto::NodeLine> nodes) {
+    mesh_answer(fd, ticket, proto::NodesRep{std::move(nodes)});
+  });
+}
+
+}  // namespace corral::agent
