@@ -157,11 +157,15 @@ void CurveAuth::on_monitor() {
       failed_ = failure_text(event, value);
     } else if (event == ZMQ_EVENT_DISCONNECTED) {
       auto it = accepted_.find(fd);
-      std::string who = it != accepted_.end() && !it->second.empty() ? it->second : "a peer (address gone)";
+      const bool known = it != accepted_.end() && !it->second.empty();
+      std::string who = known ? it->second : "a peer (address gone)";
       if (it != accepted_.end()) accepted_.erase(it);
       if (!failed_.empty()) {
         ++refusals_;
-        log_("handshake", "mesh: refused " + who + " on " + text(addr) + ": " + failed_);
+        // Its own budget of log lines: refusals whose address was lost (the connection closed
+        // before this loop read its accept) never crowd out those that name the peer.
+        log_(known ? "handshake" : "handshake, address gone",
+             "mesh: refused " + who + " on " + text(addr) + ": " + failed_);
         failed_.clear();
       }
     }
