@@ -295,7 +295,9 @@ TEST_CASE("an emulated 64-core node runs 200 jobs as the real agent schedules th
     CHECK(j["exit_code"] == 0);
     CHECK(j["cores"].size() == static_cast<std::size_t>(ncpus.at(id)));
     const double ran = j["end_time"].get<double>() - j["start_time"].get<double>();
-    CHECK(ran >= runtime_ms.at(id) / 1000.0 - 0.002);
+    // start_time is stamped once the start has returned, a few ms after the timer was armed
+    // (more under the sanitizers): the job may look that much shorter, never more.
+    CHECK(ran >= runtime_ms.at(id) / 1000.0 - 0.020);
     CHECK(ran < runtime_ms.at(id) / 1000.0 + 2.0);
     jobs.push_back(j);
   }
