@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -176,16 +177,26 @@ class MeshProcs {
     return -1;
   }
 
-  // Jobs launched per id, from every member's log (appended across restarts).
-  std::map<std::uint64_t, int> launches() const {
-    std::map<std::uint64_t, int> out;
-    std::regex started(R"(corrald: job (\d+) started on cores)");
+  // When each job was launched (epoch seconds, each time), by id, from every member's log
+  // (appended across restarts; its lines are stamped to the millisecond, UTC).
+  std::map<std::uint64_t, std::vector<double>> launches() const {
+    std::map<std::uint64_t, std::vector<double>> out;
+    std::regex started(R"(^(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)\.(\d+)Z corrald: job (\d+) started on cores)");
     for (const MeshNode& n : nodes) {
       std::ifstream in(n.dir + "/corrald.log");
       std::string line;
       std::smatch sm;
-      while (std::getline(in, line))
-        if (std::regex_search(line, sm, started)) ++out[std::stoull(sm[1])];
+      while (std::getline(in, line)) {
+        if (!std::regex_search(line, sm, started)) continue;
+        std::tm t{};
+        t.tm_year = std::stoi(sm[1]) - 1900;
+        t.tm_mon = std::stoi(sm[2]) - 1;
+        t.tm_mday = std::stoi(sm[3]);
+        t.tm_hour = std::stoi(sm[4]);
+        t.tm_min = std::stoi(sm[5]);
+        t.tm_sec = std::stoi(sm[6]);
+        out[std::stoull(sm[8])].push_back(static_cast<double>(::timegm(&t)) + std::stoi(sm[7]) / 1000.0);
+      }
     }
     return out;
   }

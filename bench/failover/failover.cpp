@@ -121,14 +121,14 @@ int run(const std::string& corrald, const std::string& corral, const std::string
   }
   // Doubled: launched more often than the log has runs of it, or completed twice. A run that
   // went down with the killed node is given back and requeued: its next run is no double.
-  std::map<std::uint64_t, int> launched = m.launches();
+  std::map<std::uint64_t, std::vector<double>> launched = m.launches();
   for (const auto& [id, j] : final) {
     int completed = 0;
     for (const auto& r : j.runs) {
       completed += r.end_reason == "completed";
       requeued += r.end_reason == "preempted";
     }
-    doubled += launched[id] > static_cast<int>(j.runs.size()) || completed > 1;
+    doubled += launched[id].size() > j.runs.size() || completed > 1;
   }
   double load = 0;
   std::ifstream("/proc/loadavg") >> load;

@@ -9,9 +9,11 @@
 // jobs_per_s: jobs / (the last run's end - the first submit sent).
 // submit_per_s: jobs / (the last submit answered - the first submit sent).
 // start_p50_ms, start_p99_ms: from a job's submit answer (this program's wall
-// clock) to its run's start as the replicated log holds it (the coordinator's
-// wall clock when it decided). Same machine, same clock; a start decided
-// before the answer reached the client counts as negative.
+// clock) to its launch on its node (the node's log line, to the millisecond).
+// Same machine, same clock. The coordinator may decide the start before the
+// answer has travelled back to the client: such a start counts as negative.
+// decide_p50_ms: from the answer to the coordinator's decision (the run's
+// start in the replicated log, stamped when it decided).
 // lost: acknowledged ids not completed in the final state within the timeout.
 // doubled: jobs launched (every node's log) more often than the log holds runs
 // of them, or completed more than once.
@@ -114,7 +116,7 @@ Burst submit_burst(const MeshProcs& m, const Options& o, const std::string& dir)
 std::map<std::uint64_t, proto::JobInfo> wait_ended(const MeshProcs& m, int i, const std::set<std::uint64_t>& acked,
                                                    double timeout_s) {
   std::map<std::uint64_t, proto::JobInfo> all;
-  for (double end = wall_s() + timeout_s; wall_s() < end; sleep_ms(500)) {
+  for (double end = wall_s() + timeout_s; wall_s() < end; sleep_ms(1000)) {
     auto rep = m.ask<proto::StatRep>(i, proto::StatReq{});
     if (!rep) continue;
     all.clear();
@@ -148,7 +150,8 @@ int run(const Options& o, const std::string& dir) {
 
   double first_sent = b.jobs.front().sent, last_ack = 0, last_end = 0;
   for (const auto& s : b.jobs) last_ack = std::max(last_ack, s.acked);
-  std::vector<double> start_ms;
+  std::map<std::uint64_t, std::vector<double>> launched = m.launches();
+  std::vector<double> start_ms, decide_ms;
   int lost = 0, doubled = 0, completed_jobs = 0;
   for (const auto& s : b.jobs) {
     if (!s.id) continue;
@@ -159,25 +162,25 @@ int run(const Options& o, const std::string& dir) {
       continue;
     }
     ++completed_jobs;
-    start_ms.push_back((it->second.runs.front().start - s.acked) * 1000);
+    decide_ms.push_back((it->second.runs.front().start - s.acked) * 1000);
+    if (auto l = launched.find(s.id); l != launched.end()) start_ms.push_back((l->second.front() - s.acked) * 1000);
     last_end = std::max(last_end, it->second.runs.back().end);
   }
-  std::map<std::uint64_t, int> launched = m.launches();
   for (const auto& [id, j] : final) {
     int completed = 0;
     for (const auto& r : j.runs) completed += r.end_reason == "completed";
-    doubled += launched[id] > static_cast<int>(j.runs.size()) || completed > 1;
+    doubled += launched[id].size() > j.runs.size() || completed > 1;
   }
   double load = 0;
   std::ifstream("/proc/loadavg") >> load;
   std::printf("{\"bench\":\"mesh_throughput\",\"voters\":%d,\"emulate\":\"%s\",\"fsync\":\"%s\",\"clients\":%d,"
               "\"jobs\":%d,\"acknowledged\":%zu,\"refused\":%d,\"completed\":%d,"
-              "\"jobs_per_s\":%.1f,\"submit_per_s\":%.1f,\"start_p50_ms\":%.1f,\"start_p99_ms\":%.1f,"
+              "\"jobs_per_s\":%.1f,\"submit_per_s\":%.1f,\"start_p50_ms\":%.1f,\"start_p99_ms\":%.1f,\"decide_p50_ms\":%.1f,"
               "\"burst_s\":%.2f,\"lost\":%d,\"doubled\":%d,\"loadavg_1m\":%.2f%s%s%s}\n",
               o.voters, o.emulate.c_str(), o.fsync.c_str(), o.clients * m.size(), o.jobs, acked.size(), b.refused,
               completed_jobs, last_end > first_sent ? completed_jobs / (last_end - first_sent) : 0.0,
               last_ack > first_sent ? static_cast<double>(acked.size()) / (last_ack - first_sent) : 0.0,
-              quantile(start_ms, 0.5), quantile(start_ms, 0.99), last_end - first_sent, lost, doubled, load,
+              quantile(start_ms, 0.5), quantile(start_ms, 0.99), quantile(decide_ms, 0.5), last_end - first_sent, lost, doubled, load,
               b.first_error.empty() ? "" : ",\"first_error\":\"", b.first_error.c_str(),
               b.first_error.empty() ? "" : "\"");
   return lost || doubled || b.refused ? 1 : 0;
