@@ -371,7 +371,8 @@ int EnvIo::m_truncate(raft_io* io, raft_index index) {
                              d->entries.pop_back();
                            return 0;
                          },
-                         {}});
+                         {},
+                         nullptr});
   return 0;
 }
 
@@ -404,9 +405,11 @@ int EnvIo::m_snapshot_put(raft_io* io, unsigned trailing, raft_io_snapshot_put* 
     }
     return 0;
   };
-  s->enqueue_disk(DiskOp{write, [req, cb](int status) {
+  s->enqueue_disk(DiskOp{write,
+                         [req, cb](int status) {
                            if (cb != nullptr) cb(req, status);
-                         }});
+                         },
+                         nullptr});
   return 0;
 }
 
