@@ -23,210 +23,35 @@
 //
 //   build/bench/failover/bench_failover [--corrald build/agent/corrald] [--corral build/tools/corral]
 //                                       [--trials 20]
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <netinet/in.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <csignal>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <optional>
 #include <random>
-#include <regex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "bench/local_conn.hpp"
-#include "proto/proto.hpp"
-#include "tests/free_port.hpp"
+#include "bench/mesh_procs.hpp"
 
 using namespace corral;
 using bench::Conn;
-
-using corral_test::free_port;
+using bench::MeshProcs;
+using bench::quantile;
+using bench::sleep_ms;
+using bench::wall_s;
 
 namespace {
 
 constexpr int kVoters = 3;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-// Every corrald this program started, killed at exit whatever the path.
-std::vector<pid_t> g_children;
-void kill_children() {
-  for (pid_t p : g_children)
-    if (p > 0) ::kill(p, SIGKILL);
-  for (pid_t p : g_children)
-    if (p > 0) ::waitpid(p, nullptr, 0);
-  g_children.clear();
-}
-void on_signal(int) {
-  for (pid_t p : g_children)
-    if (p > 0) ::kill(p, SIGKILL);
-  _exit(3);
-}
-
-struct Node {
-  std::string dir, sock, listen, name;
-  pid_t pid = -1;
-};
-
-class Mesh {
- public:
-  Mesh(std::string corrald, std::string dir, std::string emulate) : corrald_(std::move(corrald)), dir_(std::move(dir)) {
-    std::string voters;
-    for (int i = 0; i < kVoters; ++i) {
-      Node n;
-      n.name = "n" + std::to_string(i + 1);
-      n.dir = dir_ + "/" + n.name;
-      n.sock = n.dir + "/sock";
-      n.listen = "127.0.0.1:" + std::to_string(free_port());
-      std::filesystem::create_directories(n.dir);
-      voters += (i ? "," : "") + n.listen;
-      nodes.push_back(n);
-    }
-    voters_ = voters;
-    emulate_ = std::move(emulate);
-  }
-
-  // Each member's CURVE key pair (`corral keygen`) and the one allowed file, as on a rack.
-  void make_keys(const std::string& corral) {
-    std::string allowed;
-    for (const Node& n : nodes) {
-      std::string cmd = "'" + corral + "' keygen --out '" + n.dir + "/keys' >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) throw std::runtime_error("corral keygen failed: " + cmd);
-      std::ifstream in(n.dir + "/keys/mesh.key.pub");
-      std::string pub;
-      in >> pub;
-      allowed += pub + " " + n.listen + "  # " + n.name + "\n";
-    }
-    std::ofstream(dir_ + "/allowed") << allowed;
-  }
-  ~Mesh() { kill_children(); }
-
-  void start(int i) {
-    Node& n = nodes[i];
-    std::vector<std::string> args = {corrald_, "--no-config", "--foreground", "--emulate", emulate_,
-                                     "--state-dir", n.dir + "/state", "--socket", n.sock, "--pub", "ipc://" + n.dir + "/events",
-                                     "--node-state-dir", n.dir + "/node", "--jobfs-root", n.dir + "/jobfs",
-                                     "--ckpt-root", n.dir + "/ckpt", "--log", n.dir + "/corrald.log",
-                                     "--set", "mesh=bench", "--set", "voters=" + voters_, "--set", "node_name=" + n.name,
-                                     "--set", "listen=" + n.listen, "--set", "mesh_key=" + n.dir + "/keys/mesh.key",
-                                     "--set", "mesh_allowed_keys=" + dir_ + "/allowed"};
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::vector<char*> av;
-      for (auto& s : args) av.push_back(s.data());
-      av.push_back(nullptr);
-      ::execv(av[0], av.data());
-      _exit(127);
-    }
-    n.pid = pid;
-    g_children.push_back(pid);
-  }
-
-  void kill9(int i) {
-    ::kill(nodes[i].pid, SIGKILL);
-    ::waitpid(nodes[i].pid, nullptr, 0);
-    std::replace(g_children.begin(), g_children.end(), nodes[i].pid, pid_t(-1));
-    nodes[i].pid = -1;
-  }
-
-  template <class Rep>
-  std::optional<Rep> ask(int i, const proto::Message& req) const {
-    try {
-      Conn c(nodes[i].sock);
-      if (c.fd < 0) return std::nullopt;
-      c.send(req);
-      proto::Message m = c.recv();
-      if (auto* r = std::get_if<Rep>(&m)) return *r;
-    } catch (const std::exception&) {
-    }
-    return std::nullopt;
-  }
-  std::optional<proto::MeshStatus> status(int i) const {
-    auto r = ask<proto::MeshRep>(i, proto::MeshReq{false});
-    if (!r) return std::nullopt;
-    return r->mesh;
-  }
-
-  // The member every member in `up` names as coordinator, which says it leads; -1 after `ms`.
-  int coordinator(const std::vector<int>& up, int ms) const {
-    for (double end = now_s() + ms / 1000.0; now_s() < end; sleep_ms(20)) {
-      std::string who;
-      bool same = true;
-      for (int i : up) {
-        auto s = status(i);
-        if (!s || s->coordinator.empty() || (!who.empty() && s->coordinator != who)) same = false;
-        else who = s->coordinator;
-      }
-      if (!same) continue;
-      for (int i : up)
-        if (nodes[i].name == who && status(i)->state == "leader") return i;
-    }
-    return -1;
-  }
-
-  std::vector<Node> nodes;
-
- private:
-  std::string corrald_, dir_, voters_, emulate_;
-};
-
-proto::JobSpec job_spec(const std::string& dir, int runtime_ms) {
-  proto::JobSpec s;
-  s.name = "fo";
-  s.script = "#!/bin/sh\n#CORRAL_EMULATE runtime=" + std::to_string(runtime_ms) + "ms\n";
-  s.script_name = "--wrap";
-  s.cwd = dir;
-  s.stdout_path = "/dev/null";
-  s.stderr_path = "/dev/null";
-  s.walltime = 60;
-  s.ncpus = 1;
-  return s;
-}
-
-// Jobs launched per id, from every node's log (appended across restarts).
-std::map<std::uint64_t, int> launches(const Mesh& m) {
-  std::map<std::uint64_t, int> out;
-  std::regex started(R"(corrald: job (\d+) started on cores)");
-  for (const Node& n : m.nodes) {
-    std::ifstream in(n.dir + "/corrald.log");
-    std::string line;
-    std::smatch sm;
-    while (std::getline(in, line))
-      if (std::regex_search(line, sm, started)) ++out[std::stoull(sm[1])];
-  }
-  return out;
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
 // Submits `n` jobs on member `on`, pipelined; the acknowledged ids go to `acked`.
-int submit(const Mesh& m, int on, int n, std::mt19937& rng, const std::string& dir, std::set<std::uint64_t>& acked) {
+int submit(const MeshProcs& m, int on, int n, std::mt19937& rng, const std::string& dir, std::set<std::uint64_t>& acked) {
   Conn c(m.nodes[on].sock);
   if (c.fd < 0) return 0;
   std::uniform_int_distribution<int> runtime(300, 1500);
-  for (int k = 0; k < n; ++k) c.send(proto::SubmitReq{job_spec(dir, runtime(rng))});
+  for (int k = 0; k < n; ++k) c.send(proto::SubmitReq{bench::emulated_job("fo", dir, runtime(rng))});
   int ok = 0;
   for (int k = 0; k < n; ++k) {
     proto::Message rep = c.recv();
@@ -239,7 +64,7 @@ int submit(const Mesh& m, int on, int n, std::mt19937& rng, const std::string& d
 }
 
 // The earliest run start at or after `since` in member i's replicated state; 0: none yet.
-double first_start_since(const Mesh& m, int i, double since) {
+double first_start_since(const MeshProcs& m, int i, double since) {
   auto rep = m.ask<proto::StatRep>(i, proto::StatReq{});
   double first = 0;
   if (!rep) return 0;
@@ -249,19 +74,12 @@ double first_start_since(const Mesh& m, int i, double since) {
   return first;
 }
 
-std::vector<int> all_but(int k) {
-  std::vector<int> v;
-  for (int i = 0; i < kVoters; ++i)
-    if (i != k) v.push_back(i);
-  return v;
-}
-
 int run(const std::string& corrald, const std::string& corral, const std::string& dir, const std::string& emulate,
         int trials) {
-  Mesh m(corrald, dir, emulate);
+  MeshProcs m(corrald, dir, kVoters, emulate);
   m.make_keys(corral);
-  for (int i = 0; i < kVoters; ++i) m.start(i);
-  int l = m.coordinator(all_but(-1), 30000);
+  m.start_all();
+  int l = m.coordinator(m.all_but(-1), 30000);
   if (l < 0) throw std::runtime_error("no coordinator elected within 30 s (logs in " + dir + ")");
   std::mt19937 rng(1);
   std::set<std::uint64_t> acked;
@@ -270,22 +88,22 @@ int run(const std::string& corrald, const std::string& corral, const std::string
   for (int t = 0; t < trials; ++t) {
     submit(m, static_cast<int>(rng() % kVoters), 30, rng, dir, acked);
     sleep_ms(1000 + static_cast<int>(rng() % 500));
-    double t_kill = now_s();
+    double t_kill = wall_s();
     m.kill9(l);
-    std::vector<int> up = all_but(l);
+    std::vector<int> up = m.all_but(l);
     int nl = m.coordinator(up, 15000);
     double first = 0;
-    for (double end = now_s() + 15; nl >= 0 && first == 0 && now_s() < end; sleep_ms(50))
+    for (double end = wall_s() + 15; nl >= 0 && first == 0 && wall_s() < end; sleep_ms(50))
       first = first_start_since(m, nl, t_kill);
     if (first == 0) ++timeouts;
     else ms.push_back((first - t_kill) * 1000);
     m.start(l);
-    l = m.coordinator(all_but(-1), 30000);
+    l = m.coordinator(m.all_but(-1), 30000);
     if (l < 0) throw std::runtime_error("trial " + std::to_string(t + 1) + ": no coordinator after the restart");
   }
   // Every acknowledged job ends, once.
   std::map<std::uint64_t, proto::JobInfo> final;
-  for (double end = now_s() + 120; now_s() < end; sleep_ms(200)) {
+  for (double end = wall_s() + 120; wall_s() < end; sleep_ms(200)) {
     auto rep = m.ask<proto::StatRep>(l, proto::StatReq{});
     if (!rep) continue;
     final.clear();
@@ -303,14 +121,14 @@ int run(const std::string& corrald, const std::string& corral, const std::string
   }
   // Doubled: launched more often than the log has runs of it, or completed twice. A run that
   // went down with the killed node is given back and requeued: its next run is no double.
-  std::map<std::uint64_t, int> launched = launches(m);
+  std::map<std::uint64_t, std::vector<double>> launched = m.launches();
   for (const auto& [id, j] : final) {
     int completed = 0;
     for (const auto& r : j.runs) {
       completed += r.end_reason == "completed";
       requeued += r.end_reason == "preempted";
     }
-    doubled += launched[id] > static_cast<int>(j.runs.size()) || completed > 1;
+    doubled += launched[id].size() > j.runs.size() || completed > 1;
   }
   double load = 0;
   std::ifstream("/proc/loadavg") >> load;
@@ -340,7 +158,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) std::signal(s, on_signal);
+  bench::install_signal_handlers();
   char tmpl[] = "/tmp/corral-failover-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
   int rc = 0;
@@ -350,7 +168,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_failover: %s\n", e.what());
     rc = 1;
   }
-  kill_children();
+  bench::kill_children();
   std::filesystem::remove_all(dir);
   return rc;
 }

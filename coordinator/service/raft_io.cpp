@@ -79,12 +79,39 @@ void EnvIo::next_disk() {
     auto p = w.lock();
     if (!p || (*p)->closed_) return;
     EnvIo* s = *p;
-    DiskOp op = std::move(s->disk_queue_.front());
-    s->disk_queue_.pop_front();
-    int status = op.write();
-    if (op.finish) op.finish(status);
+    if (s->disk_queue_.front().append) {
+      for (auto& [finish, status] : s->append_run())
+        if (finish) finish(status);
+    } else {
+      DiskOp op = std::move(s->disk_queue_.front());
+      s->disk_queue_.pop_front();
+      int status = op.write();
+      if (op.finish) op.finish(status);
+    }
     s->next_disk();
   });
+}
+
+// A burst of proposals queues many small appends behind the one being written;
+// each on its own would cost a sync. Written as one batch they are durable
+// together, and each completes with the batch's status.
+std::vector<std::pair<EnvIo::Finish, int>> EnvIo::append_run() {
+  std::deque<DiskEntry> all;
+  std::vector<std::pair<Finish, int>> done;
+  while (!disk_queue_.empty() && disk_queue_.front().append) {
+    DiskOp op = std::move(disk_queue_.front());
+    disk_queue_.pop_front();
+    for (auto& e : *op.append) all.push_back(std::move(e));
+    done.emplace_back(std::move(op.finish), 0);
+  }
+  std::uint64_t at = disk_.first_index + disk_.entries.size();
+  int status = durable([&](DiskWriter& f) { f.append(at, all); });
+  if (status == 0)
+    for (auto& e : all) disk_.entries.push_back(std::move(e));
+  for (auto& d : done) d.second = status;
+  // A failed batch completes newest first, as a close cancels (see m_close).
+  if (status != 0) std::reverse(done.begin(), done.end());
+  return done;
 }
 
 int EnvIo::durable(const std::function<void(DiskWriter&)>& write) {
@@ -324,16 +351,11 @@ int EnvIo::m_append(raft_io* io, raft_io_append* req, const raft_entry entries[]
   // Copied now: raft keeps the entries alive, but the copy is what the disk holds.
   auto batch = std::make_shared<std::deque<DiskEntry>>();
   for (unsigned i = 0; i < n; ++i) batch->push_back(disk_entry(entries[i]));
-  RaftDisk* d = &s->disk_;
-  s->enqueue_disk(DiskOp{[s, d, batch] {
-                           std::uint64_t at = d->first_index + d->entries.size();
-                           if (int rv = s->durable([&](DiskWriter& f) { f.append(at, *batch); })) return rv;
-                           d->entries.insert(d->entries.end(), batch->begin(), batch->end());
-                           return 0;
-                         },
+  s->enqueue_disk(DiskOp{{},
                          [req, cb](int status) {
                            if (cb != nullptr) cb(req, status);
-                         }});
+                         },
+                         std::move(batch)});
   return 0;
 }
 
@@ -349,7 +371,8 @@ int EnvIo::m_truncate(raft_io* io, raft_index index) {
                              d->entries.pop_back();
                            return 0;
                          },
-                         {}});
+                         {},
+                         nullptr});
   return 0;
 }
 
@@ -382,9 +405,11 @@ int EnvIo::m_snapshot_put(raft_io* io, unsigned trailing, raft_io_snapshot_put* 
     }
     return 0;
   };
-  s->enqueue_disk(DiskOp{write, [req, cb](int status) {
+  s->enqueue_disk(DiskOp{write,
+                         [req, cb](int status) {
                            if (cb != nullptr) cb(req, status);
-                         }});
+                         },
+                         nullptr});
   return 0;
 }
 

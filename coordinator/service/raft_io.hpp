@@ -4,7 +4,8 @@
 // runs on the simulated network and on ZeroMQ.
 //
 // Disk writes (appends, truncations, snapshots) complete one at a time, in
-// the order raft issued them, after Env::disk_latency_ms(); a crash (the
+// the order raft issued them, after Env::disk_latency_ms(); appends queued
+// behind one another are written together, with one sync; a crash (the
 // instance closed before they complete) loses exactly the writes not yet
 // completed. Term and vote are written at once, as raft requires. With files
 // (RaftDisk::files) a write completes once the files have it; a write the
@@ -17,6 +18,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "coordinator/service/env.hpp"
 #include "coordinator/service/raft_c.hpp"
@@ -44,6 +47,8 @@ class EnvIo {
   struct DiskOp {
     std::function<int()> write;    // applies the write to the disk: 0 or RAFT_IOERR
     Finish finish;                 // may be empty (truncate)
+    // An append's entries: consecutive appends are written as one (write unused).
+    std::shared_ptr<std::deque<DiskEntry>> append;
   };
 
   static EnvIo* self(raft_io* io) { return static_cast<EnvIo*>(io->impl); }
@@ -71,6 +76,8 @@ class EnvIo {
   void later(Finish finish);
   void enqueue_disk(DiskOp op);
   void next_disk();
+  // The appends at the front of the queue, written as one: their statuses, in order.
+  std::vector<std::pair<Finish, int>> append_run();
   void schedule_tick();
   void receive(std::string_view bytes);
   raft_snapshot* copy_snapshot() const;
