@@ -1,6 +1,6 @@
 // The mesh under failure, end to end: three real corrald voters, each in its own network
 // namespace (tests/mesh_net.hpp; 127.0.0.1 ports where namespaces are unavailable, and the test
-// says which), running real jobs in their cgroups. Each case asserts one of issue's proofs:
+// says which), running real jobs in their cgroups. Each case asserts one of the mesh's proofs:
 // SIGKILL to the coordinator in a burst of 2,000 submissions loses and doubles nothing; a voter
 // cut off for 10 s has its jobs reconciled; a killed agent's jobs are adopted; the minority side
 // of a partition starts nothing. Partitions need namespaces: on loopback those cases skip.
@@ -97,8 +97,9 @@ std::vector<std::uint64_t> submit_gated(const Mesh& m, const Gate& g, unsigned n
   return ids;
 }
 
-// Waits until member i sees `want` of `ids` running; those running, by node.
-std::map<std::string, std::vector<std::uint64_t>> running_by_node(const Mesh& m, unsigned i,
+// Waits until member i sees `want` of `ids` running, each with its process started (its pid
+// written); those running, by node.
+std::map<std::string, std::vector<std::uint64_t>> running_by_node(const Mesh& m, unsigned i, const Gate& g,
                                                                   const std::vector<std::uint64_t>& ids,
                                                                   std::size_t want) {
   std::map<std::string, std::vector<std::uint64_t>> on;
@@ -107,7 +108,7 @@ std::map<std::string, std::vector<std::uint64_t>> running_by_node(const Mesh& m,
     std::size_t n = 0;
     auto all = jobs_of(m, i);
     for (auto id : ids)
-      if (all.count(id) && all[id].state == "running") {
+      if (all.count(id) && all[id].state == "running" && g.pid(id) > 0) {
         on[node_of(all[id])].push_back(id);
         ++n;
       }
@@ -416,7 +417,7 @@ TEST_CASE("mesh scenario: a voter cut off for 10 s and back: its jobs are reconc
   const unsigned lead = static_cast<unsigned>(m.elect()), v = (lead + 1) % 3;
   Gate g(*m.agents[0]);
   std::vector<std::uint64_t> ids = submit_gated(m, g, 7);  // 3 nodes of 2 cores: 6 run, 1 waits
-  auto on = running_by_node(m, lead, ids, 6);
+  auto on = running_by_node(m, lead, g, ids, 6);
   for (const std::string& n : m.names) REQUIRE(on[n].size() == 2);
   std::map<std::uint64_t, std::string> where = placed(on);
   std::uint64_t waiting = 0;
@@ -466,10 +467,9 @@ TEST_CASE("mesh scenario: SIGKILL to an agent with running jobs and a restart: i
   const unsigned lead = static_cast<unsigned>(m.elect()), f = (lead + 1) % 3;
   Gate g(*m.agents[0]);
   std::vector<std::uint64_t> ids = submit_gated(m, g, 6);
-  auto on = running_by_node(m, lead, ids, 6);
+  auto on = running_by_node(m, lead, g, ids, 6);
   REQUIRE(on[m.names[f]].size() == 2);
   const std::uint64_t a = on[m.names[f]][0], b = on[m.names[f]][1];
-  REQUIRE(wait_until(10000, [&] { return g.pid(a) > 0 && g.pid(b) > 0; }));
   const pid_t pa = g.pid(a), pb = g.pid(b);
 
   m.agents[f]->stop(SIGKILL);
@@ -506,7 +506,7 @@ TEST_CASE("mesh scenario: the minority side of a partition starts no job", "[mes
   const std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
   Gate g(*m.agents[0]);
   std::vector<std::uint64_t> ids = submit_gated(m, g, 8);  // 6 run, 2 wait
-  auto on = running_by_node(m, lead, ids, 6);
+  auto on = running_by_node(m, lead, g, ids, 6);
   for (const std::string& n : m.names) REQUIRE(on[n].size() == 2);
   std::map<std::uint64_t, std::string> where = placed(on);
   std::vector<std::uint64_t> waiting;
