@@ -6,9 +6,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,5 +164,55 @@ struct Mesh {
     return -1;
   }
 };
+
+// The ids `corral stat --json` of member i lists (empty when it does not answer).
+inline std::set<std::uint64_t> mesh_ids(const Mesh& m, unsigned i) {
+  std::set<std::uint64_t> ids;
+  Result r = m.agents[i]->cli({"stat", "--json"});
+  if (r.rc != 0) return ids;
+  Json all = Json::parse(r.out, nullptr, false);
+  if (!all.is_array()) return ids;
+  for (const Json& j : all) ids.insert(j["id"].get<std::uint64_t>());
+  return ids;
+}
+
+// Waits until member i lists every id of `want`.
+inline bool lists(const Mesh& m, unsigned i, const std::set<std::uint64_t>& want, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    std::set<std::uint64_t> have = mesh_ids(m, i);
+    if (std::includes(have.begin(), have.end(), want.begin(), want.end())) return true;
+  }
+  return false;
+}
+
+// `corral stat --json` of member i (an empty array when it does not answer).
+inline Json mesh_jobs(const Mesh& m, unsigned i) {
+  Result r = m.agents[i]->cli({"stat", "--json"});
+  Json all = r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json::array();
+  return all.is_array() ? all : Json::array();
+}
+
+// Waits until member i lists `n` jobs, every one ended.
+inline bool all_ended(const Mesh& m, unsigned i, std::size_t n, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    Json all = mesh_jobs(m, i);
+    bool done = all.size() == n;
+    for (const Json& j : all) done = done && j["state"] == "ended";
+    if (done) return true;
+  }
+  return false;
+}
+
+// How many times each job started on member i, from its log (appended across restarts).
+inline std::map<std::uint64_t, int> starts_in_log(const Mesh& m, unsigned i) {
+  std::map<std::uint64_t, int> n;
+  std::istringstream log(m.agents[i]->log());
+  for (std::string line; std::getline(log, line);) {
+    std::size_t at = line.find("corrald: job ");
+    if (at == std::string::npos || line.find(" started on cores ") == std::string::npos) continue;
+    ++n[std::stoull(line.substr(at + 13))];
+  }
+  return n;
+}
 
 }  // namespace mesh_cluster
