@@ -107,10 +107,11 @@ TEST_CASE("acct: every ended job and its runs, filtered, kept across a restart",
   CHECK(a.cli({"acct", "--since"}).rc == 2);
   CHECK(a.cli({"acct", "extra"}).rc == 2);
 
+  REQUIRE(a.cli({"cancel", live}).rc == 0);
+  REQUIRE(wait_state(a, live, "ended") == "ended");
   a.stop(SIGTERM);
   a.start();
-  CHECK(ids_of(acct_json(a)) == std::set<std::string>{ok, bad, gone});
-  a.cli({"cancel", live});
+  CHECK(ids_of(acct_json(a)) == std::set<std::string>{ok, bad, gone, live});
 }
 
 TEST_CASE("alloc: the calendar and what each project used; alloc set by operators, next pass", "[agent]") {
@@ -159,7 +160,7 @@ TEST_CASE("alloc: the calendar and what each project used; alloc set by operator
                        Bad{{"set", "soc", this_week(-1), "2"}, 1, "has ended"},
                        Bad{{"set", "soc", this_week(6), "2"}, 1, "at most 4 weeks ahead"},
                        Bad{{"set", "nosuch", now, "2"}, 1, "unknown project 'nosuch'"},
-                       Bad{{"set", "soc", now, "-1"}, 2, "expected a whole number of slots"},
+                       Bad{{"set", "soc", now, "2.5"}, 2, "expected a whole number of slots"},
                        Bad{{"set", "soc", now}, 2, "usage: corral alloc set PROJECT WEEK SLOTS"},
                        Bad{{"sett"}, 2, "unexpected argument 'sett'"}}) {
     std::vector<std::string> args = b.args;
