@@ -6,6 +6,7 @@
 
 #include "agent/daemon.hpp"
 #include "agent/job_accounting.hpp"
+#include "agent/local_socket.hpp"
 #include "agent/mesh_link.hpp"
 #include "coordinator/names.hpp"
 #include "coordinator/pba/calendar.hpp"

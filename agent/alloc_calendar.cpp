@@ -11,6 +11,7 @@
 #include "agent/daemon.hpp"
 #include "agent/durable_file.hpp"
 #include "agent/job_accounting.hpp"
+#include "agent/local_socket.hpp"
 #include "agent/mesh_link.hpp"
 #include "coordinator/pba/allocation_use.hpp"
 #include "proto/spec_check.hpp"

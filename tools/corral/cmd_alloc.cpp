@@ -41,8 +41,8 @@ int cmd_alloc(int argc, char** argv) {
       for (const auto& l : rep.weeks)
         weeks.push_back({{"week", l.week}, {"project", l.project}, {"allocated", l.allocated},
                          {"used_slots", l.used_slots}, {"used_slot_hours", l.used_slot_hours}});
-      std::printf("%s\n", json_text({{"current_week", rep.current_week}, {"horizon_weeks", rep.horizon_weeks},
-                                     {"weeks", weeks}}).c_str());
+      nlohmann::ordered_json out = {{"current_week", rep.current_week}, {"horizon_weeks", rep.horizon_weeks}, {"weeks", weeks}};
+      std::printf("%s\n", json_text(out).c_str());
     } else {
       print_calendar(rep);
     }
