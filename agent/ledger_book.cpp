@@ -13,7 +13,9 @@
 
 namespace corral::agent {
 
-namespace {
+// Named rather than anonymous: LedgerBook::Entry holds these, and a member of an anonymous
+// namespace's type in a class with linkage is an error (-Wsubobject-linkage) in unity builds.
+namespace ledger_rows {
 
 // A (name, period or week) figure of the ledger's totals.
 struct Row {
@@ -37,7 +39,9 @@ struct JobRow {
 // Entries past which the file is rewritten as one base entry.
 constexpr std::size_t kCompactAfter = 4096;
 
-}  // namespace
+}  // namespace ledger_rows
+
+using namespace ledger_rows;
 
 // One entry of the file (map keys: a later field is added without breaking older files).
 struct LedgerBook::Entry {

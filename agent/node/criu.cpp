@@ -1,4 +1,5 @@
 #include "criu.hpp"
+#include "agent/node/mono_clock.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,12 +22,6 @@ extern char** environ;
 
 namespace corral::node {
 namespace {
-
-std::int64_t mono_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 std::string find_on_path(const std::string& name) {
   const char* p = std::getenv("PATH");

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "coordinator/names.hpp"
+#include "agent/node/mono_clock.hpp"
 
 namespace corral::node {
 
@@ -23,12 +24,6 @@ namespace {
 
 constexpr int kMaxEmulatedCores = 65536;
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
-
-std::int64_t mono_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 int to_count(const std::string& key, const std::string& v, int max) {
   std::size_t n = 0;

@@ -2,6 +2,7 @@
 // (the shepherd binary, the wake pipe), the job record files a restarted agent
 // adopts jobs from, the removal of what an ended job left, and recover().
 #include "launcher_impl.hpp"
+#include "agent/node/mono_clock.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -67,11 +68,7 @@ std::string unesc(const std::string& s) {
 
 // ---- the Launcher's state --------------------------------------------------------------------
 
-std::int64_t Launcher::now_ms() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
+std::int64_t Launcher::now_ms() { return mono_ms(); }
 
 Launcher::Launcher(Topology topo, LauncherConfig cfg, std::unique_ptr<CgroupBackend> cg) : impl_(new Impl) {
   impl_->topo = std::move(topo);

@@ -8,8 +8,8 @@
 namespace corral::service {
 namespace {
 
-constexpr std::string_view kMagic = "corral-raft";
-constexpr std::uint32_t kVersion = 1;
+constexpr std::string_view kWireMagic = "corral-raft";
+constexpr std::uint32_t kWireVersion = 1;
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
@@ -229,8 +229,8 @@ std::string encode_raft_message(std::uint64_t from, std::string_view from_addres
   msgpack::sbuffer buf;
   Packer pk(buf);
   pk.pack_array(6);
-  pk.pack(kMagic);
-  pk.pack(kVersion);
+  pk.pack(kWireMagic);
+  pk.pack(kWireVersion);
   pk.pack(from);
   pk.pack(from_address);
   pk.pack(m.type);
@@ -244,8 +244,8 @@ bool decode_raft_message(std::string_view bytes, raft_message& m, std::string& a
     msgpack::unpack_limit limit(cap, cap, cap, cap, cap, 8);
     auto oh = msgpack::unpack(bytes.data(), bytes.size(), nullptr, nullptr, limit);
     const msgpack::object* f = fields(oh.get(), 6);
-    if (f[0].type != msgpack::type::STR || f[0].as<std::string_view>() != kMagic) return false;
-    if (f[1].as<std::uint32_t>() != kVersion) return false;
+    if (f[0].type != msgpack::type::STR || f[0].as<std::string_view>() != kWireMagic) return false;
+    if (f[1].as<std::uint32_t>() != kWireVersion) return false;
     m = raft_message{};
     m.server_id = f[2].as<raft_id>();
     address = f[3].as<std::string>();

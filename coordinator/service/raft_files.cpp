@@ -17,7 +17,7 @@
 namespace corral::service {
 namespace {
 
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kFileVersion = 1;
 constexpr std::size_t kMaxRecord = std::size_t{1} << 31;
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
@@ -161,9 +161,9 @@ std::optional<msgpack::object_handle> whole_record(const std::string& path, std:
   if (size != data.size()) damaged(path, size, std::to_string(data.size() - size) + " bytes after the record");
   auto oh = unpack_kind(*payload, kind, fields);
   if (!oh) damaged(path, 0, "not a " + std::string(kind) + " record");
-  if (oh->get().via.array.ptr[1].as<std::uint32_t>() != kVersion)
+  if (oh->get().via.array.ptr[1].as<std::uint32_t>() != kFileVersion)
     damaged(path, 0, "format version " + std::to_string(oh->get().via.array.ptr[1].as<std::uint32_t>()) +
-                         ", this corrald reads " + std::to_string(kVersion));
+                         ", this corrald reads " + std::to_string(kFileVersion));
   return oh;
 }
 
@@ -172,7 +172,7 @@ std::string start_record(std::uint64_t first) {
   msgpack::packer<msgpack::sbuffer> pk(b);
   pk.pack_array(3);
   pk.pack(std::string_view("start"));
-  pk.pack(kVersion);
+  pk.pack(kFileVersion);
   pk.pack(first);
   return framed(b);
 }
@@ -340,7 +340,7 @@ void RaftFiles::save_term(std::uint64_t term, std::uint64_t vote) {
   msgpack::packer<msgpack::sbuffer> pk(b);
   pk.pack_array(4);
   pk.pack(std::string_view("term"));
-  pk.pack(kVersion);
+  pk.pack(kFileVersion);
   pk.pack(term);
   pk.pack(vote);
   replace_whole(dir_, path("term"), framed(b), fsync_);
@@ -388,7 +388,7 @@ void RaftFiles::put_snapshot(const DiskSnapshot& s, unsigned trailing) {
   msgpack::packer<msgpack::sbuffer> pk(b);
   pk.pack_array(7);
   pk.pack(std::string_view("snapshot"));
-  pk.pack(kVersion);
+  pk.pack(kFileVersion);
   pk.pack(s.index);
   pk.pack(s.term);
   pk.pack(s.conf_index);

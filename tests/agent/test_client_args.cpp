@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/agent/submit_of.hpp"
 #include "tools/corral/client.hpp"
 
 using namespace corral::cli;
@@ -263,14 +264,6 @@ TEST_CASE("an empty value after '=' is that option's value, not the next argumen
   CHECK(c.args == std::vector<std::string>{"5"});
   CHECK(c.socket == default_socket());
 }
-
-namespace {
-SubmitArgs submit_of(std::vector<std::string> args) {
-  std::vector<char*> v;
-  for (auto& a : args) v.push_back(a.data());
-  return parse_submit(static_cast<int>(v.size()), v.data());
-}
-}  // namespace
 
 TEST_CASE("submit: -P PROJECT:STEP, --preempt, -now y, CORRAL_PREEMPT", "[agent]") {
   SubmitArgs a = submit_of({"submit", "-P", "chip:synthesis", "--preempt", "suspend", "-now", "y", "--wrap", "true"});

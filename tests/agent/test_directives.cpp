@@ -7,6 +7,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "tests/agent/submit_of.hpp"
 #include "tools/corral/client.hpp"
 #include "tools/submit/directives.hpp"
 
@@ -23,11 +24,6 @@ std::string error_of(const std::string& text) {
   DirectiveResult r = parse_directives(text, "job.sh");
   REQUIRE_FALSE(r.ok());
   return r.error;
-}
-SubmitArgs submit_of(std::vector<std::string> args) {
-  std::vector<char*> v;
-  for (auto& a : args) v.push_back(a.data());
-  return parse_submit(static_cast<int>(v.size()), v.data());
 }
 }  // namespace
 

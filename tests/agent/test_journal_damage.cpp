@@ -13,17 +13,13 @@
 #include <sstream>
 
 #include "agent/store.hpp"
+#include "tests/temp_dir.hpp"
 
 using corral::agent::JobRecord;
 using corral::agent::Store;
 namespace fs = std::filesystem;
 
 namespace {
-std::string tmpdir() {
-  std::string t = "/tmp/corral-journal-XXXXXX";
-  REQUIRE(::mkdtemp(t.data()));
-  return t;
-}
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -65,7 +61,7 @@ std::string nineteen(const std::string& dir) {
 
 TEST_CASE("journal damage: a flipped bit mid-file stops the store, names file, offset, jobs; file kept",
           "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("journal");
   std::string path = nineteen(d + "/state");
   std::string before = read_all(path);
   auto offs = entry_offsets(before);
@@ -92,7 +88,7 @@ TEST_CASE("journal damage: a flipped bit mid-file stops the store, names file, o
 
 TEST_CASE("journal damage: --recover keeps the original, restores every intact entry, ids go on",
           "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("journal");
   std::string path = nineteen(d + "/state");
   std::string data = read_all(path);
   auto offs = entry_offsets(data);
@@ -121,7 +117,7 @@ TEST_CASE("journal damage: --recover keeps the original, restores every intact e
 
 TEST_CASE("journal damage: damaged first bytes or random bytes are damage, not an empty agent",
           "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("journal");
   std::string path = nineteen(d + "/state");
   std::string data = read_all(path);
   std::string head = data;
@@ -146,7 +142,7 @@ TEST_CASE("journal damage: damaged first bytes or random bytes are damage, not a
 }
 
 TEST_CASE("journal damage: the next id survives losing the journal's tail entries", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("journal");
   std::string path = nineteen(d + "/state");
   std::string data = read_all(path);
   auto offs = entry_offsets(data);
@@ -159,7 +155,7 @@ TEST_CASE("journal damage: the next id survives losing the journal's tail entrie
 }
 
 TEST_CASE("journal: a 0-byte journal.new left by a crash is removed at start", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("journal");
   std::string path = nineteen(d + "/state");
   write_all(path + ".new", "");
   Store s(d + "/state");

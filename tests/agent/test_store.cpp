@@ -9,16 +9,12 @@
 
 #include "agent/config.hpp"
 #include "agent/store.hpp"
+#include "tests/temp_dir.hpp"
 
 using corral::agent::JobRecord;
 using corral::agent::Store;
 
 namespace {
-std::string tmpdir() {
-  std::string t = "/tmp/corral-store-XXXXXX";
-  REQUIRE(::mkdtemp(t.data()));
-  return t;
-}
 JobRecord job(std::uint64_t id, const std::string& name) {
   JobRecord r;
   r.id = id;
@@ -32,7 +28,7 @@ JobRecord job(std::uint64_t id, const std::string& name) {
 }  // namespace
 
 TEST_CASE("journal: jobs survive a reopen, ids continue", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("store");
   {
     Store s(d + "/state");
     for (int i = 0; i < 3; ++i) {
@@ -58,7 +54,7 @@ TEST_CASE("journal: jobs survive a reopen, ids continue", "[agent]") {
 }
 
 TEST_CASE("journal: a torn tail is cut off, every complete entry kept", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("store");
   std::string path;
   {
     Store s(d + "/state");
@@ -92,7 +88,7 @@ TEST_CASE("journal: a torn tail is cut off, every complete entry kept", "[agent]
 }
 
 TEST_CASE("journal: compaction keeps the live jobs and trims old ended ones", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("store");
   {
     Store s(d + "/state", false);
     for (int i = 0; i < 3000; ++i) {
@@ -116,7 +112,7 @@ TEST_CASE("journal: compaction keeps the live jobs and trims old ended ones", "[
 
 TEST_CASE("journal: an unusable or busy state dir is a clear error", "[agent]") {
   CHECK_THROWS_WITH(Store("/proc/no/such/dir"), Catch::Contains("/proc/no/such/dir"));
-  std::string d = tmpdir();
+  std::string d = temp_dir("store");
   {
     Store first(d + "/state");
     pid_t pid = ::fork();  // the lock is per process: try from another one
@@ -138,7 +134,7 @@ TEST_CASE("journal: an unusable or busy state dir is a clear error", "[agent]") 
 }
 
 TEST_CASE("config: file keys, flags override, bad keys are clear errors", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("store");
   std::string path = d + "/corrald.conf";
   {
     std::ofstream out(path);
@@ -186,7 +182,7 @@ TEST_CASE("config: file keys, flags override, bad keys are clear errors", "[agen
 }
 
 TEST_CASE("journal keeps a job's slot range, granted cores and suspension (live part)", "[agent]") {
-  std::string d = tmpdir();
+  std::string d = temp_dir("store");
   {
     Store s(d + "/state");
     JobRecord r = job(s.next_id(), "pe");

@@ -30,7 +30,7 @@ namespace corral::cli {
 
 namespace {
 
-const char* kHelp =
+const char* kCompareHelp =
     "usage: corral sim compare TRACE [--policies A,B,...] [--svg FILE] [--json]\n"
     "\n"
     "Replays one Standard Workload Format trace under each policy, as\n"
@@ -86,7 +86,7 @@ bool parse(int argc, char** argv, Args& a) {
   };
   bool help = false;
   std::vector<std::string> traces;
-  app.set_help_flag();  // kHelp is the help text
+  app.set_help_flag();  // kCompareHelp is the help text
   app.add_flag("-h,--help", help)->disable_flag_override();
   app.add_option("TRACE", traces);
   value("--policies", "LIST", [&a](const std::string& v) { a.policies = split_policies(v); });
@@ -104,7 +104,7 @@ bool parse(int argc, char** argv, Args& a) {
     throw CLI::ValidationError(usage_error(e) + " (see corral sim compare --help)");
   }
   if (help) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kCompareHelp, stdout);
     return false;
   }
   if (traces.empty()) refuse("missing TRACE (see corral sim compare --help)");

@@ -32,7 +32,7 @@ namespace corral::cli {
 
 namespace {
 
-const char* kHelp =
+const char* kSimHelp =
     "usage: corral sim TRACE [options]\n"
     "       corral sim compare TRACE --policies A,B,... (see corral sim compare --help)\n"
     "\n"
@@ -242,7 +242,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   auto flag = [&app](const char* name, std::function<void()> f) {
     app.add_flag_callback(name, std::move(f))->disable_flag_override();
   };
-  app.set_help_flag();  // kHelp is the help text
+  app.set_help_flag();  // kSimHelp is the help text
   app.add_flag("-h,--help", a.help)->disable_flag_override();
   app.add_option("TRACE", a.trace);
   value("--policy", "P", [&a](const std::string& v) { a.policy = named<Policy>("--policy", v); });
@@ -493,7 +493,7 @@ int cmd_sim(int argc, char** argv) {
     add_options(app, a);
     cli_parse(app, cli_args(argc, argv));
     if (a.help) {
-      std::fputs(kHelp, stdout);
+      std::fputs(kSimHelp, stdout);
       return 0;
     }
     check_combinations(a);

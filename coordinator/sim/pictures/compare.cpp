@@ -14,7 +14,8 @@ namespace {
 
 using svg::num;
 
-constexpr double kLeft = 96, kWidth = 1000, kRight = 24, kTop = 64, kBars = 170;
+using svg::kLeft, svg::kWidth, svg::kRight, svg::kTop;
+constexpr double kBars = 170;
 
 struct Figure {
   std::string name;

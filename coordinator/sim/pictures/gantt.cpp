@@ -13,7 +13,7 @@ namespace {
 
 using svg::num;
 
-constexpr double kLeft = 96, kTop = 64, kWidth = 1000, kRight = 24;
+using svg::kLeft, svg::kTop, svg::kWidth, svg::kRight;
 const char* const kCheckpoint = "#d62728";
 const char* const kPreempt = "#6a3d9a";
 

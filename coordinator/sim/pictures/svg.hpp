@@ -37,6 +37,10 @@ class Doc {
   std::string o_;
 };
 
+// The page every picture shares: the plot area starts kLeft from the left edge and kTop from the
+// top, is kWidth wide, and leaves kRight on its right.
+inline constexpr double kLeft = 96, kWidth = 1000, kRight = 24, kTop = 64;
+
 // Maps values v0..v1 to pixels p0..p1 (p1 < p0 for a y axis).
 struct Scale {
   double v0 = 0, v1 = 1, p0 = 0, p1 = 1;

@@ -9,7 +9,8 @@ namespace {
 
 using svg::num;
 
-constexpr double kLeft = 96, kWidth = 1000, kRight = 24, kPanel = 110, kGap = 18;
+using svg::kLeft, svg::kWidth, svg::kRight;
+constexpr double kPanel = 110, kGap = 18;
 
 // A step line of per-bin values, filled down to the panel's base.
 void area(svg::Doc& d, const std::vector<double>& v, const svg::Scale& x, const svg::Scale& y, Time bin,

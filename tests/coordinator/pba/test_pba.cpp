@@ -4,13 +4,12 @@
 #include <algorithm>
 
 #include "coordinator/pba/pba.hpp"
+#include "tests/coordinator/pba/week48.hpp"
 
 using namespace corral;
 using namespace corral::pba;
 
 namespace {
-
-const Time kW48 = week_start(IsoWeek{2026, 48});
 
 // A tiny caller: keeps the snapshot between passes and applies the plan the
 // way pba.hpp's contract says (the planner's starts are done by hand).

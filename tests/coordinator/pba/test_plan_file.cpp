@@ -4,13 +4,12 @@
 
 #include "coordinator/names.hpp"
 #include "coordinator/pba/plan_file.hpp"
+#include "tests/coordinator/pba/week48.hpp"
 
 using namespace corral;
 using namespace corral::pba;
 
 namespace {
-// Monday 2026-11-23 00:00 UTC, start of 2026-W48.
-const Time kW48 = week_start(IsoWeek{2026, 48});
 
 bool has_error(const PlanParseResult& r, const std::string& needle) {
   return std::any_of(r.errors.begin(), r.errors.end(),
