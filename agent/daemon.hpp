@@ -150,6 +150,14 @@ class Daemon {
   void mesh_node_admin(Client& c, const proto::NodeAdminReq& r);
   void mesh_nodes(Client& c, const proto::NodesReq& r);
   void load_drain();
+
+  // ---- accounting and the allocation calendar (acct.cpp, alloc_calendar.cpp) ----
+  proto::Message on_acct(const Peer& p, const proto::AcctReq& r);
+  void mesh_acct(Client& c, const proto::AcctReq& r);
+  proto::Message on_alloc(const Peer& p, const proto::AllocReq& r);
+  void mesh_alloc(Client& c, const proto::AllocReq& r);
+  std::string check_alloc_set(pba::ProjectPlan& plan, std::vector<proto::AllocSetting>& set) const;
+  void load_allocations();
   const std::string& node_name() const { return cfg_.node_name.empty() ? hostname_ : cfg_.node_name; }
 
   // ---- jobs through the mesh (mesh_jobs.cpp) ------------------------------
@@ -264,6 +272,7 @@ class Daemon {
   // This node drained (corral drain; kept in state_dir/drain): no job starts here.
   bool drained_ = false;
   std::string drain_reason_;
+  std::map<std::string, std::int32_t> alloc_changes_;  // corral alloc set: "project/week" -> slots
   bool need_sync_ = false;            // a change must reach the disk (timer-driven sync)
   // Submits answered in this iteration, not yet on disk: where each acknowledgement sits in its
   // client's output, to be replaced by a refusal when the state disk is full.
@@ -321,6 +330,9 @@ class Daemon {
 
 // The name of the user `uid` ("" when it has none).
 std::string user_name(uid_t uid);
+
+// A request to the mesh's coordinator as this node's local socket saw its user (mesh_operator.cpp).
+proto::jobs::CancelAsk mesh_ask(const Peer& p, std::string action);
 
 // The node as corrald sees it: the emulated node (emulate), the declared shape (declare_cores),
 // the recorded XML (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for

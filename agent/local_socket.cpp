@@ -360,6 +360,12 @@ void Daemon::handle(Client& c, const std::string& frame) {
     } else if (auto* ns = std::get_if<proto::NodesReq>(&m)) {
       if (mesh_) mesh_nodes(c, *ns);
       else send(c, on_nodes(c.peer, *ns));
+    } else if (auto* ac = std::get_if<proto::AcctReq>(&m)) {
+      if (mesh_) mesh_acct(c, *ac);
+      else send(c, on_acct(c.peer, *ac));
+    } else if (auto* al = std::get_if<proto::AllocReq>(&m)) {
+      if (mesh_) mesh_alloc(c, *al);
+      else send(c, on_alloc(c.peer, *al));
     } else if (auto* r = std::get_if<proto::SubmitReq>(&m)) {
       proto::Message rep = on_submit(c.peer, *r);
       std::size_t at = c.out.size();

@@ -267,6 +267,13 @@ void MeshLink::jobs(std::uint64_t id, std::function<void(std::vector<service::Me
   });
 }
 
+void MeshLink::data(std::function<void(MeshData)> done) {
+  post([this, done = std::move(done)]() mutable {
+    MeshData d = m_->fsm.state().data();
+    reply([done = std::move(done), d = std::move(d)]() mutable { done(std::move(d)); });
+  });
+}
+
 void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
   post([this, done = std::move(done)]() mutable {
     Member& m = *m_;

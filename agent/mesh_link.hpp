@@ -65,6 +65,8 @@ class MeshLink {
   // A user's cancel, through the coordinator (SubmitResult::message: the job's state).
   void cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done);
   void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
+  // The whole replicated state as this member applied it (`corral alloc`).
+  void data(std::function<void(service::MeshData)> done);
   // Every node as this member sees the mesh (`corral nodes`): the hellos heard and the
   // replicated admin states and running jobs.
   void nodes(std::function<void(std::vector<proto::NodeLine>)> done);

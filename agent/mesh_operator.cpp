@@ -9,9 +9,7 @@
 
 namespace corral::agent {
 
-namespace {
-
-proto::jobs::CancelAsk ask_of(const Peer& p, std::string action) {
+proto::jobs::CancelAsk mesh_ask(const Peer& p, std::string action) {
   proto::jobs::CancelAsk ask;
   ask.uid = p.uid;
   ask.gid = p.gid;
@@ -22,10 +20,8 @@ proto::jobs::CancelAsk ask_of(const Peer& p, std::string action) {
   return ask;
 }
 
-}  // namespace
-
 void Daemon::mesh_job_admin(Client& c, const proto::ControlReq& r) {
-  proto::jobs::CancelAsk ask = ask_of(c.peer, r.action);
+  proto::jobs::CancelAsk ask = mesh_ask(c.peer, r.action);
   ask.job = r.id;
   ask.queue = r.queue;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
@@ -46,7 +42,7 @@ void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
     send(c, proto::ErrorRep{"permission", "only " + admins() + " may " + r.action + " a node"});
     return;
   }
-  proto::jobs::CancelAsk ask = ask_of(c.peer, r.action);
+  proto::jobs::CancelAsk ask = mesh_ask(c.peer, r.action);
   ask.node = r.node;
   ask.reason = r.reason;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;

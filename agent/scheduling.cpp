@@ -147,6 +147,7 @@ void Daemon::setup_pba() {
     if (cfg_.nci_start_window > 0) p.suspended_hold_cores = false;
   }
   sched_.planner.may_place = pba::may_place_now;  // placeholder slots beside memory-heavy jobs
+  load_allocations();
   int allocated = 0;
   for (const auto& pd : p.plan.projects) allocated += p.plan.allocated_slots(pd.name, po.origin);
   log_line("PBA: plan " + path + ": " + std::to_string(p.plan.projects.size()) + " project(s), " +

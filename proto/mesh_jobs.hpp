@@ -28,7 +28,7 @@ inline constexpr std::string_view kMagic = "corral-jobs";
 // A user's request about a mesh job or node, as the node's local socket saw
 // the user: the coordinator decides with the same rules as a standalone node.
 // action: "" (cancel), hold, release, qmove (to `queue`), drain (`node`,
-// `reason`) or undrain (`node`).
+// `reason`), undrain (`node`) or alloc_set (`allocs`).
 struct CancelAsk {
   std::uint64_t job = 0;
   std::uint32_t uid = 0;
@@ -39,7 +39,8 @@ struct CancelAsk {
   std::string queue{};
   std::string node{};
   std::string reason{};
-  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who, action, queue, node, reason)
+  std::vector<mesh::AllocationSet> allocs{};  // action alloc_set: the changes, all or none
+  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who, action, queue, node, reason, allocs)
   // Whether this is a request at all (a Forward without one carries an entry).
   bool asked() const { return job != 0 || !action.empty(); }
 };

@@ -347,6 +347,75 @@ struct NodesRep {
   std::vector<NodeLine> nodes;
   MSGPACK_DEFINE_MAP(nodes)
 };
+// `corral acct [--user U] [--project P] [--since T]` (added after version 1): every ended
+// job, as sacct. `since` is as the user gave it (a duration back from now, or an ISO week);
+// corrald judges it against its own clock.
+struct AcctReq {
+  std::string user;
+  std::string project;
+  std::string since;
+  MSGPACK_DEFINE_MAP(user, project, since)
+};
+struct AcctRun {
+  std::int32_t run = 0;          // 1-based
+  std::vector<std::string> nodes;
+  double start = 0;
+  double end = 0;
+  std::string end_reason;        // "preempted" for a run stopped to requeue the job
+  std::int32_t exit_code = -1;
+  MSGPACK_DEFINE_MAP(run, nodes, start, end, end_reason, exit_code)
+};
+struct AcctJob {
+  std::uint64_t id = 0;
+  std::string name;
+  std::string user;
+  std::string project;
+  std::string queue;
+  std::vector<std::string> nodes;  // every node any run used
+  double submit = 0;
+  double start = 0;              // of the first run (0: never started)
+  double end = 0;
+  std::string end_reason;
+  std::int32_t exit_code = -1;
+  std::int32_t cpus = 0;
+  double su_charged = 0;         // service units over every run (0 where nothing is charged)
+  std::vector<AcctRun> runs;
+  MSGPACK_DEFINE_MAP(id, name, user, project, queue, nodes, submit, start, end, end_reason, exit_code,
+                     cpus, su_charged, runs)
+};
+struct AcctRep {
+  double since = 0;              // the start of the window as corrald read --since (0: all)
+  std::vector<AcctJob> jobs;     // by id
+  MSGPACK_DEFINE_MAP(since, jobs)
+};
+// `corral alloc` and `corral alloc set PROJECT WEEK SLOTS [WEEK SLOTS...]` (added after version
+// 1). set: root or an operator; each change as AllocSetting (slots 0 removes the allocation).
+struct AllocSetting {
+  std::string project;
+  std::string week;              // ISO week, 2026-W48
+  std::int32_t slots = 0;
+  MSGPACK_DEFINE_MAP(project, week, slots)
+};
+struct AllocReq {
+  std::vector<AllocSetting> set; // empty: only show the calendar
+  MSGPACK_DEFINE_MAP(set)
+};
+// One project in one week: its allocated slots and what it used (slot-hours held by its runs,
+// and their average over the part of the week gone).
+struct AllocLine {
+  std::string week;
+  std::string project;
+  std::int32_t allocated = 0;
+  double used_slot_hours = 0;
+  double used_slots = 0;
+  MSGPACK_DEFINE_MAP(week, project, allocated, used_slot_hours, used_slots)
+};
+struct AllocRep {
+  std::string current_week;
+  std::int32_t horizon_weeks = 0;
+  std::vector<AllocLine> weeks;  // by week, then project
+  MSGPACK_DEFINE_MAP(current_week, horizon_weeks, weeks)
+};
 struct MeshReq {
   bool members = true;           // include the member list
   MSGPACK_DEFINE_MAP(members)
@@ -402,7 +471,7 @@ struct Event {
 using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
                              WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
                              ReportReq, ReportRep, MeshReq, MeshRep, NodeAdminReq, NodeAdminRep,
-                             NodesReq, NodesRep>;
+                             NodesReq, NodesRep, AcctReq, AcctRep, AllocReq, AllocRep>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);

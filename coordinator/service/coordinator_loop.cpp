@@ -30,7 +30,7 @@ Job to_job(const MeshJob& m) {
 CoordinatorLoop::CoordinatorLoop(Env& env, Consensus& c, const MeshState& state, std::string mesh,
                                  SchedConfig sched, std::vector<Queue> queues, Push push)
     : env_(env), c_(c), state_(state), mesh_(std::move(mesh)), sched_(std::move(sched)),
-      queues_(std::move(queues)), push_(std::move(push)) {}
+      plan_file_(sched_.pba.plan), queues_(std::move(queues)), push_(std::move(push)) {}
 
 CoordinatorLoop::~CoordinatorLoop() { *alive_ = false; }
 
@@ -138,6 +138,7 @@ void CoordinatorLoop::pass() {
   std::vector<std::string> names;
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
+  follow_allocations();
   Plan plan = schedule(snap, sched_, ++passes_);
   for (const Decision& d : plan.decisions)
     if (d.action == Action::Start && d.placement.size() == 1) decide(d, names);

@@ -77,6 +77,9 @@ class CoordinatorLoop {
   void reconcile();
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  // The plan file's calendar with the replicated allocation changes over it (before a pass).
+  void follow_allocations();
   void commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done);
 
   Env& env_;
@@ -84,6 +87,8 @@ class CoordinatorLoop {
   const MeshState& state_;
   std::string mesh_;
   SchedConfig sched_;
+  pba::ProjectPlan plan_file_;                   // sched_.pba.plan before any change
+  std::map<std::string, std::int32_t> allocations_;  // the changes laid over it
   std::vector<Queue> queues_;
   Push push_;
   std::uint64_t term_ = 0;

@@ -118,6 +118,7 @@ Outcome MeshState::on(const proto::mesh::JobEnded& e) {
   j.state = std::string(st::kEnded);
   j.end_reason = e.reason;
   j.exit_code = e.exit_code;
+  j.end_time = e.time;
   return done(e.job);
 }
 

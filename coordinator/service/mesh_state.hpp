@@ -46,8 +46,9 @@ struct MeshJob {
   std::int32_t exit_code = -1;
   std::string hold;                // proto::hold (user, operator) while held; "" not held
   std::string hold_by;             // who held it
+  double end_time = 0;             // when it ended (the JobEnded entry's time)
   MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
-                     hold_by)
+                     hold_by, end_time)
 };
 
 struct MeshNode {

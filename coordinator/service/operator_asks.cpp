@@ -2,8 +2,12 @@
 // qmove of a pending job, drain and undrain of a node. Each is checked with a standalone node's
 // rules (who may, what state the job is in, whether the queue exists) and becomes one entry of
 // the replicated log, answered once committed; the pass obeys the new state (a held job is left
-// out, a drained node gets no start).
+// out, a drained node gets no start). alloc_set changes the PBA calendar: one AllocationSet
+// entry per change, laid over the plan file's calendar before the next pass.
 #include <ctime>
+#include <memory>
+
+#include "coordinator/pba/allocation_use.hpp"
 
 #include "coordinator/service/coordinator_loop.hpp"
 
@@ -21,6 +25,7 @@ void CoordinatorLoop::operate(const proto::jobs::CancelAsk& ask, const JobDesk::
   const std::string& a = ask.action;
   if (a == "hold" || a == "release" || a == "qmove") return job_ask(ask, done);
   if (a == "drain" || a == "undrain") return node_ask(ask, done);
+  if (a == "alloc_set") return alloc_ask(ask, done);
   done(refused(ask.job, "unknown request '" + a.substr(0, 32) + "'", "invalid"));
 }
 
@@ -72,6 +77,49 @@ void CoordinatorLoop::node_ask(const proto::jobs::CancelAsk& ask, const JobDesk:
   }
   std::string state(drain ? proto::mesh::admin::kDrain : proto::mesh::admin::kUp);
   commit(proto::mesh::NodeAdmin{ask.node, state, drain ? ask.reason : ""}, 0, drain ? "drained" : "up", done);
+}
+
+void CoordinatorLoop::alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
+  if (!ask.admin) return done(refused(0, "only root or an operator may change allocations", "permission"));
+  if (!sched_.pba.enabled)
+    return done(refused(0, "the coordinator has no project plan (pba = no): no allocation calendar", "invalid"));
+  if (ask.allocs.empty()) return done(refused(0, "no allocation to set", "invalid"));
+  follow_allocations();
+  pba::ProjectPlan trial = sched_.pba.plan;
+  const Time now = static_cast<Time>(env_.wall_s());
+  std::vector<proto::mesh::AllocationSet> entries;  // weeks spelled one way: one key each
+  for (const proto::mesh::AllocationSet& e : ask.allocs) {
+    std::string err;
+    auto week = pba::parse_iso_week(e.week, &err);
+    if (!week) return done(refused(0, "week '" + e.week + "': " + err, "invalid"));
+    if (pba::week_index(*week) < pba::week_index(now))
+      return done(refused(0, "week " + e.week + " has ended; only this week and later ones change", "invalid"));
+    pba::Allocation a;
+    a.project = e.project;
+    a.week = *week;
+    a.slots = e.slots;
+    if (auto why = pba::set_allocation(trial, std::move(a), now)) return done(refused(0, *why, "invalid"));
+    entries.push_back(proto::mesh::AllocationSet{e.project, pba::format_iso_week(*week), e.slots});
+  }
+  // Answered once every change is committed (the first failure answers at once).
+  auto left = std::make_shared<std::size_t>(entries.size());
+  auto answered = std::make_shared<bool>(false);
+  for (const proto::mesh::AllocationSet& e : entries) {
+    commit(e, 0, "set", [done, left, answered](const DeskAnswer& a) {
+      if (*answered) return;
+      if (a.status != "ok" || --*left == 0) {
+        *answered = true;
+        done(a);
+      }
+    });
+  }
+}
+
+void CoordinatorLoop::follow_allocations() {
+  if (!sched_.pba.enabled || state_.data().allocations == allocations_) return;
+  allocations_ = state_.data().allocations;
+  sched_.pba.plan = plan_file_;
+  pba::overlay_allocations(sched_.pba.plan, allocations_);
 }
 
 void CoordinatorLoop::commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done) {

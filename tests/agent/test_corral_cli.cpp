@@ -18,7 +18,8 @@ harness::Result run_corral(std::vector<std::string> args) {
 }
 
 const std::vector<std::string> kJobCommands = {"submit", "stat",    "cancel",  "wait",      "node",
-                                               "suspend", "resume", "requeue", "checkpoint", "report"};
+                                               "suspend", "resume", "requeue", "checkpoint", "report",
+                                               "acct",    "alloc"};
 }  // namespace
 
 TEST_CASE("corral CMD --help and -h: the command's usage on stdout, exit 0", "[agent][cli]") {

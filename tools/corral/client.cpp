@@ -467,4 +467,52 @@ std::string to_json(const proto::NodeStatus& n) {
   return json_text(o);
 }
 
+AcctArgs parse_acct(int argc, char** argv) {
+  AcctArgs a;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  auto last = CLI::MultiOptionPolicy::TakeLast;
+  app.add_option("--socket", a.socket)->type_name("PATH")->multi_option_policy(last);
+  app.add_option("-u,--user", a.req.user)->type_name("USER")->multi_option_policy(last);
+  app.add_option("-P,--project", a.req.project)->type_name("PROJECT")->multi_option_policy(last);
+  app.add_option("--since", a.req.since)->type_name("T")->multi_option_policy(last);
+  app.add_flag("--json", a.json)->disable_flag_override();
+  std::vector<std::string> extra;
+  app.add_option("ARGS", extra);
+  a.help = parse_or_help(app, "acct", cli_args(argc, argv));
+  if (a.help) return a;
+  if (!extra.empty()) throw UsageError("unexpected argument '" + extra[0] + "' (filters: --user, --project, --since)");
+  if (app.count("--user") && a.req.user.empty()) throw UsageError("--user needs a user name");
+  if (app.count("--project") && a.req.project.empty()) throw UsageError("--project needs a project name");
+  if (app.count("--since") && a.req.since.empty())
+    throw UsageError("--since needs a time: a duration back from now (2h, 7d) or an ISO week (2026-W48)");
+  if (a.socket.empty()) a.socket = default_socket();
+  return a;
+}
+
+AllocArgs parse_alloc(int argc, char** argv) {
+  AllocArgs a;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.add_option("--socket", a.socket)->type_name("PATH")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_flag("--json", a.json)->disable_flag_override();
+  std::vector<std::string> args;
+  app.add_option("ARGS", args);
+  a.help = parse_or_help(app, "alloc", cli_args(argc, argv));
+  if (a.help) return a;
+  if (a.socket.empty()) a.socket = default_socket();
+  if (args.empty()) return a;
+  if (args[0] != "set") throw UsageError("unexpected argument '" + args[0] + "' (corral alloc, or corral alloc set ...)");
+  if (args.size() < 4 || args.size() % 2 != 0)
+    throw UsageError("usage: corral alloc set PROJECT WEEK SLOTS [WEEK SLOTS...]");
+  if (args[1].empty()) throw UsageError("alloc set: empty project name");
+  for (std::size_t i = 2; i < args.size(); i += 2) {
+    const std::string& n = args[i + 1];
+    if (n.empty() || n.size() > 6 || !std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+      throw UsageError("alloc set: slots '" + n + "' for week " + args[i] + ": expected a whole number of slots (0 removes)");
+    a.req.set.push_back(proto::AllocSetting{args[1], args[i], std::stoi(n)});
+  }
+  return a;
+}
+
 }  // namespace corral::cli

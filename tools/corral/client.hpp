@@ -73,6 +73,25 @@ struct StatArgs {
 };
 StatArgs parse_stat(int argc, char** argv);
 
+// `corral acct [--user U] [--project P] [--since T] [--json]` arguments (-u and -P also): the
+// filters as given (corrald reads T against its own clock). Throws UsageError on an unknown
+// option, an argument or an empty value.
+struct AcctArgs {
+  proto::AcctReq req;
+  bool json = false;
+  std::string socket;
+  bool help = false;             // --help: nothing else is read
+};
+AcctArgs parse_acct(int argc, char** argv);
+// `corral alloc [--json]` and `corral alloc set PROJECT WEEK SLOTS [WEEK SLOTS...]`: the changes
+// (corrald checks the project and the weeks). Throws UsageError on a missing or bad slot count.
+struct AllocArgs {
+  proto::AllocReq req;
+  bool json = false;
+  std::string socket;
+  bool help = false;             // --help: nothing else is read
+};
+AllocArgs parse_alloc(int argc, char** argv);
 // `corral suspend|resume|requeue|checkpoint JOBID...` arguments (argv[0] is
 // the command): the ids and --socket. Throws UsageError.
 struct ControlArgs {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/json_text.hpp"
 #include "proto/spec_check.hpp"
 #include "tools/corral/client.hpp"
 #include "tools/corral/commands.hpp"
@@ -34,8 +35,6 @@ const char* const kNodesHelp =
     "Every node of the mesh (standalone: this one): state (up, drained, unreachable),\n"
     "cores and memory used and free, jobs running.\n";
 
-std::string dump(const Json& o) { return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
 // One ControlReq per job: a line each (or a JSON array), exit 1 when any was refused.
 int job_requests(const char* cmd, const Common& c, const std::string& action, const std::string& queue,
                  const std::vector<std::string>& ids) {
@@ -56,7 +55,7 @@ int job_requests(const char* cmd, const Common& c, const std::string& action, co
     out.push_back(Json{{"id", id}, {"ok", true}, {"state", rep.state}, {"message", rep.message}});
     if (!c.json) std::printf("%llu %s\n", static_cast<unsigned long long>(id), rep.message.c_str());
   }
-  if (c.json) std::printf("%s\n", dump(out).c_str());
+  if (c.json) std::printf("%s\n", json_text(out).c_str());
   return rc;
 }
 
@@ -111,7 +110,7 @@ int cmd_drain(int argc, char** argv) {
     if (c.args.size() != 1 || c.args[0].empty()) throw UsageError("give one node name (corral " + cmd + " NODE)");
     if (drain && c.reason.empty()) throw UsageError("drain needs a reason: --reason TEXT");
     proto::NodeAdminRep rep = expect<proto::NodeAdminRep>(request(c.socket, proto::NodeAdminReq{c.args[0], cmd, c.reason}));
-    if (c.json) std::printf("%s\n", dump(Json{{"node", rep.node}, {"state", rep.state}, {"reason", rep.reason}}).c_str());
+    if (c.json) std::printf("%s\n", json_text(Json{{"node", rep.node}, {"state", rep.state}, {"reason", rep.reason}}).c_str());
     else std::printf("%s %s%s\n", proto::printable(rep.node).c_str(), rep.state.c_str(),
                      rep.reason.empty() ? "" : (": " + proto::printable(rep.reason)).c_str());
     return 0;
@@ -127,7 +126,7 @@ int cmd_nodes(int argc, char** argv) {
     if (c.json) {
       Json out = Json::array();
       for (const auto& n : rep.nodes) out.push_back(node_json(n));
-      std::printf("%s\n", dump(out).c_str());
+      std::printf("%s\n", json_text(out).c_str());
     } else {
       print_nodes(rep.nodes);
     }

@@ -15,5 +15,7 @@ int cmd_hold(int argc, char** argv);     // cmd_operator.cpp: hold | release JOB
 int cmd_qmove(int argc, char** argv);    // qmove QUEUE JOBID
 int cmd_drain(int argc, char** argv);    // drain NODE --reason TEXT | undrain NODE
 int cmd_nodes(int argc, char** argv);    // every node of the mesh
+int cmd_acct(int argc, char** argv);     // cmd_acct.cpp: ended jobs and runs (sacct)
+int cmd_alloc(int argc, char** argv);    // cmd_alloc.cpp: the allocation calendar
 int cmd_keygen(int argc, char** argv);   // cmd_keygen.cpp: a node's mesh key pair
 }  // namespace corral::cli

@@ -32,6 +32,8 @@ constexpr Sub kSubs[] = {
     {"drain", corral::cli::cmd_drain, "start nothing new on a node: corral drain NODE --reason TEXT"},
     {"undrain", corral::cli::cmd_drain, "let a drained node take jobs again"},
     {"nodes", corral::cli::cmd_nodes, "every node: state, cores, memory, jobs: corral nodes [--json]"},
+    {"acct", corral::cli::cmd_acct, "ended jobs and runs (sacct): corral acct [--user U] [--since T] [--json]"},
+    {"alloc", corral::cli::cmd_alloc, "allocation calendar: corral alloc [set PROJECT WEEK SLOTS...] [--json]"},
     {"keygen", corral::cli::cmd_keygen, "a node's CURVE key pair for the mesh: corral keygen [--out DIR]"},
     {"report", corral::cli::cmd_report, "weekly NCI charging per project: corral report [--week W] [--json]"},
     {"sim", corral::cli::cmd_sim, "replay an SWF trace: corral sim TRACE [--policy P]"},
