@@ -352,6 +352,8 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
   j.served = true;
   j.shepherd = 0;
   if (ensure_server().empty()) j.server = srv_pid;
+  // Its walltime counts from here, also for an agent that adopts it from this record.
+  j.requested_ms = j.run_started_ms = now_ms();
   save_record(id, j);
   std::string groups;
   for (gid_t g : u.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
@@ -385,7 +387,6 @@ std::string Launcher::Impl::start_served(const LaunchSpec& spec, Job& j, const C
     return "cannot start job " + std::to_string(id) + ": " + send_err;
   }
   j.pid_known = false;
-  j.requested_ms = j.run_started_ms = now_ms();
   jobs.emplace(id, std::move(j));
   if (cfg.async_start) return {};
   drain(id, 30000);

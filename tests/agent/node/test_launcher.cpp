@@ -469,6 +469,86 @@ TEST_CASE("after the agent is SIGKILLed a new launcher adopts or cleans up", "[n
   CHECK(std::filesystem::is_empty(n.cfg.state_dir));
 }
 
+// An agent SIGKILLed after it recorded a start but before the server reported it: the restarted
+// agent adopts the job from that record, and its walltime counts from the start, not from the
+// monotonic clock's zero (which ended such jobs as `walltime` at their first poll).
+TEST_CASE("a job adopted before its start was reported keeps its walltime", "[node][launcher]") {
+  if (!nodetest::need_cgroups()) return;
+  Node n("corral_t_launch");
+  n.L.reset();
+  const std::string go = n.dir.path + "/go";
+  pid_t agent = fork();
+  if (agent == 0) {
+    try {
+      Launcher l(discover(""), n.cfg);
+      if (!l.start(n.spec(73, {"/bin/sleep", "60"})).empty()) _exit(1);
+      while (!std::filesystem::exists(go)) nap(10);
+      auto s = n.spec(74, {"/bin/sleep", "60"});
+      s.walltime_s = 30;
+      std::string err = l.start(s);  // waits for the server's report, which the stopped server never sends
+      std::ofstream(n.dir.path + "/child.err") << "start 74: " << err;
+      for (;;) pause();
+    } catch (const std::exception& e) {
+      std::ofstream(n.dir.path + "/child.err") << "exception: " << e.what();
+      _exit(2);
+    }
+  }
+  REQUIRE(agent > 0);
+  pid_t server = 0;  // job 73's parent
+  struct Reap {  // also when a REQUIRE fails: the agent gone, the server running again
+    pid_t& agent;
+    pid_t& server;
+    ~Reap() {
+      if (agent > 0 && ::kill(agent, SIGKILL) == 0) ::waitpid(agent, nullptr, 0);
+      if (server > 0) ::kill(server, SIGCONT);
+    }
+  } reap{agent, server};
+  REQUIRE(wait_until([&] {
+    for (pid_t p : make_cgroup_v1(n.guard.parent)->pids(slot_name(73))) {
+      std::string st = slurp("/proc/" + std::to_string(p) + "/stat");
+      std::istringstream in(st.substr(st.rfind(')') + 2));
+      std::string state;
+      pid_t parent = 0;
+      in >> state >> parent;
+      if (parent > 1 && parent != agent && parent != ::getpid()) server = parent;
+    }
+    return server > 1;
+  }, 5000));
+  // Stopped only once the agent has its report of job 73 (its record then names the pid).
+  REQUIRE(wait_until([&] {
+    std::string rec = slurp(n.cfg.state_dir + "/job.73.rec");
+    return !rec.empty() && rec.find("\npid=0\n") == std::string::npos;
+  }, 15000));
+  REQUIRE(::kill(server, SIGSTOP) == 0);
+  { std::ofstream(go) << ""; }
+  INFO(slurp(n.dir.path + "/child.err"));
+  REQUIRE(wait_until([&] { return std::filesystem::exists(n.cfg.state_dir + "/job.74.rec"); }, 15000));
+  ::kill(agent, SIGKILL);
+  ::waitpid(agent, nullptr, 0);
+  agent = 0;
+  n.L = std::make_unique<Launcher>(discover(""), n.cfg);
+  std::thread resume([server] {
+    nap(300);
+    ::kill(server, SIGCONT);
+  });
+  auto rec = n.L->recover(RecoverMode::Adopt);
+  resume.join();
+  bool adopted = false;
+  for (auto& r : rec) adopted |= r.id == 74 && r.adopted;
+  REQUIRE(adopted);
+  auto u = n.L->usage(74);
+  REQUIRE(u);
+  CHECK(u->walltime_used_ms < 30000);
+  for (const auto& e : n.L->poll()) CHECK(e.id != 74);  // not ended as `walltime`
+  for (std::uint64_t id : {73, 74}) {
+    CHECK(n.L->cancel(id) == "");
+    auto e = n.wait_end(id, 5000);
+    REQUIRE(e);
+    CHECK(e->reason == EndReason::Cancelled);
+  }
+  CHECK(n.leftovers().empty());
+}
+
 TEST_CASE("a stand-in topology maps its cores onto the real CPUs", "[node][launcher]") {
   if (!nodetest::need_cgroups()) return;
   nodetest::TempDir dir;
