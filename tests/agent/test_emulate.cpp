@@ -334,7 +334,7 @@ TEST_CASE("emulated jobs: walltime, cancel, suspend and checkpoint act on the ti
   auto a = emulated_agent("emulate-ctl", "cores=4", {"--set", "poll_interval=30"});
   const std::string dir = a->dir + "/work/";
   write_file(dir + "long.sh", "#CORRAL_EMULATE runtime=1h\n");
-  write_file(dir + "two.sh", "#CORRAL_EMULATE runtime=2s\n");
+  write_file(dir + "six.sh", "#CORRAL_EMULATE runtime=6s\n");
   write_file(dir + "fails.sh", "#CORRAL_EMULATE runtime=10ms exit=7\n");
   auto submit = [&](std::vector<std::string> args) {
     harness::Result r = a->submit(args, a->uid);
@@ -343,7 +343,7 @@ TEST_CASE("emulated jobs: walltime, cancel, suspend and checkpoint act on the ti
   };
   const auto over = submit({"-l", "walltime=1", dir + "long.sh"});
   const auto cancelled = submit({dir + "long.sh"});
-  const auto suspended = submit({dir + "two.sh"});
+  const auto suspended = submit({dir + "six.sh"});
   const auto failed = submit({dir + "fails.sh"});
   Json j = await_state(*a, over, "ended");
   CHECK(j["end_reason"] == "walltime");
@@ -359,7 +359,8 @@ TEST_CASE("emulated jobs: walltime, cancel, suspend and checkpoint act on the ti
   j = await_state(*a, cancelled, "ended");
   CHECK(j["end_reason"] == "cancelled");
 
-  // Suspended, its timer stops: it ends 2 s of running after its start, plus the suspension.
+  // Suspended, its timer stops: it ends 6 s of running after its start, plus the suspension (6 s:
+  // still running when the steps above end on a loaded machine).
   await_state(*a, suspended, "running");
   REQUIRE(a->cli({"suspend", std::to_string(suspended)}).rc == 0);
   await_state(*a, suspended, "suspended");
@@ -371,7 +372,7 @@ TEST_CASE("emulated jobs: walltime, cancel, suspend and checkpoint act on the ti
   REQUIRE(a->cli({"resume", std::to_string(suspended)}).rc == 0);
   j = await_state(*a, suspended, "ended");
   CHECK(j["end_reason"] == "completed");
-  CHECK(j["end_time"].get<double>() - j["start_time"].get<double>() >= 2.0 + j["suspended_seconds"].get<double>() - 0.01);
+  CHECK(j["end_time"].get<double>() - j["start_time"].get<double>() >= 6.0 + j["suspended_seconds"].get<double>() - 0.01);
   CHECK(j["suspended_seconds"].get<double>() >= 2.5);
 
   // Checkpointed, it is requeued, restarts and finishes the time it had left.

@@ -157,16 +157,21 @@ TEST_CASE("mesh: 20 jobs submitted across the nodes run once each, where the coo
   Mesh m(3);
   REQUIRE(m.elect() >= 0);
   std::string ran = m.agents[0]->dir + "/ran";
+  // The jobs wait for the last submit: were they to end before the next one is accepted (a
+  // loaded machine), each would find the first node free and the plan would use no other.
+  const std::string go = m.agents[0]->dir + "/go";
   std::set<std::uint64_t> ids;
   double t0 = now_ms();
   for (unsigned k = 0; k < 20; ++k) {
     Result r = m.agents[k % 3]->submit({"-N", "j" + std::to_string(k), "-l", "walltime=60", "--wrap",
-                                        "echo $CORRAL_JOBID >> " + ran + "; sleep 0.3"});
+                                        "echo $CORRAL_JOBID >> " + ran + "; while [ ! -e " + go +
+                                            " ]; do sleep 0.05; done; sleep 0.3"});
     INFO(r.out << r.err);
     REQUIRE(r.rc == 0);
     ids.insert(std::stoull(r.out));
   }
   CHECK(ids.size() == 20);
+  Mesh::write_file(go, "");
   for (unsigned i = 0; i < 3; ++i) CHECK(all_ended(m, i, 20, 60000));
   WARN("20 jobs of 0.3 s on 3 nodes of 2 cores, first submit to last end seen: "
        << static_cast<int>(now_ms() - t0) << " ms");

@@ -15,6 +15,7 @@
 #include "coordinator/planner/planner.hpp"
 #include "coordinator/schedule.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/effort.hpp"
 #include "tests/skip.hpp"
 #include "tests/traces.hpp"
 
@@ -708,7 +709,7 @@ TEST_CASE("incremental planner: single-core free nodes a word at a time, odd cou
 
 TEST_CASE("incremental planner: same plans as a from-scratch pass over random workloads", "[planner][incremental]") {
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
-    for (std::uint64_t seed = 1; seed <= 30; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 7919 + static_cast<int>(b), 600);
+    for (std::uint64_t seed = 1; seed <= corral_test::scaled<std::uint64_t>(30, 3); ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 7919 + static_cast<int>(b), 600);
 }
 
 TEST_CASE("incremental planner: RunningHints::version skips the diff, same plans", "[planner][incremental]") {
@@ -716,14 +717,14 @@ TEST_CASE("incremental planner: RunningHints::version skips the diff, same plans
   // simulator does) and sometimes sends 0; a kept Planner must plan exactly
   // as a from-scratch one.
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
-    for (std::uint64_t seed = 1; seed <= 12; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 104729 + static_cast<int>(b), 600, true);
+    for (std::uint64_t seed = 1; seed <= corral_test::scaled<std::uint64_t>(12, 3); ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 104729 + static_cast<int>(b), 600, true);
 }
 
 TEST_CASE("incremental planner: RunningHints::touched limits the diff, same plans", "[planner][incremental]") {
   // As the simulator: every change of running bumps RunningHints::version and
   // lists its position; the kept Planner compares only those entries.
   for (Backfill b : {Backfill::Fcfs, Backfill::Easy, Backfill::Conservative})
-    for (std::uint64_t seed = 1; seed <= 12; ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 15485863 + static_cast<int>(b), 600, true, true);
+    for (std::uint64_t seed = 1; seed <= corral_test::scaled<std::uint64_t>(12, 3); ++seed) drive(b, seed % 3 == 0 ? 60 : 0, seed * 15485863 + static_cast<int>(b), 600, true, true);
 }
 
 TEST_CASE("incremental planner: starts the caller skips or runs at another time are released", "[planner][incremental]") {

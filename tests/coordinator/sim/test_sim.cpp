@@ -18,6 +18,7 @@
 #include "coordinator/sim/events.hpp"
 #include "coordinator/sim/pictures/gantt.hpp"
 #include "coordinator/sim/sim.hpp"
+#include "tests/effort.hpp"
 #include "tests/skip.hpp"
 #include "tests/traces.hpp"
 
@@ -406,7 +407,8 @@ TEST_CASE("sim: the simulator promises PendingHints::fifo only when pending is i
   // jobs back in the middle of pending); a hook makes some arrivals older
   // than the jobs queued before them, which breaks FIFO order until the
   // queue empties.
-  const SwfTrace tr = uniform_trace(7, 8, 400, 40, 300);
+  const int n = corral_test::scaled(400, 100);
+  const SwfTrace tr = uniform_trace(7, 8, n, 40, 300);
   for (bool hook : {false, true}) {
     SimOptions opt;
     opt.sched.planner.backfill = Backfill::Checkpoint;
@@ -429,7 +431,7 @@ TEST_CASE("sim: the simulator promises PendingHints::fifo only when pending is i
     // (the replay's own passes keep it unordered with PendingHints::order).
     opt.scheduler = [](const Snapshot& s, const SchedConfig& cfg, std::uint64_t seed) { return schedule(s, cfg, seed); };
     const SimResult r = simulate(tr, opt);
-    CHECK(r.finished == 400);
+    CHECK(r.finished == static_cast<std::size_t>(n));
     CHECK(r.checkpoints > 0);
     CHECK(broken == 0);
     CHECK(promised > 0);
@@ -465,7 +467,7 @@ TEST_CASE("sim: pending kept unordered with PendingHints::order gives the replay
   // random traces under easy, conservative and checkpoint (requeues back
   // into the queue), with a hook that makes some arrivals older than jobs
   // queued before them.
-  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+  for (std::uint64_t seed = 1; seed <= corral_test::scaled<std::uint64_t>(4, 2); ++seed) {
     const SwfTrace tr = uniform_trace(static_cast<unsigned>(seed), 16, 200, 30, 400);
     for (Backfill b : {Backfill::Easy, Backfill::Conservative, Backfill::Checkpoint}) {
       SimOptions opt;
