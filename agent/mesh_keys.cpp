@@ -22,13 +22,15 @@ MeshKeys load_mesh_keys(const MeshKeyFiles& f, const std::vector<std::string>& v
   k.own = service::read_secret_key(f.key);
   service::AllowedKeys a = service::read_allowed_keys(f.allowed);
   k.allowed = a.keys;
-  for (const std::string& v : voters) {
-    auto it = a.by_address.find(v);
-    if (it == a.by_address.end())
+  for (const std::string& v : voters)
+    if (!a.by_address.count(v))
       throw std::runtime_error(f.allowed + ": no key for voter " + v + " (a line 'KEY " + v + "')");
-    k.voter_keys[v] = it->second;
-  }
-  if (auto it = k.voter_keys.find(listen); it != k.voter_keys.end() && it->second != k.own.public_key)
+  k.peer_keys = a.by_address;
+  auto it = a.by_address.find(listen);
+  if (it == a.by_address.end())
+    throw std::runtime_error(f.allowed + ": no key for this node's listen address " + listen +
+                             " (a line 'KEY " + listen + "'): the coordinator reaches a member there");
+  if (it->second != k.own.public_key)
     throw std::runtime_error(f.key + ": its public key " + k.own.public_key + " is not the one " + f.allowed +
                              " gives for this node (" + listen + "): " + it->second);
   return k;

@@ -17,6 +17,7 @@
 #include "coordinator/service/curve_auth.hpp"
 #include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/link_env.hpp"
+#include "coordinator/service/member_admit.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_files.hpp"
 #include "coordinator/service/raft_node.hpp"
@@ -30,7 +31,7 @@ using namespace corral::service;
 
 namespace {
 
-constexpr std::uint64_t kHelloMs = 200;   // each member's hello to every other voter
+constexpr std::uint64_t kHelloMs = 200;   // each member's hello to every voter (a voter's to every member)
 constexpr std::uint64_t kStatusMs = 50;   // status() is at most this old while the thread runs
 constexpr std::uint64_t kNodeUnreachableMs = 3000;  // no hello for this long: `corral nodes` says unreachable
 
@@ -39,25 +40,32 @@ std::string endpoint(const std::string& host_port) { return "tcp://" + host_port
 std::string role_text(Role r) {
   switch (r) {
     case Role::voter: return "voter";
-    case Role::standby: return "standby";
+    case Role::standby: return "member";  // a member that does not vote
     case Role::spare: return "spare";
   }
   return "voter";
 }
 
+bool is_voter(const MeshConfig& cfg) {
+  return std::find(cfg.voters.begin(), cfg.voters.end(), cfg.listen) != cfg.voters.end();
+}
+
 }  // namespace
+
+std::uint64_t mesh_member_id(const MeshConfig& cfg) {
+  auto at = std::find(cfg.voters.begin(), cfg.voters.end(), cfg.listen);
+  if (at != cfg.voters.end()) return static_cast<std::uint64_t>(at - cfg.voters.begin()) + 1;
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a of the node's name
+  for (unsigned char c : cfg.node_name) h = (h ^ c) * 1099511628211ull;
+  return kFirstMemberId + h % (kLastMemberId - kFirstMemberId + 1);
+}
 
 std::string check_mesh_config(const MeshConfig& cfg) {
   if (cfg.name.empty()) return "mesh: the mesh needs a name";
   if (cfg.voters.size() != 3 && cfg.voters.size() != 5)
     return "voters: a mesh needs 3 or 5 voters (host:port, the same list on every node)";
-  if (cfg.listen.empty()) return "listen: this node's host:port (one of voters) is not set";
-  if (std::find(cfg.voters.begin(), cfg.voters.end(), cfg.listen) == cfg.voters.end())
-    return "listen " + cfg.listen + " is not one of voters (" + [&] {
-      std::string s;
-      for (const auto& v : cfg.voters) s += (s.empty() ? "" : ",") + v;
-      return s;
-    }() + "); members that do not vote are not supported yet";
+  if (cfg.listen.empty()) return "listen: this node's host:port (a voter's, or a member's own) is not set";
+  if (!is_voter(cfg) && cfg.node_name.empty()) return "node_name: a member that does not vote needs a name";
   return "";
 }
 
@@ -77,6 +85,7 @@ struct MeshLink::Member {
   std::unique_ptr<JobDesk> desk;             // answers forwarded submissions while this member leads
   std::unique_ptr<SubmitForwarder> forward;  // this member's own submissions
   std::unique_ptr<CoordinatorLoop> coordinator;  // decides while this member leads
+  std::unique_ptr<MemberAdmit> admit;            // adds the members heard while this member leads
   std::uint64_t id = 0;
   struct Heard {
     proto::link::Hello hello;
@@ -89,8 +98,7 @@ struct MeshLink::Member {
 MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<Member>()) {
   if (std::string why = check_mesh_config(cfg_); !why.empty()) throw std::runtime_error(why);
   Member& m = *m_;
-  m.id = static_cast<std::uint64_t>(std::find(cfg_.voters.begin(), cfg_.voters.end(), cfg_.listen) -
-                                    cfg_.voters.begin()) + 1;
+  m.id = mesh_member_id(cfg_);
   m.files = std::make_unique<RaftFiles>(cfg_.dir, cfg_.fsync);
   // The directory belongs to one mesh: another name is a configuration mistake.
   std::string name_file = cfg_.dir + "/mesh";
@@ -126,11 +134,13 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
       std::uint64_t now = m_->loop.now_ms();
       m_->heard[h->id] = Member::Heard{*h, now};
       m_->coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, now});
+      if (h->id > cfg_.voters.size()) m_->admit->heard(h->id, endpoint(h->address));
     }
   }, [this](std::string_view b) { on_jobs_message(b); });
   m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
-  if (m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
-    // A new member: every voter writes the same first configuration.
+  if (is_voter(cfg_) && m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
+    // A new voter: every voter writes the same first configuration. A member
+    // that does not vote starts with none: the leader adds it.
     std::vector<service::Member> conf;
     for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
       conf.push_back(service::Member{i + 1, endpoint(cfg_.voters[i]), Role::voter});
@@ -147,6 +157,9 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
         if (to != m_->id) send_to(to, proto::jobs::encode(msg));
         else if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
       });
+  m.admit = std::make_unique<MemberAdmit>(*m.node, [this](const std::string& line) {
+    reply([line] { log_line(line); });
+  });
   m.forward->set_cancel_desk([this](const proto::jobs::CancelAsk& ask, JobDesk::Done done) {
     m_->coordinator->cancel(ask, done);
   });
@@ -171,7 +184,7 @@ void MeshLink::start_curve() {
     return;
   }
   std::map<std::string, std::string> server_keys;
-  for (const auto& [address, key] : cfg_.keys.voter_keys) server_keys[endpoint(address)] = key;
+  for (const auto& [address, key] : cfg_.keys.peer_keys) server_keys[endpoint(address)] = key;
   m_->curve = std::make_unique<CurveAuth>(m_->loop, cfg_.keys.own, cfg_.keys.allowed, std::move(server_keys),
                                           cfg_.allowed_file, [this](const char* kind, const std::string& line) {
                                             std::string k = std::string("mesh refusal: ") + kind;
@@ -179,9 +192,12 @@ void MeshLink::start_curve() {
                                           });
 }
 
+// A voter by its place in voters; a member by the address the raft configuration holds.
 void MeshLink::send_to(std::uint64_t id, std::string bytes) {
-  if (id == 0 || id > cfg_.voters.size() || id == m_->id) return;
-  m_->env->send(id, endpoint(cfg_.voters[id - 1]), std::move(bytes));
+  if (id == 0 || id == m_->id) return;
+  if (id <= cfg_.voters.size()) return m_->env->send(id, endpoint(cfg_.voters[id - 1]), std::move(bytes));
+  for (const service::Member& mb : m_->node->members())
+    if (mb.id == id) return m_->env->send(id, mb.address, std::move(bytes));
 }
 
 // A jobs message from another member (on the mesh thread).
@@ -404,6 +420,9 @@ void MeshLink::thread_main() {
     std::string bytes = proto::link::encode(h);
     for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
       if (i + 1 != m.id) m.env->send(i + 1, endpoint(cfg_.voters[i]), bytes);
+    if (m.id <= cfg_.voters.size())  // a voter: to the members too, which so see it (not to one another)
+      for (const service::Member& mb : m.node->members())
+        if (mb.role != Role::voter) m.env->send(mb.id, mb.address, bytes);
     m.env->post(kHelloMs, hello);
   };
   hello();

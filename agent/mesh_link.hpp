@@ -30,7 +30,7 @@ struct MeshConfig {
   std::string name;                  // the mesh's name
   std::vector<std::string> voters;   // host:port, the same order on every member
   std::string node_name;
-  std::string listen;                // host:port, one of voters
+  std::string listen;                // host:port: one of voters, or a member's own (it does not vote)
   std::string dir;                   // raft files (created)
   MeshKeys keys;                     // CURVE on every mesh socket (unless keys.curve is false)
   std::string allowed_file;          // named in the log of a refusal
@@ -104,8 +104,14 @@ class MeshLink {
   std::thread thread_;
 };
 
-// Checks the mesh keys of a config: this node's listen address is one of the
-// voters. Returns "" or what is wrong.
+// Checks the mesh keys of a config: a name, 3 or 5 voters, a listen address,
+// a node name for a member that does not vote. Returns "" or what is wrong.
 std::string check_mesh_config(const MeshConfig& cfg);
+
+// A member's raft id: a voter's place in voters (from 1); a member that does
+// not vote, a hash of its node name in [kFirstMemberId, kLastMemberId] (node
+// names must differ: the coordinator refuses an id it holds at another address).
+inline constexpr std::uint64_t kFirstMemberId = 1000, kLastMemberId = 9999999;
+std::uint64_t mesh_member_id(const MeshConfig& cfg);
 
 }  // namespace corral::agent

@@ -37,7 +37,7 @@ std::string public_key_path(const std::string& dir);
 KeyPair read_secret_key(const std::string& path);
 
 // The allowed file: each line `KEY [ADDRESS] [# comment]`; ADDRESS (host:port)
-// names the voter that holds this key. Blank lines and lines starting with
+// names the node (its listen address) that holds this key. Blank lines and lines starting with
 // '#' are ignored. Throws std::runtime_error "FILE:LINE: why".
 struct AllowedKeys {
   std::map<std::string, std::string> keys;         // Z85 key -> its address ("" none)

@@ -48,10 +48,13 @@ struct Mesh {
   std::vector<std::string> public_keys;    // each member's own, as corral keygen printed it
 
   // Each member in a namespace of its own network when the machine allows it, else on
-  // loopback ports. `spare` namespaces more, after the members', hold no corrald.
-  explicit Mesh(unsigned n, Keys keys = Keys::all, unsigned spare = 0) : no_netns(mesh_net::unavailable()) {
-    if (no_netns.empty()) own_net = std::make_unique<mesh_net::Net>(static_cast<int>(n + spare));
-    setup(n, own_net.get(), keys);
+  // loopback ports. `spare` namespaces more, after the members', hold no corrald. The
+  // first `n` agents are the voters; `members` more do not vote and declare 4 cores
+  // (the voters 2), so a job of 4 cores fits only on them.
+  explicit Mesh(unsigned n, Keys keys = Keys::all, unsigned spare = 0, unsigned members = 0)
+      : no_netns(mesh_net::unavailable()) {
+    if (no_netns.empty()) own_net = std::make_unique<mesh_net::Net>(static_cast<int>(n + members + spare));
+    setup(n, own_net.get(), keys, members);
   }
 
   // `corral keygen --out DIR`: the public key it printed.
@@ -100,16 +103,16 @@ struct Mesh {
     }
   }
 
-  void setup(unsigned n, const mesh_net::Net* net, Keys keys) {
+  void setup(unsigned n, const mesh_net::Net* net, Keys keys, unsigned members = 0) {
     std::string voters;
-    for (unsigned i = 0; i < n; ++i) {
+    for (unsigned i = 0; i < n + members; ++i) {
       listen.push_back(net ? net->address(static_cast<int>(i)) + ":7470" : "127.0.0.1:" + std::to_string(free_port()));
-      voters += (i ? "," : "") + listen.back();
+      if (i < n) voters += (i ? "," : "") + listen.back();
     }
-    for (unsigned i = 0; i < n; ++i) {
+    for (unsigned i = 0; i < n + members; ++i) {
       names.push_back("n" + std::to_string(i + 1));
       auto a = std::make_unique<Agent>("mesh" + std::to_string(i + 1),
-                                       std::vector<std::string>{"--declare-cores", "2", "--set", "mesh=test",
+                                       std::vector<std::string>{"--declare-cores", i < n ? "2" : "4", "--set", "mesh=test",
                                                                 "--set", "voters=" + voters, "--set",
                                                                 "node_name=" + names.back(), "--set",
                                                                 "listen=" + listen[i]});
@@ -120,13 +123,14 @@ struct Mesh {
     add_keys(keys);
   }
 
-  // Starts every member; waits until they agree on a coordinator, whose index it returns.
-  int elect() {
+  // Starts every member; waits until they (the first `agreeing`, when not 0) agree on a
+  // coordinator, whose index it returns.
+  int elect(unsigned agreeing = 0) {
     WARN("network: " << (own_net ? "namespaces (each corrald in its own, on " + own_net->subnet() + ")"
                                  : "loopback (corrald on 127.0.0.1 ports; namespaces: " + no_netns + ")"));
     for (auto& a : agents) a->start();
     std::vector<unsigned> all;
-    for (unsigned i = 0; i < agents.size(); ++i) all.push_back(i);
+    for (unsigned i = 0; i < (agreeing ? agreeing : agents.size()); ++i) all.push_back(i);
     int l = agreed(all, 0, 15000);
     INFO(agents[0]->log() << agents[1]->log() << agents[2]->log());
     REQUIRE(l >= 0);

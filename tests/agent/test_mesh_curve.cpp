@@ -116,6 +116,8 @@ TEST_CASE("mesh keys: corrald refuses missing or bad key files, naming the file 
   kg = run({a.corral(), "keygen", "--out", a.dir + "/k3"});
   write(allowed, two + " 127.0.0.1:1\n" + pub + " 127.0.0.1:2  # node2\n" + kg.out.substr(0, 40) + " 127.0.0.1:3\n");
   refused({"--set", key, "--set", allow}, "is not the one " + allowed + " gives for this node (127.0.0.1:1)");
+  refused({"--set", key, "--set", allow, "--set", "listen=127.0.0.1:4"},  // a member that does not vote
+          allowed + ": no key for this node's listen address 127.0.0.1:4");
   ::chmod((keys + "/mesh.key").c_str(), 0640);
   refused({"--set", key, "--set", allow}, keys + "/mesh.key: a secret key must not be readable by others");
   ::chmod((keys + "/mesh.key").c_str(), 0600);

@@ -1,5 +1,7 @@
-// The mesh's exactly-once, on the deterministic simulation: 3 or 5 members,
-// each a whole agent's mesh side as corrald wires it (agent/mesh_link.cpp):
+// The mesh's exactly-once, on the deterministic simulation: 3 or 5 voters and
+// one member that does not vote (it joins as a standby through MemberAdmit,
+// as corrald's does), each a whole agent's mesh side as corrald wires it
+// (agent/mesh_link.cpp):
 // raft and the replicated state (on a LinkEnv), the coordinator's pass (CoordinatorLoop,
 // the same schedule()), the desk and the forwarder for submissions and ends,
 // hellos carrying the node's report, and a node agent (sim_agent.hpp) that
@@ -28,6 +30,7 @@
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/link_env.hpp"
+#include "coordinator/service/member_admit.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_node.hpp"
 #include "coordinator/service/sim_env.hpp"
@@ -62,6 +65,7 @@ struct Process {
   std::unique_ptr<JobDesk> desk;
   std::unique_ptr<corral::agent::SubmitForwarder> forward;
   std::unique_ptr<CoordinatorLoop> coordinator;
+  std::unique_ptr<MemberAdmit> admit;
   ~Process() { *alive = false; }
 };
 
@@ -83,15 +87,15 @@ struct Launch {
 class MeshSim {
  public:
   explicit MeshSim(std::uint64_t seed) : seed_(seed), net_(seed) {
-    unsigned n = seed % 4 == 0 ? 5 : 3;
+    unsigned n = voters_ = seed % 4 == 0 ? 5 : 3;
     watch_.launched = [this](const std::string& node, const jobs::StartJob& s) { launched(node, s); };
     watch_.exited = [this](const std::string&, std::uint64_t job, std::int32_t) { ++exits_[job]; };
     watch_.killed = [this](const std::string&, std::uint64_t job, std::int32_t run) {
       runs_[job][run].end_ms = net_.now();
       ++killed;
     };
-    slots_.resize(n);
-    for (unsigned i = 0; i < n; ++i) {
+    slots_.resize(n + 1);  // the last one does not vote
+    for (unsigned i = 0; i <= n; ++i) {
       slots_[i].id = i + 1;
       slots_[i].agent = std::make_unique<SimAgent>(name(i), kCores, watch_);
     }
@@ -102,6 +106,8 @@ class MeshSim {
       slots_[i].p->node->bootstrap(conf);
       boot(i);
     }
+    make(n);  // no configuration of its own: the leader adds it
+    boot(n);
   }
 
   std::string run() {
@@ -121,6 +127,7 @@ class MeshSim {
   }
 
   std::size_t jobs = 0, launches = 0, crashes = 0, isolations = 0, squeezes = 0, requeues = 0, killed = 0;
+  std::size_t member_launches = 0;
 
  private:
   static std::string name(unsigned i) { return "n" + std::to_string(i + 1); }
@@ -152,6 +159,7 @@ class MeshSim {
           else post_order(i, raw->alive, m);
         });
     p->forward->set_cancel_desk([raw](const jobs::CancelAsk& a, JobDesk::Done d) { raw->coordinator->cancel(a, d); });
+    p->admit = std::make_unique<MemberAdmit>(*p->node, [](const std::string&) {});
     s.p = std::move(p);
   }
 
@@ -185,6 +193,7 @@ class MeshSim {
     h.mesh = kMesh;
     h.id = slots_[i].id;
     h.name = name(i);
+    h.address = name(i);
     h.cores = kCores;
     h.mem_mb = 1024;
     h.running = slots_[i].agent->running();
@@ -220,8 +229,10 @@ class MeshSim {
 
   void on_link(Process& p, std::string_view b) {
     link::Message msg = link::decode(b);
-    if (auto* h = std::get_if<link::Hello>(&msg); h && h->mesh == kMesh)
+    if (auto* h = std::get_if<link::Hello>(&msg); h && h->mesh == kMesh) {
       p.coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, p.env->now_ms()});
+      if (h->id > voters_) p.admit->heard(h->id, h->address);
+    }
   }
 
   // mesh_link.cpp's on_jobs_message, on the simulated sockets.
@@ -262,6 +273,7 @@ class MeshSim {
 
   void launched(const std::string& node, const jobs::StartJob& s) {
     ++launches;
+    member_launches += node == name(voters_);
     std::uint64_t now = net_.now();
     auto& runs = runs_[s.job];
     for (const auto& [run, l] : runs) {
@@ -296,9 +308,10 @@ class MeshSim {
     }
   }
 
-  // Cuts a minority (the leader among it when there is one) from the rest.
+  // Cuts a minority of the voters (the leader among it when there is one) from the
+  // other voters; the member keeps its links.
   void isolate_minority() {
-    unsigned n = static_cast<unsigned>(slots_.size());
+    unsigned n = voters_;
     std::set<unsigned> side;
     int l = leader();
     if (l >= 0) side.insert(static_cast<unsigned>(l));
@@ -403,6 +416,7 @@ class MeshSim {
   }
 
   std::uint64_t seed_;
+  unsigned voters_ = 0;
   SimNet net_;
   AgentWatch watch_;
   std::vector<Slot> slots_;
@@ -420,6 +434,7 @@ TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reorderi
   std::uint64_t first = env_number("CORRAL_SIM_FIRST_SEED", 1);
   std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", 300);
   std::size_t jobs = 0, launches = 0, crashes = 0, isolations = 0, squeezes = 0, requeues = 0, killed = 0;
+  std::size_t member_launches = 0;
   std::vector<std::string> broken;
   for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
     MeshSim sim(seed);
@@ -432,6 +447,7 @@ TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reorderi
     squeezes += sim.squeezes;
     requeues += sim.requeues;
     killed += sim.killed;
+    member_launches += sim.member_launches;
     if (broken.size() >= 5) break;
   }
   for (const auto& b : broken) UNSCOPED_INFO(b << "  (replay: CORRAL_SIM_FIRST_SEED=" << b.substr(5, b.find(':') - 5)
@@ -439,8 +455,10 @@ TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reorderi
   CHECK(broken.empty());
   WARN(seeds << " seeds: " << jobs << " jobs, " << launches << " launches, " << crashes << " crashes, " << isolations
              << " minorities isolated, " << squeezes << " nodes squeezed, " << requeues
-             << " starts given back, " << killed << " runs lost with their agent");
+             << " starts given back, " << killed << " runs lost with their agent, " << member_launches
+             << " launches on the member that does not vote");
   if (seeds >= 100) {
+    CHECK(member_launches > seeds);
     CHECK(jobs > seeds);
     CHECK(crashes > seeds);
   }

@@ -1,0 +1,130 @@
+// A member that does not vote, end to end: three voters and one member
+// (tests/agent/mesh_cluster.hpp; each corrald in its own network namespace
+// where the machine allows it). The member joins through the voters, is
+// listed by `corral mesh` and `corral nodes`, takes a user's submit, runs the
+// job the plan gives it (4 cores: only the member has them) and reports its
+// end to the replicated state; after a SIGKILL to the coordinator it follows
+// the new one. A fifth agent whose key the voters do not allow is refused.
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+#include "mesh_cluster.hpp"
+
+using namespace harness;
+using Json = nlohmann::json;
+using namespace mesh_cluster;
+
+namespace {
+
+// The entry of `name` in `corral mesh --json`'s members (null when absent).
+Json member_named(const Json& status, const std::string& name) {
+  if (!status.is_object()) return Json();
+  for (const Json& mb : status["members"])
+    if (mb["name"] == name) return mb;
+  return Json();
+}
+
+// Waits until `corral stat ID --json` on agent i says the job ended; the job.
+Json ended_job(const Mesh& m, unsigned i, std::uint64_t id, int ms) {
+  Json j;
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    Result r = m.agents[i]->cli({"stat", std::to_string(id), "--json"});
+    j = r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json();
+    if (j.is_object() && j["state"] == "ended") break;
+  }
+  return j;
+}
+
+// A job of 4 cores submitted on the member runs there, once, and its end is replicated:
+// agent `check` (a voter) lists it completed with one run on the member.
+void runs_on_member(const Mesh& m, unsigned mem, unsigned check, const std::string& ran) {
+  Result r = m.agents[mem]->submit({"-l", "walltime=60,ncpus=4", "--wrap", "echo $CORRAL_JOBID >> " + ran});
+  INFO(r.out << r.err << m.agents[mem]->log());
+  REQUIRE(r.rc == 0);
+  std::uint64_t id = std::stoull(r.out);
+  Json j = ended_job(m, check, id, 20000);
+  INFO(j.dump() << m.agents[mem]->log());
+  REQUIRE(j.is_object());
+  CHECK(j["state"] == "ended");
+  CHECK(j["end_reason"] == "completed");
+  REQUIRE(j["runs"].size() == 1);
+  CHECK(j["runs"][0]["comment"] == "on " + m.names[mem]);
+  CHECK(starts_in_log(m, mem)[id] == 1);
+  for (unsigned k = 0; k < 3; ++k) CHECK(starts_in_log(m, k).count(id) == 0);
+  std::istringstream lines(slurp(ran));
+  int seen = 0;
+  for (std::string line; std::getline(lines, line);) seen += line == std::to_string(id);
+  CHECK(seen == 1);
+}
+
+}  // namespace
+
+TEST_CASE("mesh member: joins through the voters, runs the jobs placed on it, follows a new coordinator",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3, Keys::last_wrong, 0, 2);  // n4 a member; n5 a member with a key the voters do not allow
+  const unsigned mem = 3, stranger = 4;
+  int l = m.elect(4);
+  unsigned lead = static_cast<unsigned>(l);
+
+  // The coordinator lists n4 as a member it hears from, and n4 knows the coordinator.
+  Json s, mine;
+  for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    s = m.status(lead);
+    mine = m.status(mem);
+    Json mb = member_named(s, "n4");
+    if (mb.is_object() && mb["last_contact_ms"].get<std::int64_t>() >= 0 && mine.is_object() &&
+        member_named(mine, m.names[lead]).value("last_contact_ms", -1) >= 0)
+      break;
+  }
+  INFO(s.dump() << "\n" << mine.dump() << m.agents[lead]->log());
+  Json mb = member_named(s, "n4");
+  REQUIRE(mb.is_object());
+  CHECK(mb["role"] == "member");
+  CHECK(mb["address"] == m.listen[mem]);
+  CHECK(mb["last_contact_ms"].get<std::int64_t>() >= 0);
+  CHECK(mb["last_contact_ms"].get<std::int64_t>() < 5000);
+  CHECK(s["voters"].size() == 3);
+  CHECK(mine["coordinator"] == m.names[lead]);
+  CHECK(mine["state"] == "follower");
+  CHECK(member_named(mine, "n4")["role"] == "member");
+  CHECK(member_named(mine, m.names[lead])["role"] == "voter");
+  CHECK(member_named(mine, m.names[lead])["last_contact_ms"].get<std::int64_t>() >= 0);
+
+  // `corral nodes` on a voter: the member is up with its 4 cores.
+  Result nodes = m.agents[(lead + 1) % 3]->cli({"nodes", "--json"});
+  REQUIRE(nodes.rc == 0);
+  bool listed = false;
+  for (const Json& n : Json::parse(nodes.out))
+    if (n["name"] == "n4") listed = n["state"] == "up" && n["cores"] == 4;
+  CHECK(listed);
+
+  // The impostor is refused by the voters (logged with its address) and appears nowhere.
+  std::string host = m.listen[stranger].substr(0, m.listen[stranger].rfind(':'));
+  bool logged = false;
+  for (double end = now_ms() + 5000; now_ms() < end && !logged; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    logged = m.agents[lead]->log().find("mesh: refused " + host) != std::string::npos;
+  CHECK(logged);
+  CHECK(member_named(m.status(lead), "n5").is_null());
+  CHECK(m.status(stranger)["coordinator"] == "");
+
+  // (a), (b): a submit on the member is accepted; the job fits only there, runs and ends there.
+  const std::string ran = m.agents[mem]->dir + "/ran";
+  runs_on_member(m, mem, (lead + 1) % 3, ran);
+
+  // (c): SIGKILL to the coordinator; the member follows the new one and runs a new job.
+  std::uint64_t term = s["term"].get<std::uint64_t>();
+  m.agents[lead]->stop(SIGKILL);
+  std::vector<unsigned> up;
+  for (unsigned i = 0; i < 4; ++i)
+    if (i != lead) up.push_back(i);
+  int nl = m.agreed(up, term, 15000);
+  REQUIRE(nl >= 0);
+  CHECK(nl != l);
+  runs_on_member(m, mem, static_cast<unsigned>(nl), ran);
+}
