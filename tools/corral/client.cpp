@@ -515,4 +515,15 @@ AllocArgs parse_alloc(int argc, char** argv) {
   return a;
 }
 
+ConsoleArgs parse_console(int argc, char** argv) {
+  ConsoleArgs a;
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.add_option("--socket", a.socket)->type_name("PATH")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--interval", a.interval)->type_name("SECONDS")->check(CLI::Range(0.2, 3600.0));
+  a.help = parse_or_help(app, "console", cli_args(argc, argv));
+  if (a.socket.empty()) a.socket = default_socket();
+  return a;
+}
+
 }  // namespace corral::cli

@@ -102,6 +102,17 @@ struct ControlArgs {
 };
 ControlArgs parse_control(int argc, char** argv);
 
+// `corral console [--interval SECONDS]`: the refresh period (0.2 to 3600 s). Throws UsageError.
+struct ConsoleArgs {
+  double interval = 1;
+  std::string socket;
+  bool help = false;             // --help: nothing else is read
+};
+ConsoleArgs parse_console(int argc, char** argv);
+
+// The local time of day of epoch seconds t, HH:MM:SS (cmd_jobs.cpp).
+std::string clock_time(double t);
+
 // JSON text of a job / node status.
 std::string to_json(const proto::JobInfo& j);
 std::string to_json(const proto::NodeStatus& n);

@@ -93,15 +93,6 @@ std::string hms(std::int64_t s, bool zero_ok = false) {
   return b;
 }
 
-std::string clock_time(double t) {
-  if (t <= 0) return "-";
-  time_t tt = static_cast<time_t>(t);
-  tm lt{};
-  localtime_r(&tt, &lt);
-  char b[32];
-  std::strftime(b, sizeof b, "%H:%M:%S", &lt);
-  return b;
-}
 
 std::string cores_text(const std::vector<int>& v) {
   std::string s;
@@ -156,6 +147,16 @@ proto::JobInfo first_decision(const std::string& socket, std::uint64_t id) {
 }
 
 }  // namespace
+
+std::string clock_time(double t) {
+  if (t <= 0) return "-";
+  time_t tt = static_cast<time_t>(t);
+  tm lt{};
+  localtime_r(&tt, &lt);
+  char b[32];
+  std::strftime(b, sizeof b, "%H:%M:%S", &lt);
+  return b;
+}
 
 int cmd_submit(int argc, char** argv) {
   return guarded("submit", [&] {

@@ -34,6 +34,7 @@ constexpr Sub kSubs[] = {
     {"nodes", corral::cli::cmd_nodes, "every node: state, cores, memory, jobs: corral nodes [--json]"},
     {"acct", corral::cli::cmd_acct, "ended jobs and runs (sacct): corral acct [--user U] [--since T] [--json]"},
     {"alloc", corral::cli::cmd_alloc, "allocation calendar: corral alloc [set PROJECT WEEK SLOTS...] [--json]"},
+    {"console", corral::cli::cmd_console, "live terminal view of the mesh with operator keys: corral console"},
     {"keygen", corral::cli::cmd_keygen, "a node's CURVE key pair for the mesh: corral keygen [--out DIR]"},
     {"report", corral::cli::cmd_report, "weekly NCI charging per project: corral report [--week W] [--json]"},
     {"sim", corral::cli::cmd_sim, "replay an SWF trace: corral sim TRACE [--policy P]"},
