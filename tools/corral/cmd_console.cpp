@@ -1,7 +1,7 @@
 // corral console: a live terminal view of the mesh (ncurses) with keys for the operator
 // commands. Each key sends the command's own request, so corrald judges it as it judges the
 // command; its refusal is shown on the status line and the view goes on.
-#include <curses.h>
+#include "tools/corral/console_curses.hpp"
 #include <unistd.h>
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // the keys act on) so that it reads in plain text too.
 #include "tools/corral/console_draw.hpp"
 
-#include <curses.h>
+#include "tools/corral/console_curses.hpp"
 
 #include <algorithm>
 #include <cstdio>
