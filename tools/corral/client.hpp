@@ -110,7 +110,9 @@ struct ConsoleArgs {
 };
 ConsoleArgs parse_console(int argc, char** argv);
 
-// The local time of day of epoch seconds t, HH:MM:SS (cmd_jobs.cpp).
+// Epoch seconds t as local time in strftime's `format` ("-" for 0), and as the time of day
+// HH:MM:SS (cmd_jobs.cpp).
+std::string local_time(double t, const char* format);
 std::string clock_time(double t);
 
 // JSON text of a job / node status.

@@ -23,15 +23,7 @@ const char* const kAcctHelp =
     "  --since T  jobs that ended at most T ago (3600, 90s, 30m, 12h, 7d, 2w) or since the\n"
     "             start of an ISO week (2026-W48)\n";
 
-std::string date_time(double t) {
-  if (t <= 0) return "-";
-  time_t tt = static_cast<time_t>(t);
-  tm lt{};
-  localtime_r(&tt, &lt);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &lt);
-  return b;
-}
+std::string date_time(double t) { return local_time(t, "%Y-%m-%dT%H:%M:%S"); }
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;

@@ -148,15 +148,17 @@ proto::JobInfo first_decision(const std::string& socket, std::uint64_t id) {
 
 }  // namespace
 
-std::string clock_time(double t) {
+std::string local_time(double t, const char* format) {
   if (t <= 0) return "-";
   time_t tt = static_cast<time_t>(t);
   tm lt{};
   localtime_r(&tt, &lt);
-  char b[32];
-  std::strftime(b, sizeof b, "%H:%M:%S", &lt);
+  char b[64];
+  std::strftime(b, sizeof b, format, &lt);
   return b;
 }
+
+std::string clock_time(double t) { return local_time(t, "%H:%M:%S"); }
 
 int cmd_submit(int argc, char** argv) {
   return guarded("submit", [&] {
