@@ -274,13 +274,15 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   // journals written before `checkpoints` existed.
   ls.restart = rec.checkpoints > 0 || rec.work_done > 0;
   double t_launch = mono_now();
+  // Its start is when it was asked for: the launcher counts its walltime from there too, so a
+  // job killed at its walltime shows a run of its walltime, not a few ms less.
+  const double t = now();
   std::string err = launcher_->start(ls);
   if (trace_on()) log_line("trace: launcher.start " + std::to_string((mono_now() - t_launch) * 1000) + " ms");
   if (!err.empty()) {
     finish(rec, EndReason::LaunchFailed, -1, err);
     return;
   }
-  double t = now();
   rec.state = std::string(proto::state::kRunning);
   rec.start_time = t;
   if (rec.first_start < 0) rec.first_start = t;
