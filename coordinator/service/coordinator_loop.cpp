@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/planner/planner.hpp"
 #include "coordinator/service/spec_job.hpp"
 
 namespace corral::service {
@@ -11,6 +12,9 @@ namespace {
 constexpr std::uint64_t kTickMs = 50;
 constexpr std::uint64_t kResendMs = 500;      // a start not acknowledged: sent again
 constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long gets nothing
+// While jobs wait, a pass at least this often even when nothing changed (time-driven policy:
+// NCI's start window, the checkpoint policy's backfill windows), as a standalone node's cycle.
+constexpr std::uint64_t kIdlePassMs = 5000;
 
 Job to_job(const MeshJob& m) {
   Job j;
@@ -18,6 +22,8 @@ Job to_job(const MeshJob& m) {
   j.id = m.id;
   j.user = m.user;
   j.submit = static_cast<Time>(m.submit_time);
+  j.work_done = static_cast<Time>(m.work_done);
+  j.pba_preemptions = m.pba_preemptions;
   for (const MeshRun& r : m.runs) {
     if (j.first_start < 0) j.first_start = static_cast<Time>(r.start);
     if (r.end_reason == "preempted") ++j.requeues;
@@ -38,6 +44,8 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
   ready_ = false;
   proposing_.clear();
   unacked_.clear();
+  ordering_.clear();
+  unacked_orders_.clear();
   if (!leader) return;
   term_ = term;
   next_decision_ = 0;
@@ -46,8 +54,12 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
     ready_ = true;
     dirty_ = true;
     // Every committed start again, to the node it names: settled there, never elsewhere.
+    // Then each run's last order: a node that carried it out already just acknowledges.
     for (const auto& [id, j] : state_.data().jobs)
-      if (j.state == proto::state::kRunning || j.state == proto::state::kSuspended) push_start(id);
+      if (j.state == proto::state::kRunning || j.state == proto::state::kSuspended) {
+        push_start(id);
+        if (!j.runs.back().order.empty()) push_order(id);
+      }
   });
   if (!ticking_) {
     ticking_ = true;
@@ -64,6 +76,7 @@ void CoordinatorLoop::node(const NodeReport& r) {
 }
 
 void CoordinatorLoop::on_ack(const proto::jobs::StartAck& a) {
+  if (!a.order.empty()) return order_acked(a);
   auto it = unacked_.find(a.job);
   if (it == unacked_.end() || it->second.start.run != a.run) return;
   unacked_.erase(it);
@@ -77,8 +90,10 @@ void CoordinatorLoop::tick() {
   }
   if (ready_) {
     resend_unacked();
+    resend_orders(env_.now_ms());
     reconcile();
     if (c_.last_applied() != seen_applied_) dirty_ = true;
+    if (env_.now_ms() >= next_pass_) dirty_ = true;
     if (dirty_) pass();
   }
   env_.post(kTickMs, [this, alive = alive_] {
@@ -108,7 +123,7 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
   }
   for (const auto& [id, j] : state_.data().jobs) {
     if (j.state == proto::state::kPending) {
-      if (!proposing_.count(id) && j.hold.empty()) s.pending.push_back(to_job(j));
+      if (!proposing_.count(id) && j.hold.empty() && !blocked_.count(id)) s.pending.push_back(to_job(j));
       continue;
     }
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
@@ -116,9 +131,18 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
     RunningJob rj;
     rj.job = to_job(j);
     rj.start = static_cast<Time>(run.start);
-    rj.expected_end = rj.job.walltime > 0 ? rj.start + rj.job.walltime + sched_.planner.duration_offset : kForever;
-    rj.slots = rj.job.slots_min;
     rj.suspended = j.state == proto::state::kSuspended;
+    // Suspended time does not count against the walltime (as on a standalone node).
+    double sus = run.suspended_s + (rj.suspended && run.suspended_since > 0 ? now - run.suspended_since : 0);
+    rj.suspended_for = static_cast<Time>(std::max(0.0, sus));
+    rj.expected_end = rj.job.walltime > 0
+                          ? rj.start + rj.suspended_for + rj.job.walltime + sched_.planner.duration_offset
+                          : kForever;
+    rj.slots = rj.job.slots_min;
+    // The NCI resume window counts from this suspension; a user's suspension has none.
+    if (rj.suspended && !run.held && run.suspended_since > 0) rj.suspended_since = static_cast<Time>(run.suspended_since);
+    rj.backfilled = run.backfilled && run.stopping.empty();  // unless its checkpoint is being taken
+    rj.backfill_estimate = static_cast<Time>(run.backfill_estimate);
     if (!run.nodes.empty())
       if (auto it = index.find(run.nodes.front()); it != index.end())
         rj.placement.push_back(Placement{it->second, static_cast<std::uint32_t>(rj.slots), {}, 1});
@@ -131,15 +155,27 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
 void CoordinatorLoop::pass() {
   dirty_ = false;
   seen_applied_ = c_.last_applied();
-  bool waiting = false;
-  for (const auto& [id, j] : state_.data().jobs)
+  // A pass while any job waits, and while one is suspended (it may be resumed) or backfilled
+  // (it may be checkpointed) even with none waiting.
+  bool waiting = false, watched = false;
+  for (const auto& [id, j] : state_.data().jobs) {
     if (j.state == proto::state::kPending && !proposing_.count(id) && j.hold.empty()) waiting = true;
-  if (!waiting) return;
+    if (j.state == proto::state::kSuspended || (j.state == proto::state::kRunning && j.runs.back().backfilled))
+      watched = true;
+  }
+  next_pass_ = waiting ? env_.now_ms() + kIdlePassMs : ~std::uint64_t{0};
+  if (!waiting && !watched) return;
+  settle_dependencies();
   std::vector<std::string> names;
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
   follow_allocations();
   Plan plan = schedule(snap, sched_, ++passes_);
+  // Stops first: a start on cores a suspension frees reaches the node after it.
+  for (const Decision& d : plan.decisions)
+    if (d.action == Action::Suspend || d.action == Action::Resume || d.action == Action::Requeue ||
+        d.action == Action::Checkpoint)
+      order(d);
   for (const Decision& d : plan.decisions)
     if (d.action == Action::Start && d.placement.size() == 1) decide(d, names);
 }
@@ -154,6 +190,10 @@ void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& 
   e.decision = ++next_decision_;
   e.term = term_;
   e.time = env_.wall_s();
+  if (d.backfilled) {  // its window, kept: a later pass checkpoints it when the window ends
+    e.backfilled = true;
+    e.backfill_estimate = static_cast<double>(backfill_duration(to_job(*j), sched_.planner));
+  }
   proposing_.insert(d.job);
   c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, job = d.job](const Proposed& p) {
     if (!*alive) return;
@@ -179,6 +219,8 @@ void CoordinatorLoop::push_start(std::uint64_t job) {
   s.run = static_cast<std::int32_t>(j->runs.size());
   s.nodes = run.nodes;
   s.spec = proto::mesh::JobAccepted{j->spec, j->user, j->uid, j->gid, j->submit_time, ""};
+  s.work_done = j->work_done;
+  s.checkpoints = j->checkpoints;
   Unacked& u = unacked_[job];
   u.member = n == nodes_.end() ? 0 : n->second.member;
   u.start = std::move(s);
