@@ -38,8 +38,6 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
   auto bad = [](std::string msg) { return proto::ErrorRep{"invalid", std::move(msg)}; };
   // Every field as strictly as `corral submit` checks it, with the same limits and words.
   if (std::string why = proto::check_spec(s); !why.empty()) return bad(why);
-  if (mesh_ && !s.depend.empty())
-    return bad("-W depend / -hold_jid: dependencies are not supported in a mesh yet (only with --standalone)");
   const int node_cores = static_cast<int>(topo.cores.size());
   if (!s.pe.empty()) {
     // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
@@ -94,9 +92,10 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
     if (auto why = pba::check_flow_step(sched_.pba.plan, s.project, s.flow_step))
       return bad("-P " + proto::printable(s.project) + ":" + proto::printable(s.flow_step) + ": " + proto::printable(*why));
   }
-  // -W depend / -hold_jid: only jobs this node knows (an id mistyped would wait for ever).
+  // -W depend / -hold_jid: only jobs this node knows (an id mistyped would wait for ever). In a
+  // mesh the coordinator judges them: a job that depends on an unknown one ends at its next pass.
   for (const proto::Dependency& d : s.depend)
-    if (!store_->find(d.job))
+    if (!mesh_ && !store_->find(d.job))
       return bad("dependency " + d.type + ":" + std::to_string(d.job) + ": unknown job id " + std::to_string(d.job));
   return std::nullopt;
 }
@@ -250,12 +249,8 @@ proto::Message Daemon::on_control(const Peer& p, const proto::ControlReq& r) {
     msg = "resumed";
   } else {
     bool ck = act == "checkpoint";
-    std::string err = ck ? launcher_->checkpoint(rec->id) : launcher_->requeue(rec->id);
+    std::string err = stop_for_requeue(*rec, ck, (ck ? "checkpoint requested by " : "requeue requested by ") + who, false);
     if (!err.empty()) return proto::ErrorRep{"internal", "cannot " + act + " job " + id + ": " + err};
-    rec->requeue_requested = true;
-    rec->held = false;
-    rec->comment = (ck ? "checkpoint requested by " : "requeue requested by ") + who;
-    store_->put(*rec);
     poll_launcher();  // a requeue's end is usually there at once
     msg = rec->state == proto::state::kPending ? "requeued" : (ck ? "checkpointing" : "requeueing");
   }

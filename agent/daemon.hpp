@@ -166,9 +166,14 @@ class Daemon {
   // A mesh's late answer to the request `ticket` of the connection `fd`, if it still waits.
   void mesh_answer(int fd, std::uint64_t ticket, const proto::Message& m);
   void mesh_cancel(Client& c, const proto::CancelReq& r);
+  // `corral wait` on a mesh job (mesh_jobs.cpp): answered when the replicated state has its end.
+  void mesh_wait(Client& c, const proto::WaitReq& r);
+  void mesh_wait_ended(std::uint64_t job);
   void mesh_order(const proto::jobs::Message& m);
   void mesh_start(const proto::jobs::StartJob& s);
   void mesh_stop(const proto::jobs::CancelJob& s);
+  // The coordinator's suspend, resume, requeue or checkpoint of a run here (mesh_orders.cpp).
+  void mesh_control(const proto::jobs::JobOrder& o);
   void mesh_ended(const JobRecord& rec);
   // A run this node cannot go on with goes back to the mesh's queue (mesh_jobs.cpp).
   void mesh_give_back(JobRecord& r, const std::string& why);
@@ -192,6 +197,10 @@ class Daemon {
   void start_job(JobRecord& rec, const Decision& d);
   std::vector<int> start_cores(const JobRecord& rec, const Decision& d, int& want) const;
   std::string suspend_resume(JobRecord& rec, bool suspend, const std::string& reason);
+  // Asks the launcher to requeue or checkpoint a running job (its end then comes back as
+  // preempted or checkpointed, and requeue() puts it back); `pba`: PBA's requeue, counted toward
+  // its bound. Returns "" or the launcher's error.
+  std::string stop_for_requeue(JobRecord& rec, bool checkpoint, const std::string& reason, bool pba);
   void poll_launcher();
   void on_end(const node::JobEnd& e);
   void heartbeat();
@@ -326,6 +335,8 @@ class Daemon {
   std::unique_ptr<MeshLink> mesh_;
   std::uint64_t mesh_tickets_ = 0;    // requests handed to the mesh so far
   std::uint64_t mesh_term_ = 0;       // the newest coordinator term a start came from
+  // The newest order (decided term, decision) carried out for each job here: never an older one.
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mesh_orders_;
 };
 
 // The name of the user `uid` ("" when it has none).

@@ -5,24 +5,17 @@
 // leaving it waiting for ever. What is still unmet is journaled (JobRecord::waits_on), so a
 // restart keeps it.
 #include "agent/daemon.hpp"
+#include "proto/dependency.hpp"
 
 namespace corral::agent {
 namespace {
 
-enum class Verdict { Waiting, Met, Never };
+using Verdict = proto::DependVerdict;
 
 // Whether dependency `d` is met by job `dep` (nullptr: unknown); `why` says why it never can be.
 Verdict judge(const proto::Dependency& d, const JobRecord* dep, std::string& why) {
-  const std::string what = d.type + ":" + std::to_string(d.job);
-  if (!dep) {
-    why = what + " can never be met: job " + std::to_string(d.job) + " is unknown";
-    return Verdict::Never;
-  }
-  if (!dep->ended()) return Verdict::Waiting;
-  const bool ok = dep->end_reason == name(EndReason::Completed);
-  if (d.type == "afterany" || (d.type == "afterok") == ok) return Verdict::Met;
-  why = what + " can never be met: job " + std::to_string(d.job) + " ended " + dep->end_reason;
-  return Verdict::Never;
+  return proto::judge_dependency(d, dep != nullptr, dep && dep->ended(),
+                                 dep && dep->end_reason == name(EndReason::Completed), dep ? dep->end_reason : "", why);
 }
 
 }  // namespace

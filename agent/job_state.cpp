@@ -37,20 +37,24 @@ void Daemon::requeue(JobRecord& rec, const std::string& why, bool keep_work, int
   if (keep_work) rec.checkpoints += 1;
   close_suspension(rec, t);
   rec.held = false;
-  rec.state = std::string(proto::state::kPending);
-  rec.requeues += 1;
-  rec.cycles_pending = 0;  // pba.hpp: a requeue starts its pending cycles again (pba::on_requeue)
-  snap_stale_.push_back(rec.id);  // the kept snapshot may still hold its entry from before its start
   rec.cores.clear();
   rec.backfilled = false;
   rec.backfill_estimate = 0;
   rec.requeue_requested = false;
-  rec.comment = why;
-  store_->put(rec);
-  active_.erase(rec.id);
-  pending_.insert(rec.id);
-  dirty_ = true;
-  log_line("job " + std::to_string(rec.id) + " back to pending: " + why);
+  if (mesh_) {
+    mesh_give_back(rec, why);  // the mesh's queue has it again, with its work kept
+  } else {
+    rec.state = std::string(proto::state::kPending);
+    rec.requeues += 1;
+    rec.cycles_pending = 0;  // pba.hpp: a requeue starts its pending cycles again (pba::on_requeue)
+    snap_stale_.push_back(rec.id);  // the kept snapshot may still hold its entry from before its start
+    rec.comment = why;
+    store_->put(rec);
+    active_.erase(rec.id);
+    pending_.insert(rec.id);
+    dirty_ = true;
+    log_line("job " + std::to_string(rec.id) + " back to pending: " + why);
+  }
   proto::Event ev;
   ev.kind = "requeued";
   ev.job = rec.id;

@@ -351,8 +351,9 @@ void Daemon::handle(Client& c, const std::string& frame) {
       mesh_stat(c, *s);
     } else if (auto* x = std::get_if<proto::CancelReq>(&m); x && mesh_) {
       mesh_cancel(c, *x);
-    } else if (auto* ct = std::get_if<proto::ControlReq>(&m);
-               ct && mesh_ && (ct->action == "hold" || ct->action == "release" || ct->action == "qmove")) {
+    } else if (auto* w = std::get_if<proto::WaitReq>(&m); w && mesh_) {
+      mesh_wait(c, *w);
+    } else if (auto* ct = std::get_if<proto::ControlReq>(&m); ct && mesh_) {
       mesh_job_admin(c, *ct);
     } else if (auto* na = std::get_if<proto::NodeAdminReq>(&m)) {
       if (mesh_) mesh_node_admin(c, *na);

@@ -72,6 +72,8 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   } else if (j.state == proto::state::kPending) {
     i.comment = "accepted by the mesh";
   }
+  if (j.state == proto::state::kEnded && !j.end_message.empty()) i.comment = j.end_message;
+  i.depend = s.depend;
   if (j.state == proto::state::kPending && !j.hold.empty()) {
     i.wait_reason = proto::wait::kHeld;
     i.wait_detail = "held by " + j.hold_by + " (" + j.hold + " hold): it starts only after corral release " +
@@ -91,6 +93,7 @@ void Daemon::mesh_report_node() {
 void Daemon::mesh_order(const proto::jobs::Message& m) {
   if (auto* s = std::get_if<proto::jobs::StartJob>(&m)) mesh_start(*s);
   else if (auto* x = std::get_if<proto::jobs::CancelJob>(&m)) mesh_stop(*x);
+  else if (auto* o = std::get_if<proto::jobs::JobOrder>(&m)) mesh_control(*o);
 }
 
 // The coordinator's cancel of a run here: stopped as a standalone cancel stops it.
@@ -163,6 +166,8 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   rec.group = std::to_string(s.spec.gid);
   rec.submit_time = s.spec.submit_time;
   rec.requeues = s.run - 1;
+  rec.work_done = s.work_done;  // its checkpoints' work, wherever they were taken
+  rec.checkpoints = s.checkpoints;
   rec.state = std::string(proto::state::kPending);
   store_->put(rec);
   JobRecord& r = *store_->find(s.job);
@@ -199,7 +204,7 @@ void Daemon::mesh_give_back(JobRecord& r, const std::string& why) {
 
 void Daemon::mesh_requeue(const JobRecord& r) {
   std::string what = "job " + std::to_string(r.id) + " run " + std::to_string(r.requeues + 1);
-  mesh_->propose(proto::mesh::JobRequeued{r.id, r.requeues + 1, r.comment, now()},
+  mesh_->propose(proto::mesh::JobRequeued{r.id, r.requeues + 1, r.comment, now(), r.checkpoints, r.work_done},
                  [what](const SubmitResult& res) {
                    if (!res.ok) log_line("mesh: requeue of " + what + " not committed: " + res.message);
                  },
@@ -260,6 +265,37 @@ void Daemon::mesh_stat(Client& c, const proto::StatReq& r) {
     rep.jobs.reserve(jobs.size());
     for (const auto& j : jobs) rep.jobs.push_back(mesh_info(j));
     mesh_answer(fd, ticket, rep);
+  });
+}
+
+// Ends are watched from the first wait on: the watch is set before the job is looked at, so an end
+// applied after the look reaches mesh_wait_ended() after the client waits.
+void Daemon::mesh_wait(Client& c, const proto::WaitReq& r) {
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->watch_ends(true);
+  mesh_->jobs(r.id, [this, fd = c.fd, ticket, id = r.id](std::vector<service::MeshJob> jobs) {
+    if (jobs.empty()) return mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "unknown job id " + std::to_string(id)});
+    if (jobs.front().state == proto::state::kEnded) return mesh_answer(fd, ticket, proto::WaitRep{mesh_info(jobs.front())});
+    auto it = clients_.find(fd);
+    if (it == clients_.end() || it->second->mesh_ticket != ticket) return;
+    it->second->mesh_ticket = 0;
+    it->second->waiting = id;  // answered by mesh_wait_ended(), wherever the job runs
+  });
+}
+
+void Daemon::mesh_wait_ended(std::uint64_t job) {
+  bool waited = false;
+  for (const auto& [fd, c] : clients_) waited |= c->waiting == job;
+  if (!waited) return;
+  mesh_->jobs(job, [this, job](std::vector<service::MeshJob> jobs) {
+    if (jobs.empty()) return;
+    proto::JobInfo info = mesh_info(jobs.front());
+    for (auto& [fd, c] : clients_) {
+      if (c->waiting != job) continue;
+      send(*c, proto::WaitRep{info});
+      c->waiting = 0;
+      serve_buffered(*c);  // requests queued behind the wait
+    }
   });
 }
 

@@ -137,6 +137,11 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
       if (h->id > cfg_.voters.size()) m_->admit->heard(h->id, endpoint(h->address));
     }
   }, [this](std::string_view b) { on_jobs_message(b); });
+  m.fsm.observe([this](std::uint64_t, std::string_view, const service::Outcome& o) {
+    if (!o.ok || !o.job || !cfg_.on_ended || !watching_.load(std::memory_order_relaxed)) return;
+    const MeshJob* j = m_->fsm.state().job(o.job);
+    if (j && j->state == proto::state::kEnded) reply([fn = cfg_.on_ended, job = o.job] { fn(job); });
+  });
   m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
   if (is_voter(cfg_) && m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
     // A new voter: every voter writes the same first configuration. A member
@@ -229,7 +234,8 @@ void MeshLink::on_jobs_message(std::string_view bytes) {
       send_to(from, proto::jobs::encode(proto::jobs::ForwardAck{cfg_.name, m_->id, request, a.status, a.job,
                                                                 a.leader, a.message, a.code}));
     });
-  } else if (std::holds_alternative<proto::jobs::StartJob>(msg) || std::holds_alternative<proto::jobs::CancelJob>(msg)) {
+  } else if (std::holds_alternative<proto::jobs::StartJob>(msg) || std::holds_alternative<proto::jobs::CancelJob>(msg) ||
+             std::holds_alternative<proto::jobs::JobOrder>(msg)) {
     if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
   } else if (auto* k = std::get_if<proto::jobs::StartAck>(&msg); k && k->mesh == cfg_.name) {
     if (m.coordinator) m.coordinator->on_ack(*k);

@@ -40,6 +40,9 @@ struct MeshConfig {
   std::vector<Queue> queues;
   // What the coordinator orders this node (a StartJob, a CancelJob), on the daemon's thread.
   std::function<void(const proto::jobs::Message&)> on_order;
+  // A job ended in the replicated state this member applied (`corral wait`), on the daemon's
+  // thread; only while watch_ends(true).
+  std::function<void(std::uint64_t job)> on_ended;
 };
 
 class MeshLink {
@@ -71,6 +74,9 @@ class MeshLink {
   // replicated admin states and running jobs.
   void nodes(std::function<void(std::vector<proto::NodeLine>)> done);
 
+  // Whether on_ended is called (someone waits for a job).
+  void watch_ends(bool on) { watching_.store(on, std::memory_order_relaxed); }
+
   // This node as its hellos report it to the coordinator.
   void set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running);
   // A start's acknowledgement, to the coordinator that sent it (member `to`).
@@ -96,6 +102,7 @@ class MeshLink {
   MeshConfig cfg_;
   std::unique_ptr<Member> m_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> watching_{false};
   mutable std::mutex mu_;
   proto::MeshStatus status_;
   proto::link::Hello node_;          // this node's fields of the hello (under mu_)

@@ -1,4 +1,5 @@
-// Operator commands through the mesh, the daemon's side: hold, release and qmove of a job and
+// Operator commands through the mesh, the daemon's side: hold, release, qmove, suspend, resume,
+// requeue and checkpoint of a job and
 // drain and undrain of a node go to the coordinator with the user as this node's local socket
 // saw them; the coordinator decides with a standalone node's rules and answers once the change
 // is in the replicated log. `corral nodes` lists every node as this member sees the mesh.
@@ -25,9 +26,14 @@ void Daemon::mesh_job_admin(Client& c, const proto::ControlReq& r) {
   ask.job = r.id;
   ask.queue = r.queue;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  const std::string done_text = r.action == "hold" ? "held" : r.action == "release" ? "released" : "moved to queue " + r.queue;
-  mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, id = r.id, done_text](const SubmitResult& res) {
-    if (res.ok) mesh_answer(fd, ticket, proto::ControlRep{id, std::string(proto::state::kPending), done_text});
+  const std::string& a = r.action;
+  const bool waits = a == "hold" || a == "release" || a == "qmove";
+  const std::string done_text = a == "hold" ? "held" : a == "release" ? "released" : "moved to queue " + r.queue;
+  // suspend, resume, requeue and checkpoint: the coordinator says what it did; a requeued job
+  // runs until its node has stopped it.
+  const std::string state(a == "suspend" ? proto::state::kSuspended : waits ? proto::state::kPending : proto::state::kRunning);
+  mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, id = r.id, done_text, waits, state](const SubmitResult& res) {
+    if (res.ok) mesh_answer(fd, ticket, proto::ControlRep{id, state, waits ? done_text : res.message});
     else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
   });
 }

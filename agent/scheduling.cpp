@@ -330,6 +330,22 @@ void Daemon::cycle() {
 
 // ------------------------------------------------------ decisions in: apply --
 
+std::string Daemon::stop_for_requeue(JobRecord& rec, bool ck, const std::string& reason, bool pba) {
+  const std::string id = std::to_string(rec.id);
+  std::string err = ck ? launcher_->checkpoint(rec.id) : launcher_->requeue(rec.id);
+  if (!err.empty()) {
+    log_line("job " + id + ": " + (ck ? "checkpoint" : "requeue") + " failed: " + err);
+    return err;
+  }
+  rec.requeue_requested = true;
+  rec.held = false;
+  if (pba && !ck) rec.pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
+  rec.comment = reason;
+  store_->put(rec);
+  log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (reason.empty() ? "" : ": " + reason));
+  return "";
+}
+
 void Daemon::apply(const Plan& plan) {
   for (const auto& u : plan.updates) {
     if (JobRecord* r = store_->find(u.job); r && !r->ended()) {
@@ -377,17 +393,7 @@ void Daemon::apply(const Plan& plan) {
       case Action::Requeue:
       case Action::Checkpoint: {
         if (pending || rec->requeue_requested) break;  // stopping already
-        bool ck = d.action == Action::Checkpoint;
-        std::string err = ck ? launcher_->checkpoint(d.job) : launcher_->requeue(d.job);
-        if (!err.empty()) {
-          log_line("job " + id + ": " + (ck ? "checkpoint" : "requeue") + " failed: " + err);
-          break;
-        }
-        rec->requeue_requested = true;
-        if (d.pba_preemption && !ck) rec->pba_preemptions += 1;  // PBA's requeue bound (pba.hpp contract)
-        rec->comment = d.reason;
-        store_->put(*rec);
-        log_line("job " + id + (ck ? " checkpointing" : " requeueing") + (d.reason.empty() ? "" : ": " + d.reason));
+        stop_for_requeue(*rec, d.action == Action::Checkpoint, d.reason, d.pba_preemption);
         break;
       }
       case Action::Reject:

@@ -49,7 +49,11 @@ struct JobStarted {
   std::uint64_t decision = 0;
   std::uint64_t term = 0;
   double time = 0;
-  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time)
+  // Started as a backfilled job (checkpoint policy): the pass checkpoints it at the end of its
+  // window, `backfill_estimate` s after its start.
+  bool backfilled = false;
+  double backfill_estimate = 0;
+  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate)
 };
 
 // Run `run` of a job ended for good (completed, failed, walltime, mem, jobfs,
@@ -60,17 +64,22 @@ struct JobEnded {
   std::string reason;
   std::int32_t exit_code = -1;
   double time = 0;
-  MSGPACK_DEFINE_MAP(job, run, reason, exit_code, time)
+  std::string message{};         // why, in words (e.g. which dependency can never be met)
+  MSGPACK_DEFINE_MAP(job, run, reason, exit_code, time, message)
 };
 
 // Run `run` was stopped and the job waits again (requeue, checkpoint,
-// preemption): the run ends "preempted", the job is pending.
+// preemption): the run ends "preempted", the job is pending. A checkpointed
+// run keeps its work: `checkpoints` and `work_done` (seconds) are the job's
+// totals as its node counted them (never lowered).
 struct JobRequeued {
   std::uint64_t job = 0;
   std::int32_t run = 0;
   std::string reason;
   double time = 0;
-  MSGPACK_DEFINE_MAP(job, run, reason, time)
+  std::int32_t checkpoints = 0;
+  std::int64_t work_done = 0;
+  MSGPACK_DEFINE_MAP(job, run, reason, time, checkpoints, work_done)
 };
 
 // Run `run` frozen (suspended true) or thawed (false).
@@ -138,8 +147,29 @@ struct JobMoved {
   MSGPACK_DEFINE_MAP(job, queue, who)
 };
 
+// The coordinator ordered run `run` of a job suspended, resumed, requeued or
+// checkpointed (`action`, spelled in mesh::order), for its pass (a policy's
+// preemption) or for a user (`held`: a suspension only a user's resume ends).
+// A decision as a start is: (term, decision), refused from an older term or
+// when applied already. Suspend and resume change the job's state at once
+// (its node freezes or thaws it when the order reaches it); a requeue or
+// checkpoint marks the run as stopping: the job waits again only once its
+// node reports the run's end (JobRequeued), so it never runs on two nodes.
+struct JobOrdered {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string action;
+  std::string reason;
+  std::uint64_t decision = 0;
+  std::uint64_t term = 0;
+  double time = 0;
+  bool pba_preemption = false;   // a requeue of PBA's: counts toward its requeue bound
+  bool held = false;
+  MSGPACK_DEFINE_MAP(job, run, action, reason, decision, term, time, pba_preemption, held)
+};
+
 using Entry = std::variant<JobAccepted, JobStarted, JobEnded, JobRequeued, JobSuspended, NodeAdmin,
-                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved>;
+                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved, JobOrdered>;
 
 // Wire name of each alternative, in variant order.
 std::string_view kind_name(const Entry& e);
@@ -154,5 +184,13 @@ namespace admin {
 inline constexpr std::string_view kUp = "up";
 inline constexpr std::string_view kDrain = "drain";
 }  // namespace admin
+
+// JobOrdered's actions, spelled once.
+namespace order {
+inline constexpr std::string_view kSuspend = "suspend";
+inline constexpr std::string_view kResume = "resume";
+inline constexpr std::string_view kRequeue = "requeue";
+inline constexpr std::string_view kCheckpoint = "checkpoint";
+}  // namespace order
 
 }  // namespace corral::proto::mesh

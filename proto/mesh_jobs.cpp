@@ -5,7 +5,7 @@
 namespace corral::proto::jobs {
 namespace {
 
-constexpr KindNames<Message> kKinds = {"forward", "forward_ack", "start", "start_ack", "cancel"};
+constexpr KindNames<Message> kKinds = {"forward", "forward_ack", "start", "start_ack", "cancel", "order"};
 
 }  // namespace
 

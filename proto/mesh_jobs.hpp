@@ -90,7 +90,9 @@ struct StartJob {
   std::int32_t run = 0;
   std::vector<std::string> nodes;  // the first runs the script
   mesh::JobAccepted spec;        // the job as accepted (spec, user, uid, gid, submit_time)
-  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec)
+  std::int64_t work_done = 0;    // its work kept by earlier checkpoints (s)
+  std::int32_t checkpoints = 0;  // how many: a restart when any
+  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, work_done, checkpoints)
 };
 
 struct StartAck {
@@ -102,9 +104,13 @@ struct StartAck {
   std::int32_t run = 0;
   // "started" (also for a decision already applied), "refused" (an older
   // term), "failed" (the node could not start it: it asks for a requeue).
+  // The acknowledgement of a JobOrder: "done" (also when applied already or
+  // when the run is over), "refused" (an older term), "failed".
   std::string status;
   std::string message;
-  MSGPACK_DEFINE_MAP(mesh, from, term, decision, job, run, status, message)
+  std::string order{};           // the JobOrder's action; empty for a start
+  std::uint64_t decided_term = 0;  // the JobOrder's decision is (decided_term, decision)
+  MSGPACK_DEFINE_MAP(mesh, from, term, decision, job, run, status, message, order, decided_term)
 };
 
 // The coordinator's order to stop run `run` of `job` (a user cancelled it):
@@ -120,7 +126,28 @@ struct CancelJob {
   MSGPACK_DEFINE_MAP(mesh, from, term, job, run, who)
 };
 
-using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob>;
+// The coordinator's order to suspend, resume, requeue or checkpoint run `run`
+// of `job` (a committed JobOrdered, decision `decision` of term
+// `decided_term`), sent until the node acknowledges (StartAck with `order`
+// set); a new coordinator sends the last order of each run again. A node
+// refuses a `term` older than one it has seen and carries out each decision
+// at most once, and none older than one it carried out for that job.
+struct JobOrder {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t term = 0;
+  std::uint64_t decided_term = 0;
+  std::uint64_t decision = 0;
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string action;            // mesh::order
+  std::string reason;
+  bool pba_preemption = false;
+  bool held = false;             // a user's suspension: the pass never resumes it
+  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, action, reason, pba_preemption, held)
+};
+
+using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "coordinator/planner/planner.hpp"
 #include "coordinator/service/spec_job.hpp"
 
 namespace corral::service {
@@ -13,6 +14,9 @@ namespace {
 constexpr std::uint64_t kTickMs = 50;
 constexpr std::uint64_t kResendMs = 500;      // a start not acknowledged: sent again
 constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long gets nothing
+// While jobs wait, a pass at least this often even when nothing changed (time-driven policy:
+// NCI's start window, the checkpoint policy's backfill windows), as a standalone node's cycle.
+constexpr std::uint64_t kIdlePassMs = 5000;
 
 double thread_cpu_ms() {
   timespec t{};
@@ -26,6 +30,8 @@ Job to_job(const MeshJob& m) {
   j.id = m.id;
   j.user = m.user;
   j.submit = static_cast<Time>(m.submit_time);
+  j.work_done = static_cast<Time>(m.work_done);
+  j.pba_preemptions = m.pba_preemptions;
   for (const MeshRun& r : m.runs) {
     if (j.first_start < 0) j.first_start = static_cast<Time>(r.start);
     if (r.end_reason == "preempted") ++j.requeues;
@@ -46,6 +52,8 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
   ready_ = false;
   proposing_.clear();
   unacked_.clear();
+  ordering_.clear();
+  unacked_orders_.clear();
   if (!leader) return;
   term_ = term;
   next_decision_ = 0;
@@ -54,9 +62,12 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
     ready_ = true;
     dirty_ = true;
     // Every committed start again, to the node it names: settled there, never elsewhere.
+    // Then each run's last order: a node that carried it out already just acknowledges.
     for (std::uint64_t id : state_.live())
-      if (const MeshJob& j = *state_.job(id); j.state == proto::state::kRunning || j.state == proto::state::kSuspended)
+      if (const MeshJob& j = *state_.job(id); j.state == proto::state::kRunning || j.state == proto::state::kSuspended) {
         push_start(id);
+        if (!j.runs.back().order.empty()) push_order(id);
+      }
   });
   if (!ticking_) {
     ticking_ = true;
@@ -73,6 +84,7 @@ void CoordinatorLoop::node(const NodeReport& r) {
 }
 
 void CoordinatorLoop::on_ack(const proto::jobs::StartAck& a) {
+  if (!a.order.empty()) return order_acked(a);
   auto it = unacked_.find(a.job);
   if (it == unacked_.end() || it->second.start.run != a.run) return;
   unacked_.erase(it);
@@ -86,8 +98,10 @@ void CoordinatorLoop::tick() {
   }
   if (ready_) {
     resend_unacked();
+    resend_orders(env_.now_ms());
     reconcile();
     if (c_.last_applied() != seen_applied_) dirty_ = true;
+    if (env_.now_ms() >= next_pass_) dirty_ = true;
     if (dirty_) pass();
   }
   env_.post(kTickMs, [this, alive = alive_] {
@@ -118,7 +132,7 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
   for (std::uint64_t id : state_.live()) {
     const MeshJob& j = *state_.job(id);
     if (j.state == proto::state::kPending) {
-      if (!proposing_.count(id) && j.hold.empty()) s.pending.push_back(to_job(j));
+      if (!proposing_.count(id) && j.hold.empty() && !blocked_.count(id)) s.pending.push_back(to_job(j));
       continue;
     }
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
@@ -126,9 +140,18 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
     RunningJob rj;
     rj.job = to_job(j);
     rj.start = static_cast<Time>(run.start);
-    rj.expected_end = rj.job.walltime > 0 ? rj.start + rj.job.walltime + sched_.planner.duration_offset : kForever;
-    rj.slots = rj.job.slots_min;
     rj.suspended = j.state == proto::state::kSuspended;
+    // Suspended time does not count against the walltime (as on a standalone node).
+    double sus = run.suspended_s + (rj.suspended && run.suspended_since > 0 ? now - run.suspended_since : 0);
+    rj.suspended_for = static_cast<Time>(std::max(0.0, sus));
+    rj.expected_end = rj.job.walltime > 0
+                          ? rj.start + rj.suspended_for + rj.job.walltime + sched_.planner.duration_offset
+                          : kForever;
+    rj.slots = rj.job.slots_min;
+    // The NCI resume window counts from this suspension; a user's suspension has none.
+    if (rj.suspended && !run.held && run.suspended_since > 0) rj.suspended_since = static_cast<Time>(run.suspended_since);
+    rj.backfilled = run.backfilled && run.stopping.empty();  // unless its checkpoint is being taken
+    rj.backfill_estimate = static_cast<Time>(run.backfill_estimate);
     if (!run.nodes.empty())
       if (auto it = index.find(run.nodes.front()); it != index.end())
         rj.placement.push_back(Placement{it->second, static_cast<std::uint32_t>(rj.slots), {}, 1});
@@ -141,20 +164,31 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
 void CoordinatorLoop::pass() {
   dirty_ = false;
   seen_applied_ = c_.last_applied();
-  bool waiting = false;
-  for (std::uint64_t id : state_.live())
-    if (const MeshJob& j = *state_.job(id); j.state == proto::state::kPending && !proposing_.count(id) && j.hold.empty()) {
-      waiting = true;
-      break;
-    }
-  if (!waiting) return;
+  // A pass while any job waits, and while one is suspended (it may be resumed) or backfilled
+  // (it may be checkpointed) even with none waiting.
+  bool waiting = false, watched = false;
+  for (std::uint64_t id : state_.live()) {
+    const MeshJob& j = *state_.job(id);
+    if (j.state == proto::state::kPending && !proposing_.count(id) && j.hold.empty()) waiting = true;
+    if (j.state == proto::state::kSuspended || (j.state == proto::state::kRunning && j.runs.back().backfilled))
+      watched = true;
+    if (waiting && watched) break;
+  }
+  next_pass_ = waiting ? env_.now_ms() + kIdlePassMs : ~std::uint64_t{0};
+  if (!waiting && !watched) return;
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = thread_cpu_ms();
+  settle_dependencies();
   std::vector<std::string> names;
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
   follow_allocations();
   schedule(snap, kNoHints, sched_, ++passes_, planner_, plan_);
+  // Stops first: a start on cores a suspension frees reaches the node after it.
+  for (const Decision& d : plan_.decisions)
+    if (d.action == Action::Suspend || d.action == Action::Resume || d.action == Action::Requeue ||
+        d.action == Action::Checkpoint)
+      order(d);
   std::size_t starts = 0;
   for (const Decision& d : plan_.decisions)
     if (d.action == Action::Start && d.placement.size() == 1) {
@@ -176,6 +210,10 @@ void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& 
   e.decision = ++next_decision_;
   e.term = term_;
   e.time = env_.wall_s();
+  if (d.backfilled) {  // its window, kept: a later pass checkpoints it when the window ends
+    e.backfilled = true;
+    e.backfill_estimate = static_cast<double>(backfill_duration(to_job(*j), sched_.planner));
+  }
   proposing_.insert(d.job);
   c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, job = d.job](const Proposed& p) {
     if (!*alive) return;
@@ -201,6 +239,8 @@ void CoordinatorLoop::push_start(std::uint64_t job) {
   s.run = static_cast<std::int32_t>(j->runs.size());
   s.nodes = run.nodes;
   s.spec = proto::mesh::JobAccepted{j->spec, j->user, j->uid, j->gid, j->submit_time, ""};
+  s.work_done = j->work_done;
+  s.checkpoints = j->checkpoints;
   Unacked& u = unacked_[job];
   u.member = n == nodes_.end() ? 0 : n->second.member;
   u.start = std::move(s);

@@ -10,8 +10,10 @@
 // start. Once committed, the decision is pushed to the node it names and
 // pushed again until the node acknowledges.
 //
-// Only starts are decided in a mesh today: the plan's reservations are kept
-// by the planner, its preemptions, demotions and rejections are not applied.
+// The pass's suspensions, resumptions, requeues and checkpoints (NCI, PBA,
+// checkpoint backfilling) are orders (job_orders.cpp): one JobOrdered entry
+// each, pushed once committed to the run's node until it acknowledges. Its
+// demotions and rejections are not applied in a mesh yet.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +73,9 @@ class CoordinatorLoop {
   // it proposed.
   using PassWatch = std::function<void(double ms, double cpu_ms, std::size_t pending, std::size_t starts)>;
   void watch_passes(PassWatch w) { watch_ = std::move(w); }
+  // A user's suspend, resume, requeue or checkpoint (job_orders.cpp), with a standalone node's
+  // rules: suspend and resume root or an operator; requeue and checkpoint also the owner.
+  void control(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
 
  private:
   void tick();
@@ -78,6 +83,15 @@ class CoordinatorLoop {
   Snapshot build(Time now, std::vector<std::string>& names) const;
   void decide(const Decision& d, const std::vector<std::string>& names);
   void push_start(std::uint64_t job);
+  // job_orders.cpp: a Suspend, Resume, Requeue or Checkpoint of the pass, committed then pushed.
+  void order(const Decision& d);
+  void propose_order(proto::mesh::JobOrdered e, const JobDesk::Done& done);
+  void push_order(std::uint64_t job);
+  // job_dependencies.cpp: the pending jobs whose dependencies are unmet, into blocked_; those
+  // whose dependencies can never be met ended.
+  void settle_dependencies();
+  void resend_orders(std::uint64_t now);
+  void order_acked(const proto::jobs::StartAck& a);
   void resend_unacked();
   void reconcile();
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
@@ -114,6 +128,15 @@ class CoordinatorLoop {
     std::uint64_t sent_ms = 0;
   };
   std::map<std::uint64_t, Unacked> unacked_;   // by job
+  std::set<std::uint64_t> ordering_;           // jobs whose order is being committed
+  std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)
+  struct UnackedOrder {
+    std::uint64_t member = 0;
+    proto::jobs::JobOrder order;
+    std::uint64_t sent_ms = 0;
+  };
+  std::map<std::uint64_t, UnackedOrder> unacked_orders_;  // by job
+  std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -76,12 +76,7 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
   auto it = d_.jobs.find(e.job);
   if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
   MeshJob& j = it->second;
-  if (e.term < d_.term)
-    return refused(e.job, "decision of term " + std::to_string(e.term) +
-                              " is older than the current term " + std::to_string(d_.term));
-  if (e.term == d_.term && d_.decisions.count(e.decision))
-    return refused(e.job, "decision " + std::to_string(e.decision) + " of term " +
-                              std::to_string(e.term) + " already applied");
+  if (std::string why = stale(e.term, e.decision); !why.empty()) return refused(e.job, why);
   if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
   if (e.run != static_cast<std::int32_t>(j.runs.size()) + 1)
     return refused(e.job, "run " + std::to_string(e.run) + " is not the next run (" +
@@ -92,16 +87,14 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
     if (nit != d_.nodes.end() && nit->second.state == kDrain)
       return refused(e.job, "node " + n + " is drained");
   }
-  if (e.term > d_.term) {
-    d_.term = e.term;
-    d_.decisions.clear();
-  }
-  d_.decisions.insert(e.decision);
+  take(e.term, e.decision);
   MeshRun r;
   r.nodes = e.nodes;
   r.term = e.term;
   r.decision = e.decision;
   r.start = e.time;
+  r.backfilled = e.backfilled;
+  r.backfill_estimate = e.backfill_estimate;
   j.runs.push_back(std::move(r));
   j.state = std::string(st::kRunning);
   return done(e.job);
@@ -127,6 +120,7 @@ Outcome MeshState::on(const proto::mesh::JobEnded& e) {
   j.end_reason = e.reason;
   j.exit_code = e.exit_code;
   j.end_time = e.time;
+  j.end_message = e.message;
   return done(e.job);
 }
 
@@ -139,7 +133,64 @@ Outcome MeshState::on(const proto::mesh::JobRequeued& e) {
   MeshRun& r = j.runs.back();
   r.end = e.time;
   r.end_reason = "preempted";
+  r.stopping.clear();
+  if (r.suspended_since > 0 && e.time > r.suspended_since) r.suspended_s += e.time - r.suspended_since;
+  r.suspended_since = 0;
+  j.checkpoints = std::max(j.checkpoints, e.checkpoints);
+  j.work_done = std::max(j.work_done, e.work_done);
   j.state = std::string(st::kPending);
+  return done(e.job);
+}
+
+std::string MeshState::stale(std::uint64_t term, std::uint64_t decision) const {
+  if (term < d_.term)
+    return "decision of term " + std::to_string(term) + " is older than the current term " + std::to_string(d_.term);
+  if (term == d_.term && d_.decisions.count(decision))
+    return "decision " + std::to_string(decision) + " of term " + std::to_string(term) + " already applied";
+  return {};
+}
+
+void MeshState::take(std::uint64_t term, std::uint64_t decision) {
+  if (term > d_.term) {
+    d_.term = term;
+    d_.decisions.clear();
+  }
+  d_.decisions.insert(decision);
+}
+
+Outcome MeshState::on(const proto::mesh::JobOrdered& e) {
+  namespace order = proto::mesh::order;
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  if (std::string why = stale(e.term, e.decision); !why.empty()) return refused(e.job, why);
+  if (std::string why = not_current_run(j, e.run); !why.empty()) return refused(e.job, why);
+  MeshRun& r = j.runs.back();
+  if (!r.stopping.empty()) return refused(e.job, job_name(e.job) + " is being stopped already (" + r.stopping + ")");
+  const bool sus = e.action == order::kSuspend, res = e.action == order::kResume;
+  if (!sus && !res && e.action != order::kRequeue && e.action != order::kCheckpoint)
+    return refused(e.job, "order '" + e.action + "' is not suspend, resume, requeue or checkpoint");
+  if ((sus && j.state != st::kRunning) || (res && j.state != st::kSuspended))
+    return refused(e.job, "cannot " + e.action + " " + job_name(e.job) + ": it is " + j.state);
+  take(e.term, e.decision);
+  if (sus) {
+    r.suspended_since = e.time;
+    r.held = e.held;
+    j.state = std::string(st::kSuspended);
+  } else if (res) {
+    if (e.time > r.suspended_since) r.suspended_s += e.time - r.suspended_since;
+    r.suspended_since = 0;
+    r.held = false;
+    j.state = std::string(st::kRunning);
+  } else {
+    r.stopping = e.action;
+    if (e.pba_preemption && e.action == order::kRequeue) j.pba_preemptions += 1;
+  }
+  r.order = e.action;
+  r.order_reason = e.reason;
+  r.order_term = e.term;
+  r.order_decision = e.decision;
+  r.order_pba = e.pba_preemption;
   return done(e.job);
 }
 

@@ -30,7 +30,21 @@ struct MeshRun {
   double end = 0;                  // 0: still running
   std::string end_reason;          // empty while running; "preempted" when requeued
   std::int32_t exit_code = -1;
-  MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code)
+  bool backfilled = false;         // started backfilled (checkpoint policy)
+  double backfill_estimate = 0;    // its window (s from its start)
+  double suspended_since = 0;      // while suspended: since when
+  double suspended_s = 0;          // suspended time before that
+  bool held = false;               // suspended by a user: only a user's resume thaws it
+  std::string stopping;            // order::kRequeue or kCheckpoint once ordered; "" else
+  // Its last order (JobOrdered), sent again to its node by a new coordinator.
+  std::string order;
+  std::string order_reason;
+  std::uint64_t order_term = 0;
+  std::uint64_t order_decision = 0;
+  bool order_pba = false;
+  MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
+                     suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
+                     order_decision, order_pba)
 };
 
 struct MeshJob {
@@ -47,8 +61,12 @@ struct MeshJob {
   std::string hold;                // proto::hold (user, operator) while held; "" not held
   std::string hold_by;             // who held it
   double end_time = 0;             // when it ended (the JobEnded entry's time)
+  std::string end_message;         // the JobEnded entry's words
+  std::int64_t work_done = 0;      // work kept by its checkpoints (s)
+  std::int32_t checkpoints = 0;
+  std::int32_t pba_preemptions = 0;  // PBA's requeues of it (its requeue bound)
   MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
-                     hold_by, end_time)
+                     hold_by, end_time, work_done, checkpoints, pba_preemptions, end_message)
 };
 
 struct MeshNode {
@@ -118,6 +136,10 @@ class MeshState {
   Outcome on(const proto::mesh::AllocationSet& e);
   Outcome on(const proto::mesh::JobHeld& e);
   Outcome on(const proto::mesh::JobMoved& e);
+  Outcome on(const proto::mesh::JobOrdered& e);
+  // Why a decision (term, decision) is refused (empty: it is not), and taking it.
+  std::string stale(std::uint64_t term, std::uint64_t decision) const;
+  void take(std::uint64_t term, std::uint64_t decision);
   // Keeps `live_` in step with job `id` after an entry concerned it.
   void track(std::uint64_t id);
 

@@ -137,6 +137,46 @@ TEST_CASE("a job starts once per run, from a current decision", "[mesh_state]") 
   CHECK(st.data().term == 3);
 }
 
+TEST_CASE("orders: suspend, resume, requeue and checkpoint are decisions of the current run", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  REQUIRE(st.apply(started(id, 1, 2, 1)).ok);
+  auto ordered = [&](const char* action, std::uint64_t term, std::uint64_t decision, double t, bool held = false) {
+    return st.apply(mesh::JobOrdered{id, 1, action, "why", decision, term, t, false, held});
+  };
+  CHECK(ordered("suspend", 1, 9, 210).reason == "decision of term 1 is older than the current term 2");
+  CHECK(ordered("suspend", 2, 1, 210).reason == "decision 1 of term 2 already applied");
+  CHECK(ordered("resume", 2, 2, 210).reason == "cannot resume job 1: it is running");
+  CHECK(ordered("kill", 2, 2, 210).reason == "order 'kill' is not suspend, resume, requeue or checkpoint");
+  REQUIRE(ordered("suspend", 2, 2, 210).ok);
+  CHECK(st.job(id)->state == "suspended");
+  CHECK(st.job(id)->runs.back().suspended_since == 210);
+  CHECK(st.job(id)->runs.back().order_decision == 2);
+  REQUIRE(ordered("resume", 2, 3, 230).ok);
+  CHECK(st.job(id)->state == "running");
+  CHECK(st.job(id)->runs.back().suspended_s == 20);
+  // A checkpoint leaves it running (its node stops it); the node's requeue then keeps its work.
+  REQUIRE(ordered("checkpoint", 2, 4, 240).ok);
+  CHECK(st.job(id)->state == "running");
+  CHECK(st.job(id)->runs.back().stopping == "checkpoint");
+  CHECK(ordered("suspend", 2, 5, 241).reason == "job 1 is being stopped already (checkpoint)");
+  REQUIRE(st.apply(mesh::JobRequeued{id, 1, "checkpointed", 250, 1, 40}).ok);
+  CHECK(st.job(id)->state == "pending");
+  CHECK(st.job(id)->work_done == 40);
+  CHECK(st.job(id)->checkpoints == 1);
+  CHECK(st.job(id)->runs.back().stopping.empty());
+  CHECK(ordered("resume", 2, 6, 260).reason == "job 1 is pending, not running");
+  // A PBA requeue counts toward its bound.
+  REQUIRE(st.apply(started(id, 2, 2, 7)).ok);
+  REQUIRE(st.apply(mesh::JobOrdered{id, 2, "requeue", "pba", 8, 2, 270, true, false}).ok);
+  CHECK(st.job(id)->pba_preemptions == 1);
+  // The snapshot keeps all of it.
+  MeshState back;
+  back.restore(st.snapshot());
+  CHECK(back.job(id)->runs.back().stopping == "requeue");
+  CHECK(back.job(id)->work_done == 40);
+}
+
 TEST_CASE("runs end, requeue, suspend and resume only as the current run", "[mesh_state]") {
   MeshState st;
   std::uint64_t id = st.apply(accepted()).job;

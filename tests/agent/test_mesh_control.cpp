@@ -1,0 +1,191 @@
+// Job control through the mesh, end to end on three corrald: the coordinator's own preemption
+// decisions (an NCI express job suspends a normal one on its node, which resumes when it ends)
+// and users' suspend, resume and requeue from any node, with a standalone node's permissions.
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+#include "mesh_cluster.hpp"
+
+using namespace harness;
+using Json = nlohmann::json;
+using namespace mesh_cluster;
+
+namespace {
+
+constexpr int kNobody = 65534, kOther = 65533;
+
+Json job_of(const Mesh& m, unsigned i, std::uint64_t id) {
+  Result r = m.agents[i]->cli({"stat", std::to_string(id), "--json"});
+  return r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json();
+}
+
+// Waits until member i shows job `id` in `state`; the last view.
+Json wait_mesh_state(const Mesh& m, unsigned i, std::uint64_t id, const std::string& state, int ms = 10000) {
+  Json j;
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    j = job_of(m, i, id);
+    if (j.is_object() && j["state"] == state) break;
+  }
+  return j;
+}
+
+std::uint64_t submit_ok(const Agent& a, std::vector<std::string> args, int uid = -1) {
+  Result r = a.submit(std::move(args), uid);
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  return std::stoull(r.out);
+}
+
+// A job that writes its pid to work/TAG.pid (in the submitting agent's work directory) and sleeps.
+std::string pid_then_sleep(const std::string& tag, int s) {
+  return "echo $$ > " + tag + ".pid; sleep " + std::to_string(s);
+}
+
+}  // namespace
+
+TEST_CASE("mesh control: the coordinator's NCI pass suspends a normal job on its node and resumes it",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
+  Mesh m(3);
+  for (auto& a : m.agents)
+    a->extra.insert(a->extra.end(), {"--set", "nci=yes", "--set", "nci_require=walltime", "--set",
+                                     "queues=normal:1,express:2", "--set", "poll_interval=0.2"});
+  REQUIRE(m.elect() >= 0);
+  // Three normal jobs fill the three nodes' 2 cores each.
+  std::vector<std::uint64_t> normal;
+  for (unsigned k = 0; k < 3; ++k)
+    normal.push_back(submit_ok(*m.agents[0], {"-N", "n" + std::to_string(k), "-l", "ncpus=2,walltime=600",
+                                              "--wrap", pid_then_sleep("n" + std::to_string(k), 300)}));
+  for (auto id : normal) REQUIRE(wait_mesh_state(m, 1, id, "running")["state"] == "running");
+  // An express job: NCI's priority-run suspends one of them for it.
+  std::uint64_t ex = submit_ok(*m.agents[1], {"-q", "express", "-l", "ncpus=2,walltime=60", "--wrap", "sleep 3"});
+  Json e = wait_mesh_state(m, 2, ex, "running");
+  INFO(e.dump() << m.agents[0]->log());
+  REQUIRE(e["state"] == "running");
+  std::uint64_t victim = 0;
+  for (std::size_t k = 0; k < normal.size(); ++k) {
+    Json j = job_of(m, 2, normal[k]);
+    if (j["state"] == "suspended") victim = k + 1;
+  }
+  REQUIRE(victim != 0);
+  const std::string tag = "n" + std::to_string(victim - 1);
+  const std::string pid = trim(wait_file(m.agents[0]->dir + "/work/" + tag + ".pid"));
+  // Frozen on its node by the order (the state is replicated before the node acts on it).
+  std::string fz;
+  for (double end = now_ms() + 5000; now_ms() < end && fz != "FROZEN"; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    fz = freezer_state(pid);
+  CHECK(fz == "FROZEN");
+  // The express job ends: the pass resumes the suspended one, thawed on its node.
+  CHECK(wait_mesh_state(m, 0, ex, "ended", 15000)["end_reason"] == "completed");
+  CHECK(wait_mesh_state(m, 0, normal[victim - 1], "running")["state"] == "running");
+  for (double end = now_ms() + 5000; now_ms() < end && fz != "THAWED"; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    fz = freezer_state(pid);
+  CHECK(fz == "THAWED");
+  for (auto id : normal) m.agents[0]->cli({"cancel", std::to_string(id)});
+}
+
+TEST_CASE("mesh control: suspend, resume and requeue from any node, with a standalone node's permissions",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
+  Mesh m(3);
+  int l = m.elect();
+  REQUIRE(l >= 0);
+  const unsigned follower = (static_cast<unsigned>(l) + 1) % 3;
+  std::uint64_t id = submit_ok(*m.agents[0], {"-l", "ncpus=1,walltime=600", "--wrap", pid_then_sleep("mine", 300)}, kNobody);
+  REQUIRE(wait_mesh_state(m, follower, id, "running")["state"] == "running");
+  const std::string sid = std::to_string(id);
+  const std::string pid = trim(wait_file(m.agents[0]->dir + "/work/mine.pid"));
+
+  // Another user, through a follower: neither suspend nor requeue.
+  Result no = m.agents[follower]->cli({"suspend", sid}, kOther);
+  CHECK(no.rc != 0);
+  CHECK(no.err.find("only root or an operator may suspend") != std::string::npos);
+  Result noq = m.agents[follower]->cli({"requeue", sid}, kOther);
+  CHECK(noq.rc != 0);
+  CHECK(noq.err.find("belongs to nobody") != std::string::npos);
+  // Its owner may not suspend either; root may, from any node.
+  CHECK(m.agents[follower]->cli({"suspend", sid}, kNobody).rc != 0);
+  Result sus = m.agents[follower]->cli({"suspend", sid});
+  INFO(sus.out << sus.err);
+  CHECK(sus.rc == 0);
+  CHECK(sus.out == sid + " suspended\n");
+  CHECK(job_of(m, 0, id)["state"] == "suspended");
+  std::string fz;
+  for (double end = now_ms() + 5000; now_ms() < end && fz != "FROZEN"; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    fz = freezer_state(pid);
+  CHECK(fz == "FROZEN");
+  Result res = m.agents[(follower + 1) % 3]->cli({"resume", sid});
+  CHECK(res.rc == 0);
+  for (double end = now_ms() + 5000; now_ms() < end && fz != "THAWED"; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    fz = freezer_state(pid);
+  CHECK(fz == "THAWED");
+
+  // Its owner requeues it through another node: the run ends preempted, and it runs again.
+  Result rq = m.agents[2]->cli({"requeue", sid}, kNobody);
+  INFO(rq.err);
+  CHECK(rq.rc == 0);
+  Json j;
+  for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    j = job_of(m, 1, id);
+    if (j.is_object() && j["runs"].size() == 2 && j["state"] == "running") break;
+  }
+  INFO(j.dump());
+  REQUIRE(j["runs"].size() == 2);
+  CHECK(j["runs"][0]["end_reason"] == "preempted");
+  CHECK(j["state"] == "running");
+  CHECK(m.agents[0]->cli({"cancel", sid}).rc == 0);
+}
+
+TEST_CASE("mesh control: a dependent job starts only after its parent ended on another node; wait anywhere",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  REQUIRE(m.elect() >= 0);
+  const std::string go = m.agents[0]->dir + "/work/go";
+  std::uint64_t parent = submit_ok(*m.agents[0], {"-l", "walltime=60", "--wrap", "while [ ! -e " + go + " ]; do sleep 0.05; done"}, kNobody);
+  const std::string pid = std::to_string(parent);
+  std::uint64_t child = submit_ok(*m.agents[1], {"-W", "depend=afterok:" + pid, "-l", "walltime=60", "--wrap", "true"}, kNobody);
+  std::uint64_t never = submit_ok(*m.agents[2], {"-W", "depend=afternotok:" + pid, "--wrap", "true"}, kNobody);
+  std::uint64_t unknown = submit_ok(*m.agents[2], {"-hold_jid", "999", "--wrap", "true"}, kNobody);
+  Json p = wait_mesh_state(m, 1, parent, "running");
+  REQUIRE(p["state"] == "running");
+  // The parent's node, and another one to wait on.
+  const std::string on = p["runs"].back()["comment"].get<std::string>();  // "on nK"
+  unsigned other = 0;
+  while (on == "on " + m.names[other]) ++other;
+
+  Json u = wait_mesh_state(m, 0, unknown, "ended");
+  CHECK(u["end_reason"] == "dependency_never_met");
+  CHECK(u["comment"] == "afterany:999 can never be met: job 999 is unknown");  // -hold_jid: afterany
+  Json c = job_of(m, 0, child);
+  CHECK(c["state"] == "pending");  // its parent runs
+  CHECK(c["runs"].empty());
+
+  // corral wait on a node the parent does not run on: answered when it ends there.
+  const Agent& a = *m.agents[other];
+  auto w = std::async(std::launch::async, [&a, pid] {
+    return run({"/usr/bin/timeout", "20", a.corral(), "wait", pid, "--socket", a.socket}, -1, a.dir + "/work");
+  });
+  std::ofstream(go) << "go\n";
+  Result wr = w.get();
+  INFO(wr.out << wr.err);
+  CHECK(wr.rc == 0);
+  p = job_of(m, other, parent);
+  CHECK(p["end_reason"] == "completed");
+  c = wait_mesh_state(m, 2, child, "ended");
+  CHECK(c["end_reason"] == "completed");
+  REQUIRE(c["runs"].size() == 1);
+  CHECK(c["runs"][0]["start"].get<double>() >= p["end_time"].get<double>());
+  Json n = wait_mesh_state(m, 1, never, "ended");
+  CHECK(n["end_reason"] == "dependency_never_met");
+  CHECK(n["comment"] == "afternotok:" + pid + " can never be met: job " + pid + " ended completed");
+}
