@@ -46,6 +46,7 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 }  // namespace
 
 std::string task_path(const std::string& path, std::int64_t index) {
+  if (path == "/dev/null") return path;
   std::string out = path;
   const std::string i = std::to_string(index);
   replace_all(out, "^array_index^", i);
@@ -149,7 +150,7 @@ void Daemon::array_task_ended(const JobRecord& task) {
   it->second.erase(task.id);
   JobRecord* arr = store_->find(task.array_id);
   if (!arr || arr->ended()) return;
-  if (task.end_reason != name(EndReason::Completed)) {
+  if (!arr->cancel_requested && task.end_reason != name(EndReason::Completed)) {
     ++arr->array_failed;
     store_->put(*arr);
   }

@@ -358,7 +358,7 @@ class Daemon {
 // A task's index variables (CORRAL_ARRAY_INDEX, PBS_ARRAY_INDEX, SGE_TASK_ID, ...) into env.
 void array_env(const JobRecord& task, std::map<std::string, std::string>& env);
 // A task's -o / -e path from its array's: PBS's ^array_index^ and Grid Engine's $TASK_ID
-// replaced by the index, else ".INDEX" appended.
+// replaced by the index, else ".INDEX" appended (/dev/null stays).
 std::string task_path(const std::string& path, std::int64_t index);
 
 // The name of the user `uid` ("" when it has none).

@@ -136,12 +136,13 @@ TEST_CASE("a 100,000-task array is a few journal entries; a restart runs the res
   Agent a("arr-journal");
   a.start();
   const std::string work = a.dir + "/work";
-  const std::string big = submitted_id(a.submit({"-J", "1-100000", "-l", "walltime=60,ncpus=1,mem=32mb", "--wrap", "true"}));
+  const std::string big = submitted_id(a.submit({"-J", "1-100000", "-l", "walltime=60,ncpus=1,mem=32mb", "--wrap", "sleep 30"}));
+  CHECK(wait_state(a, big, "running") == "running");
   CHECK(a.cli({"cancel", big}).rc == 0);
   CHECK(wait_for(a, big).rc == 1);
   JournalCount jc = count_journal(a, std::stoull(big));
-  CHECK(jc.tasks.size() <= 64);  // only the tasks handed to the scheduler have records
-  CHECK(jc.entries < 400);
+  CHECK(jc.tasks.size() < 200);  // only the tasks handed to the scheduler (64 waiting, the running) have records
+  CHECK(jc.entries < 1000);
 
   // Tasks append their index; a restart while task 2 runs: 3 and 4 still run, none runs twice.
   write_script(work + "/seq.sh",

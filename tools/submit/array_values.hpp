@@ -22,6 +22,7 @@ void apply_task_limit(proto::JobSpec& spec, const std::string& text);
 struct JobRef {
   std::uint64_t id = 0;
   std::int64_t index = -1;       // -1: the job or the whole array
+  bool operator==(const JobRef&) const = default;
 };
 JobRef parse_job_ref(const std::string& text);
 // "42" or "42[7]".
