@@ -38,6 +38,8 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
   auto bad = [](std::string msg) { return proto::ErrorRep{"invalid", std::move(msg)}; };
   // Every field as strictly as `corral submit` checks it, with the same limits and words.
   if (std::string why = proto::check_spec(s); !why.empty()) return bad(why);
+  if (mesh_ && s.array.on())
+    return bad("-J / -t: job arrays are not supported in a mesh yet (only with --standalone)");
   const int node_cores = static_cast<int>(topo.cores.size());
   if (!s.pe.empty()) {
     // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
@@ -130,9 +132,16 @@ proto::Message Daemon::on_submit(const Peer& p, proto::SubmitReq& r) {
   rec.group = group_name(p.gid);
   rec.submit_time = now();
   rec.waits_on = rec.spec.depend;
-  store_->put(rec);  // flushed before the reply leaves (run())
-  if (rec.waits_on.empty()) pending_.insert(rec.id);
-  else hold_for_dependencies(rec);
+  if (rec.is_array()) {  // one entry for every task: they are handed out as the queue needs them
+    rec.waits_on.clear();
+    rec.array_next = rec.spec.array.first;
+    store_->put(rec);
+    array_live_[rec.id];
+  } else {
+    store_->put(rec);  // flushed before the reply leaves (run())
+    if (rec.waits_on.empty()) pending_.insert(rec.id);
+    else hold_for_dependencies(rec);
+  }
   dirty_ = true;
   log_line("job " + std::to_string(rec.id) + " submitted by " + rec.user + ": " + proto::printable(rec.spec.name) +
            (rec.spec.pe.empty() ? " ncpus=" + std::to_string(rec.spec.ncpus)
@@ -155,12 +164,17 @@ proto::Message Daemon::on_stat(const Peer& p, const proto::StatReq& r) {
   if (r.id != 0) {
     const JobRecord* rec = store_->find(r.id);
     if (!rec) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)};
-    rep.jobs.push_back(info(*rec));
+    if (rec->is_array()) stat_array(p, r, *rec, rep);
+    else rep.jobs.push_back(info(*rec));
     return rep;
   }
   if (std::string why = proto::check_states(r.states); !why.empty()) return proto::ErrorRep{"invalid", "-s: " + why};
-  for (const auto& [id, rec] : store_->jobs())
-    if (stat_match(p, r, rec)) rep.jobs.push_back(info(rec));
+  for (const auto& [id, rec] : store_->jobs()) {
+    if (rec.array_id && store_->find(rec.array_id)) continue;  // listed under its array (-t)
+    if (!stat_match(p, r, rec)) continue;
+    if (rec.is_array()) stat_array(p, r, rec, rep);
+    else rep.jobs.push_back(info(rec));
+  }
   return rep;
 }
 
@@ -174,6 +188,10 @@ proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
   if (rec->ended())
     return proto::ErrorRep{"invalid", "job " + std::to_string(r.id) + " has already ended (" +
                                           rec->end_reason + ")"};
+  if (rec->is_array()) {
+    if (rec->cancel_requested) return proto::ErrorRep{"invalid", "job array " + std::to_string(r.id) + " is being cancelled"};
+    return cancel_array(p, *rec);
+  }
   std::string who = user_name(p.uid);
   if (who.empty()) who = std::to_string(p.uid);
   if (rec->state == proto::state::kPending) {
@@ -214,6 +232,7 @@ proto::Message Daemon::on_control(const Peer& p, const proto::ControlReq& r) {
   };
   std::string st = rec->state;
   if (rec->ended()) return not_now("ended (" + rec->end_reason + ")");
+  if (rec->is_array()) return not_now("a job array: name one of its tasks, " + id + "[INDEX]");
   if (st == proto::state::kPending) return not_now("pending (not running)");
   if (rec->cancel_requested || rec->requeue_requested) return not_now("already being stopped");
   std::string msg;

@@ -8,6 +8,7 @@
 //                     usage, adopting jobs after a restart
 //   scheduling.cpp    the scheduling cycle: snapshot() and apply()
 //   dependencies.cpp  jobs that wait for other jobs (-W depend, -hold_jid)
+//   arrays.cpp        job arrays (-J, -t): tasks handed to the scheduler a few at a time
 //   wait_reasons.cpp  why a pending job waits and its planned start (`corral stat`)
 //   charging.cpp      NCI charging: service units as jobs run, the ledger
 //                     (ledger_book.hpp), grants, `corral report`
@@ -229,6 +230,29 @@ class Daemon {
   void resolve_dependencies();
   std::string dependency_text(const JobRecord& rec) const;
 
+  // ---- job arrays (arrays.cpp) ---------------------------------------------
+  // Hands each array's next tasks to the scheduler (a few pending at a time, within its limit
+  // of running tasks) and ends each array whose tasks have all ended.
+  void feed_arrays();
+  JobRecord& hand_out(JobRecord& arr, std::int64_t index);
+  void settle_array(JobRecord& arr);
+  // A task ended: its array counts it (finish()).
+  void array_task_ended(const JobRecord& task);
+  // Whether its array's limit of running tasks lets `task` start now (a task handed out out of
+  // turn, by name, may wait in the queue beyond the limit).
+  bool array_room(const JobRecord& task) const;
+  // Task `index` of array `id`: its record's id in `id`, or the refusal. A task not yet handed
+  // to the scheduler is handed out now when `hand` (cancel, hold, wait; the caller must own
+  // the array), else `id` becomes 0 (stat shows it queued).
+  std::optional<proto::ErrorRep> find_task(const Peer& p, std::uint64_t& id, std::int64_t index, bool hand);
+  // A request naming a task (ID[INDEX]) made to name its record; false when answered (refused).
+  bool name_task(Client& c, proto::Message& m);
+  proto::Message cancel_array(const Peer& p, JobRecord& arr);
+  proto::Message hold_array(const Peer& p, JobRecord& arr, bool hold);
+  void array_info(const JobRecord& rec, proto::JobInfo& j) const;
+  void stat_array(const Peer& p, const proto::StatReq& r, const JobRecord& arr, proto::StatRep& rep) const;
+  proto::JobInfo queued_task_info(const JobRecord& arr, std::int64_t index) const;
+
   // ---- why pending jobs wait (wait_reasons.cpp) ---------------------------
   void note_plan(const Plan& plan);
   void wait_info(const JobRecord& rec, proto::JobInfo& j) const;
@@ -276,6 +300,9 @@ class Daemon {
   std::set<std::uint64_t> dep_waiting_;
   std::multimap<std::uint64_t, std::uint64_t> dependents_;
   std::vector<std::uint64_t> dep_check_;
+  // Job arrays not yet ended -> their tasks not ended; every task kept, by (array, index).
+  std::map<std::uint64_t, std::set<std::uint64_t>> array_live_;
+  std::map<std::pair<std::uint64_t, std::int64_t>, std::uint64_t> array_tasks_;
   // Pending jobs on hold (corral hold; not in pending_: no pass sees them until released).
   std::set<std::uint64_t> held_;
   // This node drained (corral drain; kept in state_dir/drain): no job starts here.
@@ -338,6 +365,12 @@ class Daemon {
   // The newest order (decided term, decision) carried out for each job here: never an older one.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mesh_orders_;
 };
+
+// A task's index variables (CORRAL_ARRAY_INDEX, PBS_ARRAY_INDEX, SGE_TASK_ID, ...) into env.
+void array_env(const JobRecord& task, std::map<std::string, std::string>& env);
+// A task's -o / -e path from its array's: PBS's ^array_index^ and Grid Engine's $TASK_ID
+// replaced by the index, else ".INDEX" appended (/dev/null stays).
+std::string task_path(const std::string& path, std::int64_t index);
 
 // The name of the user `uid` ("" when it has none).
 std::string user_name(uid_t uid);

@@ -18,6 +18,14 @@ namespace corral::agent {
 // The pending and active sets from the stored jobs; PBA's throughput progress from the ended ones.
 void Daemon::load_jobs() {
   for (const auto& [id, rec] : store_->jobs()) {
+    if (rec.is_array()) {  // stands for its tasks: never queued itself
+      if (!rec.ended()) array_live_[id];
+      continue;
+    }
+    if (rec.array_id) {
+      array_tasks_[{rec.array_id, rec.array_index}] = id;
+      if (!rec.ended()) array_live_[rec.array_id].insert(id);
+    }
     if (rec.state == proto::state::kPending && !rec.hold.empty()) held_.insert(id);
     if (rec.state == proto::state::kPending && !rec.waits_on.empty()) hold_for_dependencies(rec);
     else if (rec.state == proto::state::kPending && rec.hold.empty()) pending_.insert(id);
@@ -125,6 +133,7 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   e.rss_mb = rec.rss_mb;
   pub_.publish(e);
   notify_waiters(rec);
+  if (rec.array_id) array_task_ended(rec);
 }
 
 std::string Daemon::write_script(const JobRecord& rec) {
@@ -207,6 +216,7 @@ proto::JobInfo Daemon::info(const JobRecord& r) const {
   j.depend = r.spec.depend;
   wait_info(r, j);
   charge_info(r, j);
+  if (r.spec.array.on()) array_info(r, j);
   if (r.state == proto::state::kRunning || r.state == proto::state::kSuspended)
     j.runs.push_back(proto::RunInfo{r.start_time, 0, "", -1, ""});  // the current run
   return j;

@@ -345,6 +345,7 @@ void Daemon::handle(Client& c, const std::string& frame) {
     return;
   }
   try {
+    if (!name_task(c, m)) return;  // ID[INDEX] named a task it could not find
     if (auto* r = std::get_if<proto::SubmitReq>(&m); r && mesh_) {
       mesh_submit(c, *r);
     } else if (auto* s = std::get_if<proto::StatReq>(&m); s && mesh_) {

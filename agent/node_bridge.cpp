@@ -254,6 +254,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.env["PBS_QUEUE"] = ls.env["QUEUE"] = rec.spec.queue;
   ls.env["PBS_O_WORKDIR"] = ls.env["SGE_O_WORKDIR"] = rec.spec.cwd;
   ls.env["PBS_NCPUS"] = ls.env["NSLOTS"] = std::to_string(want);
+  if (rec.array_id) array_env(rec, ls.env);
   if (!rec.spec.pe.empty()) {
     // Grid Engine's name for the granted parallel environment (qsub -pe).
     ls.env["CORRAL_PE"] = rec.spec.pe;

@@ -36,6 +36,10 @@ proto::Message Daemon::on_job_admin(const Peer& p, const proto::ControlReq& r) {
   if (!p.admin && p.uid != rec->uid)
     return refuse("permission", "job " + id + " belongs to " + rec->user + "; only its owner" +
                                     (have_operators_ ? ", " : " or ") + admins() + " may " + r.action + " it");
+  if (rec->is_array() && !rec->ended()) {
+    if (r.action == "qmove") return refuse("invalid", "cannot qmove job array " + id + " (its tasks keep its queue)");
+    return hold_array(p, *rec, r.action == "hold");
+  }
   if (rec->state != proto::state::kPending) {
     std::string now = rec->ended() ? "ended (" + rec->end_reason + ")" : rec->state;
     std::string hint = r.action == "qmove" ? "; only a pending job moves (corral requeue puts a running one back first)"

@@ -303,6 +303,7 @@ void Daemon::drop_pass_snapshot() {
 void Daemon::cycle() {
   dirty_ = false;
   if (mesh_) return;  // in a mesh the coordinator decides (coordinator/service/coordinator_loop.hpp)
+  feed_arrays();
   resolve_dependencies();
   if (pending_.empty() && active_.empty()) return;
   double t0 = mono_now();
@@ -368,7 +369,9 @@ void Daemon::apply(const Plan& plan) {
           log_line("plan: job " + id + " is not pending; start skipped");
           break;
         }
+        if (rec->array_id && !array_room(*rec)) break;  // its array runs its limit of tasks
         start_job(*rec, d);
+        if (rec->array_id) dirty_ = true;  // its array hands out the next tasks at the next pass
         if (d.backfilled && rec->state == proto::state::kRunning) {
           // Kept in the journal: a restart still stops it at its window's end.
           rec->backfilled = true;

@@ -78,14 +78,26 @@ struct JobRecord {
   // eligible to start until released. Added after the journal format shipped.
   std::string hold;
   std::string hold_by;
+  // Job arrays (agent/arrays.cpp). Added after the journal format shipped. A task: its array's
+  // id and its index (array_id 0: not a task). The array itself (spec.array on, array_id 0)
+  // never runs: array_next is the next index to hand to the scheduler, array_ahead the indices
+  // beyond it handed out of turn (one task cancelled or held by name), array_failed how many of
+  // its tasks ended other than completed.
+  std::uint64_t array_id = 0;
+  std::int64_t array_index = -1;
+  std::int64_t array_next = 0;
+  std::vector<std::int64_t> array_ahead;
+  std::int64_t array_failed = 0;
   MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
                      held, pba_preemptions, checkpoints, runs, backfilled, backfill_estimate, waits_on,
-                     hold, hold_by)
+                     hold, hold_by, array_id, array_index, array_next, array_ahead, array_failed)
 
   bool ended() const { return state == proto::state::kEnded; }
+  // A job array: it stands for its tasks and never runs itself.
+  bool is_array() const { return spec.array.on() && array_id == 0; }
 };
 
 // What load() found, for the log.

@@ -51,6 +51,23 @@ inline constexpr std::string_view kDependTypes[] = {"afterok", "afterany", "afte
 // At most this many dependencies a job.
 inline constexpr std::size_t kMaxDepends = 1000;
 
+// A job array (qsub -J first-last[:step][%max_running], Grid Engine -t first-last[:step] and -tc
+// max_running): one job of many tasks, task i running the script with its index i. step 0: not
+// an array. max_running 0: no limit of its own on how many tasks run at once.
+struct ArraySpec {
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+  std::int64_t step = 0;
+  std::int32_t max_running = 0;
+  MSGPACK_DEFINE_MAP(first, last, step, max_running)
+  bool operator==(const ArraySpec&) const = default;
+  bool on() const { return step > 0; }
+  std::int64_t tasks() const { return on() && last >= first ? (last - first) / step + 1 : 0; }
+};
+// Most tasks an array may have, and its largest index.
+inline constexpr std::int64_t kMaxArrayTasks = 1000000;
+inline constexpr std::int64_t kMaxArrayIndex = 2147483647;
+
 // What a user asks for (qsub options); filled by `corral submit`. Identity
 // (uid/gid/user) is NOT here: corrald takes it from SO_PEERCRED.
 struct JobSpec {
@@ -93,9 +110,11 @@ struct JobSpec {
   // the jobs this one waits for (-W depend=, -hold_jid).
   bool join = false;
   std::vector<Dependency> depend;
+  // Added after version 1: a job array (-J, -t, -tc).
+  ArraySpec array;
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
-                     flow_step, preempt, immediate, checkpointable, join, depend)
+                     flow_step, preempt, immediate, checkpointable, join, depend, array)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a
@@ -108,6 +127,16 @@ struct RunInfo {
   std::int32_t exit_code = -1;   // the run's exit status when known
   std::string comment;           // why it ended (e.g. "checkpointed: exited after the checkpoint signal")
   MSGPACK_DEFINE_MAP(start, end, end_reason, exit_code, comment)
+};
+
+// How many tasks of an array are in each state (queued: not yet handed to the scheduler).
+struct ArrayCounts {
+  std::int64_t queued = 0;
+  std::int64_t pending = 0;
+  std::int64_t running = 0;
+  std::int64_t ended = 0;
+  std::int64_t failed = 0;       // of the ended: every end but completed
+  MSGPACK_DEFINE_MAP(queued, pending, running, ended, failed)
 };
 
 // A job as shown to users (stat, wait, node) and carried in events.
@@ -167,11 +196,19 @@ struct JobInfo {
   std::string wait_reason;
   std::string wait_detail;
   std::vector<Dependency> depend;
+  // Job arrays (added after version 1). A task: its array's id and its index (array_id 0: not a
+  // task). The array itself: its range, and how many of its tasks are in each state (queued:
+  // not yet handed to the scheduler).
+  std::uint64_t array_id = 0;
+  std::int64_t array_index = -1;
+  ArraySpec array;
+  ArrayCounts array_counts;
   MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
                      cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
                      slots_min, slots_max, slots, suspended_seconds, runs, flow_step, preempt,
-                     backfilled, su_charged, su_rate, planned_start, wait_reason, wait_detail, depend)
+                     backfilled, su_charged, su_rate, planned_start, wait_reason, wait_detail, depend,
+                     array_id, array_index, array, array_counts)
 };
 
 // Node-local status: works without any mesh.
@@ -252,7 +289,11 @@ struct StatReq {
   std::string project{};
   std::string states{};
   bool mine = false;
-  MSGPACK_DEFINE_MAP(id, user, project, states, mine)
+  // Job arrays (added after version 1): with id, task `index` of array `id` (-1: the job
+  // itself); tasks: list each task handed to the scheduler as well as its array (stat -t).
+  std::int64_t index = -1;
+  bool tasks = false;
+  MSGPACK_DEFINE_MAP(id, user, project, states, mine, index, tasks)
 };
 struct StatRep {
   std::vector<JobInfo> jobs;
@@ -260,7 +301,8 @@ struct StatRep {
 };
 struct CancelReq {
   std::uint64_t id = 0;
-  MSGPACK_DEFINE_MAP(id)
+  std::int64_t index = -1;       // task `index` of array `id` (-1: the job or the whole array)
+  MSGPACK_DEFINE_MAP(id, index)
 };
 struct CancelRep {
   std::uint64_t id = 0;
@@ -269,7 +311,8 @@ struct CancelRep {
 };
 struct WaitReq {
   std::uint64_t id = 0;
-  MSGPACK_DEFINE_MAP(id)
+  std::int64_t index = -1;       // task `index` of array `id` (-1: the job or the whole array)
+  MSGPACK_DEFINE_MAP(id, index)
 };
 struct WaitRep {                 // sent when the job has ended
   JobInfo job;
@@ -291,7 +334,8 @@ struct ControlReq {
   std::uint64_t id = 0;
   std::string action;
   std::string queue{};           // qmove: the queue the pending job moves to
-  MSGPACK_DEFINE_MAP(id, action, queue)
+  std::int64_t index = -1;       // task `index` of array `id` (-1: the job or the whole array)
+  MSGPACK_DEFINE_MAP(id, action, queue, index)
 };
 struct ControlRep {
   std::uint64_t id = 0;

@@ -117,6 +117,19 @@ static std::string check_dependencies(const JobSpec& s) {
   return "";
 }
 
+static std::string check_array(const JobSpec& s) {
+  const ArraySpec& a = s.array;
+  if (a == ArraySpec{}) return "";
+  if (a.step < 1) return "job array: the step must be at least 1";
+  if (a.first < 0 || a.last > kMaxArrayIndex) return "job array: indices run from 0 to " + std::to_string(kMaxArrayIndex);
+  if (a.last < a.first) return "job array: the range " + std::to_string(a.first) + "-" + std::to_string(a.last) + " is empty";
+  if (a.tasks() > kMaxArrayTasks)
+    return "job array of " + std::to_string(a.tasks()) + " tasks is beyond the limit of " + std::to_string(kMaxArrayTasks);
+  if (a.max_running < 0) return "job array: the limit of running tasks must not be negative";
+  if (s.immediate) return "-now y and a job array cannot go together";
+  return "";
+}
+
 std::string check_spec(const JobSpec& s) {
   std::string why = check_job_name(s.name);
   if (why.empty()) why = check_label("the queue name", s.queue);
@@ -146,6 +159,7 @@ std::string check_spec(const JobSpec& s) {
     if (e.empty() || e[0] == '=' || e.find('=') == std::string::npos || e.find('\0') != std::string::npos)
       return "environment entry '" + printable(e.substr(0, 40)) + "' is not KEY=VALUE";
   if (why = check_dependencies(s); !why.empty()) return why;
+  if (why = check_array(s); !why.empty()) return why;
   if (s.umask != kUmaskUnset && (s.umask < 0 || s.umask > 0777))
     return "umask " + std::to_string(s.umask) + " is not a file mode mask (0 to 0777)";
   return "";

@@ -194,7 +194,7 @@ TEST_CASE("suspend/resume/requeue/checkpoint arguments", "[agent]") {
   const char* a[] = {"requeue", "4", "5.node1", "--socket", "/tmp/s"};
   ControlArgs c = parse_control(5, const_cast<char**>(a));
   CHECK(c.action == "requeue");
-  CHECK(c.ids == std::vector<std::uint64_t>{4, 5});
+  CHECK(c.ids == std::vector<JobRef>{{4, -1}, {5, -1}});
   CHECK(c.socket == "/tmp/s");
   const char* none[] = {"suspend"};
   CHECK_THROWS_WITH(parse_control(1, const_cast<char**>(none)), Catch::Contains("missing job id"));

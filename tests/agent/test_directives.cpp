@@ -90,7 +90,7 @@ TEST_CASE("directives: read up to the first command, as qsub", "[agent][directiv
 TEST_CASE("directives: anything not understood names the file, line and text", "[agent][directives]") {
   CHECK(error_of("#!/bin/sh\n#PBS -N ok\n#PBS -m abe\n") ==
         "job.sh:3: '#PBS -m abe': unknown option '-m' (a directive may hold -l -q -P -N -o -e -j -R -pe -now -cwd "
-        "-W -hold_jid --preempt -c --checkpointable)");
+        "-W -J -t -tc -hold_jid --preempt -c --checkpointable)");
   CHECK(error_of("#$ -l h_rt=1:00:00,license=2\n") ==
         "job.sh:1: '#$ -l h_rt=1:00:00,license=2': unknown resource 'license' (known: walltime, ncpus, mem, vmem, "
         "jobfs, h_rt, h_vmem, wd)");

@@ -1,4 +1,5 @@
 #include "tools/corral/client.hpp"
+#include "tools/submit/array_values.hpp"
 #include "tools/submit/directives.hpp"
 #include "proto/spec_check.hpp"
 
@@ -80,6 +81,17 @@ Json job_json(const proto::JobInfo& j) {
   o[proto::field::kWaitDetail] = text_or_null(j.wait_detail);
   o[proto::field::kDepend] = Json::array();
   for (const proto::Dependency& d : j.depend) o[proto::field::kDepend].push_back(Json{{"type", d.type}, {"job", d.job}});
+  // A task of an array (array_id, array_index), or an array (its range and its tasks' states).
+  o["array_id"] = j.array_id ? Json(j.array_id) : Json();
+  o["array_index"] = j.array_id ? Json(j.array_index) : Json();
+  if (j.array.on()) {
+    o["array"] = Json{{"first", j.array.first}, {"last", j.array.last}, {"step", j.array.step},
+                      {"max_running", j.array.max_running > 0 ? Json(j.array.max_running) : Json()}};
+    const proto::ArrayCounts& n = j.array_counts;
+    if (!j.array_id)
+      o["array_tasks"] = Json{{"queued", n.queued}, {"pending", n.pending}, {"running", n.running},
+                              {"ended", n.ended}, {"failed", n.failed}};
+  }
   // Every run (a requeue, checkpoint or preemption ends one "preempted"; the job runs again).
   o["runs"] = Json::array();
   for (const proto::RunInfo& r : j.runs)
@@ -121,6 +133,7 @@ struct QsubLine {
   std::vector<std::pair<std::string, std::string>> pe;      // each -pe's NAME and RANGE
   std::vector<std::string> now;                             // each -now's y or n
   std::vector<std::string> hold_jid;                        // each -hold_jid's ids
+  std::vector<std::string> tc;                              // each -tc's limit
 };
 
 QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app) {
@@ -139,9 +152,12 @@ QsubLine qsub_spelling(const std::vector<std::string>& args, const CLI::App& app
       i += 2;
       continue;
     }
-    if (a == "-now" || a == "-hold_jid") {
-      if (i + 1 >= n) throw UsageError(a == "-now" ? "-now needs y or n" : "-hold_jid needs a job id (or ID,ID...)");
-      (a == "-now" ? line.now : line.hold_jid).push_back(args[++i]);
+    if (a == "-now" || a == "-hold_jid" || a == "-tc") {
+      if (i + 1 >= n)
+        throw UsageError(a == "-now" ? "-now needs y or n"
+                         : a == "-tc" ? "-tc needs the number of tasks that may run at once"
+                                      : "-hold_jid needs a job id (or ID,ID...)");
+      (a == "-now" ? line.now : a == "-tc" ? line.tc : line.hold_jid).push_back(args[++i]);
       continue;
     }
     if (a == "-cwd") continue;  // Grid Engine's "run where submitted": every job does
@@ -201,6 +217,8 @@ void submit_options(CLI::App& app, SubmitParse& p) {
   value("-R", [&s](const std::string& v) { s.reserve = yes_no("-R", v); });
   value("-j", [&s](const std::string& v) { apply_join(s, v); });
   value("-W", [&s](const std::string& v) { apply_w(s, v); });
+  value("-J", [&s](const std::string& v) { apply_array(s, "-J", v); });
+  value("-t", [&s](const std::string& v) { apply_array(s, "-t", v); });
   value("--socket", [&p](const std::string& v) { p.a.socket = v; });
   value("--wrap", [&p](const std::string& v) { p.wrap = v; });
   app.add_option("SCRIPT", p.scripts);
@@ -293,13 +311,18 @@ StatArgs parse_stat(int argc, char** argv) {
   app.add_option("-P", a.filter.project)->type_name("PROJECT")->multi_option_policy(last);
   app.add_option("-s", a.filter.states)->type_name("STATE")->multi_option_policy(last);
   app.add_flag("--mine", a.filter.mine)->disable_flag_override();
+  app.add_flag("-t,--tasks", a.filter.tasks)->disable_flag_override();
   app.add_flag("--json", a.json)->disable_flag_override();
   std::vector<std::string> ids;
   app.add_option("JOBID", ids);
   a.help = parse_or_help(app, "stat", cli_args(argc, argv));
   if (a.help) return a;
   if (ids.size() > 1) throw UsageError("at most one job id");
-  if (!ids.empty()) a.filter.id = parse_job_id(ids[0]);
+  if (!ids.empty()) {
+    const JobRef ref = parse_job_ref(ids[0]);
+    a.filter.id = ref.id;
+    a.filter.index = ref.index;
+  }
   for (const char* o : {"-u", "-P", "-s"})
     if (app.count(o) && (o[1] == 'u' ? a.filter.user : o[1] == 'P' ? a.filter.project : a.filter.states).empty())
       throw UsageError(std::string(o) + " needs a value");
@@ -317,7 +340,7 @@ ControlArgs parse_control(int argc, char** argv) {
   c.socket = common.socket;
   c.help = common.help;
   if (c.help) return c;
-  for (const auto& a : common.args) c.ids.push_back(parse_job_id(a));
+  for (const auto& a : common.args) c.ids.push_back(parse_job_ref(a));
   if (c.ids.empty()) throw UsageError("missing job id");
   return c;
 }
@@ -332,6 +355,7 @@ void apply_line(SubmitParse& p, const std::vector<std::function<void()>>& steps,
   if (line.now.size() > 1) throw UsageError("-now given twice");
   for (const auto& v : line.now) p.a.spec.immediate = yes_no("-now", v);
   for (const auto& v : line.hold_jid) apply_hold_jid(p.a.spec, v);
+  for (const auto& v : line.tc) apply_task_limit(p.a.spec, v);
 }
 
 // The script's directives (tools/submit/directives.hpp), then the command line again on top of

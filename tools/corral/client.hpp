@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proto/proto.hpp"
+#include "tools/submit/array_values.hpp"
 #include "tools/submit/values.hpp"
 
 namespace corral::cli {
@@ -96,7 +97,7 @@ AllocArgs parse_alloc(int argc, char** argv);
 // the command): the ids and --socket. Throws UsageError.
 struct ControlArgs {
   std::string action;
-  std::vector<std::uint64_t> ids;
+  std::vector<JobRef> ids;
   std::string socket;
   bool help = false;             // --help: nothing else is read
 };

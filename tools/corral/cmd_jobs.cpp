@@ -26,6 +26,7 @@ const char* const kSubmitHelp =
     "                     [-P PROJECT[:STEP]] [-N NAME] [-o FILE] [-e FILE] [-R y|n] [-now y|n]\n"
     "                     [-pe NAME RANGE] [--preempt requeue|suspend] [-c] [-j oe] [-cwd]\n"
     "                     [-W depend=TYPE:ID[:ID...]] [-hold_jid ID[,ID...]] [--socket PATH]\n"
+    "                     [-J FIRST-LAST[:STEP][%MAX] | -t FIRST-LAST[:STEP] [-tc MAX]]\n"
     "                     (SCRIPT | - | --wrap 'COMMAND')\n"
     "Prints the new job's id. The job keeps your environment and working directory.\n"
     "-pe NAME RANGE: a parallel environment slot range, as Grid Engine's qsub: n-m, n,\n"
@@ -42,20 +43,30 @@ const char* const kSubmitHelp =
     "  those jobs; a dependency that can never be met ends the job dependency_never_met.\n"
     "A script's '#CORRAL', '#PBS' and '#$' lines before its first command are read as\n"
     "  options (the same ones; -l also takes h_rt=, h_vmem= and wd); the command line\n"
-    "  wins over them. One Corral does not know is an error naming its line.\n";
+    "  wins over them. One Corral does not know is an error naming its line.\n"
+    "-J FIRST-LAST[:STEP][%MAX] (PBS), -t FIRST-LAST[:STEP] and -tc MAX (Grid Engine):\n"
+    "  a job array; task i runs the script with CORRAL_ARRAY_INDEX, PBS_ARRAY_INDEX and\n"
+    "  SGE_TASK_ID set to i, at most MAX tasks at once. Prints the array's id; ID[i]\n"
+    "  names task i in stat, cancel, hold, release and wait.\n";
 const char* const kStatHelp =
-    "usage: corral stat [JOBID | -u USER -P PROJECT -s STATE[,STATE] --mine] [--json] [--socket PATH]\n"
-    "With JOBID and --json: one JSON object; without JOBID: an array.\n"
+    "usage: corral stat [JOBID | -u USER -P PROJECT -s STATE[,STATE] --mine] [-t] [--json] [--socket PATH]\n"
+    "With JOBID and --json: one JSON object (with -t an array); without JOBID: an array.\n"
+    "A job array is one line (ID[]) with how many of its tasks are in each state;\n"
+    "  -t, --tasks  also each of its tasks handed to the scheduler (ID[INDEX]);\n"
+    "  JOBID 'ID[INDEX]' names one task.\n"
     "  -u USER     jobs of USER (a name or a uid)\n"
     "  -P PROJECT  jobs of PROJECT\n"
     "  -s STATE    jobs in these states: pending, running, suspended, ended\n"
     "  --mine      your own jobs\n"
     "A pending job shows why it waits (dependency, resources, reservation, allocation,\n"
     "priority) and, when the last pass planned it, its planned start.\n";
-const char* const kCancelHelp = "usage: corral cancel JOBID... [--socket PATH]\n";
+const char* const kCancelHelp =
+    "usage: corral cancel JOBID... [--socket PATH]\n"
+    "A job array's ID cancels every task not ended; ID[INDEX] one task.\n";
 const char* const kWaitHelp =
     "usage: corral wait JOBID [--socket PATH]\n"
-    "Blocks until the job ends; exits with its exit code (1 if it never ran).\n";
+    "Blocks until the job ends; exits with its exit code (1 if it never ran).\n"
+    "A job array ends when every task has: exit 0 when all completed, else 1.\n";
 const char* const kNodeHelp =
     "usage: corral node [--json] [--socket PATH]\n"
     "This node's status from its own corrald (no mesh needed).\n";
@@ -112,6 +123,25 @@ std::string why_text(const proto::JobInfo& j) {
   return j.end_reason + ": " + j.comment;
 }
 
+// An array's range and its tasks' states, or "" for any other job.
+std::string array_text(const proto::JobInfo& j) {
+  if (!j.array.on() || j.array_id) return "";
+  const proto::ArrayCounts& n = j.array_counts;
+  std::string t = "tasks " + std::to_string(j.array.first) + "-" + std::to_string(j.array.last);
+  if (j.array.step > 1) t += ":" + std::to_string(j.array.step);
+  if (j.array.max_running > 0) t += "%" + std::to_string(j.array.max_running);
+  t += ": " + std::to_string(n.queued) + " queued, " + std::to_string(n.pending) + " pending, " +
+       std::to_string(n.running) + " running, " + std::to_string(n.ended) + " ended";
+  if (n.failed) t += " (" + std::to_string(n.failed) + " not completed)";
+  return t;
+}
+
+// "42", "42[]" (an array) or "42[7]" (one of its tasks).
+std::string id_text(const proto::JobInfo& j) {
+  if (j.array_id) return job_ref_text(j.array_id, j.array_index);
+  return std::to_string(j.id) + (j.array.on() ? "[]" : "");
+}
+
 // Service units charged: "-" when none are (no NCI charging, or not run yet).
 std::string su_text(const proto::JobInfo& j) {
   if (j.su_charged <= 0) return "-";
@@ -126,9 +156,10 @@ void print_table(const std::vector<proto::JobInfo>& jobs) {
   for (const auto& j : jobs) {
     std::string exitc = j.state == "ended" && j.exit_code >= 0 ? std::to_string(j.exit_code) : "-";
     // Escaped: a name or comment cannot break the table (one job, one line).
-    std::string why = proto::printable(why_text(j)), name = proto::printable(j.name);
-    std::printf("%-8llu %-16.16s %-10.10s %-9s %-8.8s %5d %9s %8s %5s %s\n",
-                static_cast<unsigned long long>(j.id), name.c_str(), proto::printable(j.user).c_str(),
+    const std::string tasks = array_text(j), comment = why_text(j);
+    std::string why = proto::printable(tasks.empty() ? comment : comment.empty() ? tasks : tasks + "; " + comment);
+    std::string name = proto::printable(j.name);
+    std::printf("%-8s %-16.16s %-10.10s %-9s %-8.8s %5d %9s %8s %5s %s\n", id_text(j).c_str(), name.c_str(), proto::printable(j.user).c_str(),
                 j.state.c_str(), proto::printable(j.queue).c_str(), j.slots > 0 ? j.slots : j.ncpus,
                 hms(j.walltime).c_str(), su_text(j).c_str(), exitc.c_str(),
                 why.c_str());
@@ -189,7 +220,7 @@ int cmd_stat(int argc, char** argv) {
     const std::uint64_t id = c.filter.id;
     proto::StatRep rep = expect<proto::StatRep>(request(c.socket, c.filter));
     if (c.json) {
-      if (id) {
+      if (id && !c.filter.tasks) {
         std::printf("%s\n", to_json(rep.jobs.at(0)).c_str());
       } else {
         std::printf("[");
@@ -211,15 +242,15 @@ int cmd_cancel(int argc, char** argv) {
     if (c.args.empty()) throw UsageError("missing job id");
     int rc = 0;
     for (const auto& a : c.args) {
-      std::uint64_t id = parse_job_id(a);
-      proto::Message m = request(c.socket, proto::CancelReq{id});
+      const JobRef ref = parse_job_ref(a);
+      proto::Message m = request(c.socket, proto::CancelReq{ref.id, ref.index});
       if (auto* e = std::get_if<proto::ErrorRep>(&m)) {
         std::fprintf(stderr, "corral cancel: %s\n", e->message.c_str());
         rc = 1;
         continue;
       }
       proto::CancelRep rep = expect<proto::CancelRep>(m);
-      std::printf("%llu %s\n", static_cast<unsigned long long>(id),
+      std::printf("%s %s\n", job_ref_text(ref.id, ref.index).c_str(),
                   rep.state == "ended" ? "cancelled" : "cancelling");
     }
     return rc;
@@ -231,12 +262,12 @@ int cmd_wait(int argc, char** argv) {
     Common c = parse_common("wait", argc, argv, false);
     if (c.help) return help(kWaitHelp);
     if (c.args.size() != 1) throw UsageError("give exactly one job id");
-    std::uint64_t id = parse_job_id(c.args[0]);
-    proto::WaitRep rep = expect<proto::WaitRep>(request(c.socket, proto::WaitReq{id}));
+    const JobRef ref = parse_job_ref(c.args[0]);
+    proto::WaitRep rep = expect<proto::WaitRep>(request(c.socket, proto::WaitReq{ref.id, ref.index}));
     const proto::JobInfo& j = rep.job;
     if (j.exit_code != 0)
-      std::fprintf(stderr, "corral wait: job %llu ended: %s, exit code %d%s%s\n",
-                   static_cast<unsigned long long>(id), j.end_reason.c_str(), j.exit_code,
+      std::fprintf(stderr, "corral wait: job %s ended: %s, exit code %d%s%s\n",
+                   job_ref_text(ref.id, ref.index).c_str(), j.end_reason.c_str(), j.exit_code,
                    j.comment.empty() ? "" : " - ", j.comment.c_str());
     if (j.exit_code < 0 || j.exit_code > 255) return 1;
     return j.exit_code;
@@ -308,15 +339,15 @@ int cmd_control(int argc, char** argv) {
       return 0;
     }
     int rc = 0;
-    for (auto id : c.ids) {
-      proto::Message m = request(c.socket, proto::ControlReq{id, c.action});
+    for (const JobRef& ref : c.ids) {
+      proto::Message m = request(c.socket, proto::ControlReq{ref.id, c.action, {}, ref.index});
       if (auto* e = std::get_if<proto::ErrorRep>(&m)) {
         std::fprintf(stderr, "corral %s: %s\n", cmd, e->message.c_str());
         rc = 1;
         continue;
       }
       proto::ControlRep rep = expect<proto::ControlRep>(m);
-      std::printf("%llu %s\n", static_cast<unsigned long long>(id),
+      std::printf("%s %s\n", job_ref_text(ref.id, ref.index).c_str(),
                   rep.message.empty() ? rep.state.c_str() : rep.message.c_str());
     }
     return rc;

@@ -39,21 +39,22 @@ const char* const kNodesHelp =
 int job_requests(const char* cmd, const Common& c, const std::string& action, const std::string& queue,
                  const std::vector<std::string>& ids) {
   if (ids.empty()) throw UsageError("missing job id");
-  std::vector<std::uint64_t> parsed;
-  for (const auto& a : ids) parsed.push_back(parse_job_id(a));
+  std::vector<JobRef> parsed;
+  for (const auto& a : ids) parsed.push_back(parse_job_ref(a));
   int rc = 0;
   Json out = Json::array();
-  for (auto id : parsed) {
-    proto::Message m = request(c.socket, proto::ControlReq{id, action, queue});
+  for (const JobRef& ref : parsed) {
+    const std::string id = job_ref_text(ref.id, ref.index);
+    proto::Message m = request(c.socket, proto::ControlReq{ref.id, action, queue, ref.index});
     if (auto* e = std::get_if<proto::ErrorRep>(&m)) {
       std::fprintf(stderr, "corral %s: %s\n", cmd, e->message.c_str());
-      out.push_back(Json{{"id", id}, {"ok", false}, {"error", e->message}});
+      out.push_back(Json{{"id", ref.index < 0 ? Json(ref.id) : Json(id)}, {"ok", false}, {"error", e->message}});
       rc = 1;
       continue;
     }
     proto::ControlRep rep = expect<proto::ControlRep>(m);
-    out.push_back(Json{{"id", id}, {"ok", true}, {"state", rep.state}, {"message", rep.message}});
-    if (!c.json) std::printf("%llu %s\n", static_cast<unsigned long long>(id), rep.message.c_str());
+    out.push_back(Json{{"id", ref.index < 0 ? Json(ref.id) : Json(id)}, {"ok", true}, {"state", rep.state}, {"message", rep.message}});
+    if (!c.json) std::printf("%s %s\n", id.c_str(), rep.message.c_str());
   }
   if (c.json) std::printf("%s\n", json_text(out).c_str());
   return rc;

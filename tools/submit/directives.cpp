@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "proto/spec_check.hpp"
+#include "tools/submit/array_values.hpp"
 #include "tools/submit/values.hpp"
 
 namespace corral::cli {
@@ -40,6 +41,9 @@ constexpr std::array kOptions = {
     Option{"-now", 1, [](Directives& d, const Values& v) { d.spec.immediate = yes_no("-now", v[0]); }},
     Option{"-cwd", 0, [](Directives&, const Values&) {}},
     Option{"-W", 1, [](Directives& d, const Values& v) { apply_w(d.spec, v[0]); }},
+    Option{"-J", 1, [](Directives& d, const Values& v) { apply_array(d.spec, "-J", v[0]); }},
+    Option{"-t", 1, [](Directives& d, const Values& v) { apply_array(d.spec, "-t", v[0]); }},
+    Option{"-tc", 1, [](Directives& d, const Values& v) { apply_task_limit(d.spec, v[0]); }},
     Option{"-hold_jid", 1, [](Directives& d, const Values& v) { apply_hold_jid(d.spec, v[0]); }},
     Option{"--preempt", 1, [](Directives& d, const Values& v) { d.spec.preempt = preempt_choice("--preempt", v[0]); }},
     Option{"-c", 0, [](Directives& d, const Values&) { d.spec.checkpointable = true; }},
