@@ -88,9 +88,12 @@ struct StartJob {
   std::uint64_t decision = 0;
   std::uint64_t job = 0;
   std::int32_t run = 0;
-  std::vector<std::string> nodes;  // the first runs the script
+  std::vector<std::string> nodes;  // the first runs the script; the others hold a share
   mesh::JobAccepted spec;        // the job as accepted (spec, user, uid, gid, submit_time)
-  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec)
+  // Each node's share, in the order of `nodes` (JobStarted's); empty: one node, the whole job.
+  std::vector<std::int32_t> slots{};
+  std::vector<std::int64_t> mem_mb{};
+  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, slots, mem_mb)
 };
 
 struct StartAck {
@@ -107,9 +110,10 @@ struct StartAck {
   MSGPACK_DEFINE_MAP(mesh, from, term, decision, job, run, status, message)
 };
 
-// The coordinator's order to stop run `run` of `job` (a user cancelled it):
-// the node stops it as a standalone cancel does, and its end goes to the
-// mesh as any end.
+// The coordinator's order to stop run `run` of `job` (a user cancelled it,
+// or the run of a job across nodes ended or was requeued while this node
+// still holds a share of it): the node stops it as a standalone cancel does;
+// the end of the node that runs the script goes to the mesh as any end.
 struct CancelJob {
   std::string mesh;
   std::uint64_t from = 0;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/schedule.hpp"
@@ -73,8 +74,14 @@ class CoordinatorLoop {
   Snapshot build(Time now, std::vector<std::string>& names) const;
   void decide(const Decision& d, const std::vector<std::string>& names);
   void push_start(std::uint64_t job);
+  void push_start(std::uint64_t job, const std::string& node);
   void resend_unacked();
   void reconcile();
+  // job_shares.cpp: a run across nodes that ended or was requeued while a node still reports
+  // it: that node is told to stop (again, until it stops reporting it).
+  void release_shares(const NodeReport& n);
+  // A cancel of a running job, to every node of its current run; false when none has reported.
+  bool push_cancel(const MeshJob& j, const std::string& who);
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
@@ -105,7 +112,7 @@ class CoordinatorLoop {
     proto::jobs::StartJob start;
     std::uint64_t sent_ms = 0;
   };
-  std::map<std::uint64_t, Unacked> unacked_;   // by job
+  std::map<std::pair<std::uint64_t, std::string>, Unacked> unacked_;  // by job and node
   std::map<std::string, NodeReport> nodes_;    // by name
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

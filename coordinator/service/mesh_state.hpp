@@ -30,7 +30,9 @@ struct MeshRun {
   double end = 0;                  // 0: still running
   std::string end_reason;          // empty while running; "preempted" when requeued
   std::int32_t exit_code = -1;
-  MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code)
+  std::vector<std::int32_t> slots;   // each node's share, in the order of `nodes`; empty: one node, the whole job
+  std::vector<std::int64_t> mem_mb;
+  MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, slots, mem_mb)
 };
 
 struct MeshJob {
