@@ -104,7 +104,7 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   }
   log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
            std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
-  if (mesh_) mesh_ended(rec);
+  if (mesh_ && !rec.share) mesh_ended(rec);  // a share's end is not the job's
   proto::Event e;
   e.kind = "ended";
   e.job = rec.id;
@@ -165,6 +165,7 @@ std::string Daemon::write_script(const JobRecord& rec) {
 
 void Daemon::remove_script(std::uint64_t id) {
   ::unlink((cfg_.state_dir + "/scripts/" + std::to_string(id)).c_str());
+  if (mesh_) remove_host_files(id);
 }
 
 proto::JobInfo Daemon::info(const JobRecord& r) const {

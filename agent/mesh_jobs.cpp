@@ -143,7 +143,7 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
       answer("failed", had->comment);
       return;
     }
-    if (had->ended()) mesh_ended(*had);  // its end may not have reached the mesh yet
+    if (had->ended() && !had->share) mesh_ended(*had);  // its end may not have reached the mesh yet
     answer("started", "already applied");
     return;
   }
@@ -164,13 +164,18 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   rec.submit_time = s.spec.submit_time;
   rec.requeues = s.run - 1;
   rec.state = std::string(proto::state::kPending);
+  if (std::string why = mesh_share(rec, s); !why.empty()) {
+    log_line("mesh: start of " + what + " refused: " + why);
+    answer("refused", why);
+    return;
+  }
   store_->put(rec);
   JobRecord& r = *store_->find(s.job);
   Decision d;
   d.job = r.id;
   d.slots = r.spec.ncpus;
   d.reason = "started by the mesh's coordinator (term " + std::to_string(s.decided_term) + ", decision " +
-             std::to_string(s.decision) + ")";
+             std::to_string(s.decision) + ")" + (r.share ? ": a share, the script runs on " + s.nodes.front() : "");
   start_job(r, d);
   if (r.state == proto::state::kRunning) {
     mesh_report_node();
