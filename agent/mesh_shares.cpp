@@ -57,7 +57,11 @@ std::string Daemon::mesh_share(JobRecord& rec, const proto::jobs::StartJob& s) {
     if (!rec.spec.pe.empty()) rec.spec.slots_min = rec.spec.slots_max = slots[i];
     rec.share = i > 0;
   }
-  if (rec.share) return "";
+  if (rec.share) {
+    log_line("mesh: job " + std::to_string(rec.id) + " run " + std::to_string(s.run) + ": a share of " +
+             std::to_string(slots[i]) + " cpus here, the script runs on " + s.nodes.front());
+    return "";
+  }
   // The host files, next to the script (root's 0711 directory: read by path only).
   std::string nodefile, pe_hostfile;
   for (std::size_t k = 0; k < s.nodes.size() && k < slots.size(); ++k) {
