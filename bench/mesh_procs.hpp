@@ -13,9 +13,11 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <regex>
@@ -27,6 +29,7 @@
 #include "bench/local_conn.hpp"
 #include "proto/proto.hpp"
 #include "tests/free_port.hpp"
+#include "tests/quiet_job.hpp"
 
 namespace corral::bench {
 
@@ -58,6 +61,45 @@ inline void kill_children_and_exit(int) {
 }
 inline void install_signal_handlers() {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) std::signal(s, kill_children_and_exit);
+}
+
+// Options as "--name value" pairs, each handed to `set`, which returns false
+// for a name it does not know. False, with the reason on stderr, on any
+// option without a value or unknown.
+inline bool parse_options(const char* prog, int argc, char** argv,
+                          const std::function<bool(const std::string&, const std::string&)>& set) {
+  for (int i = 1; i < argc; i += 2) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s: %s needs a value\n", prog, a.c_str());
+      return false;
+    }
+    if (!set(a, argv[i + 1])) {
+      std::fprintf(stderr, "%s: unknown option %s\n", prog, a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs `run(dir)` in a new temporary directory, then kills every corrald it
+// started and removes the directory (kept when CORRAL_BENCH_KEEP is set).
+// Its exit code, or 1 after an exception.
+inline int run_in_temp_dir(const char* prog, const std::function<int(const std::string&)>& run) {
+  install_signal_handlers();
+  std::string tmpl = std::string("/tmp/corral-") + prog + "-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl.data());
+  int rc = 0;
+  try {
+    rc = run(dir);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", prog, e.what());
+    rc = 1;
+  }
+  kill_children();
+  if (!std::getenv("CORRAL_BENCH_KEEP")) std::filesystem::remove_all(dir);
+  else std::fprintf(stderr, "%s: kept %s\n", prog, dir.c_str());
+  return rc;
 }
 
 struct MeshNode {
@@ -210,16 +252,7 @@ class MeshProcs {
 
 // A job for an emulated node: a timer of `runtime_ms`, one core.
 inline proto::JobSpec emulated_job(const std::string& name, const std::string& dir, int runtime_ms) {
-  proto::JobSpec s;
-  s.name = name;
-  s.script = "#!/bin/sh\n#CORRAL_EMULATE runtime=" + std::to_string(runtime_ms) + "ms\n";
-  s.script_name = "--wrap";
-  s.cwd = dir;
-  s.stdout_path = "/dev/null";
-  s.stderr_path = "/dev/null";
-  s.walltime = 60;
-  s.ncpus = 1;
-  return s;
+  return testing::quiet_job(name, "#!/bin/sh\n#CORRAL_EMULATE runtime=" + std::to_string(runtime_ms) + "ms\n", dir);
 }
 
 }  // namespace corral::bench

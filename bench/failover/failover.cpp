@@ -147,28 +147,20 @@ int run(const std::string& corrald, const std::string& corral, const std::string
 int main(int argc, char** argv) {
   std::string corrald = "build/agent/corrald", corral = "build/tools/corral", emulate = "cores=4";
   int trials = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--corrald") corrald = argv[i + 1];
-    else if (a == "--corral") corral = argv[i + 1];
-    else if (a == "--trials") trials = std::atoi(argv[i + 1]);
-    else if (a == "--emulate") emulate = argv[i + 1];
-    else {
-      std::fprintf(stderr, "bench_failover: unknown option %s\n", a.c_str());
-      return 2;
-    }
+  auto set = [&](const std::string& a, const std::string& v) {
+    if (a == "--corrald") corrald = v;
+    else if (a == "--corral") corral = v;
+    else if (a == "--trials") trials = std::atoi(v.c_str());
+    else if (a == "--emulate") emulate = v;
+    else return false;
+    return true;
+  };
+  if (!bench::parse_options("bench_failover", argc, argv, set)) return 2;
+  if (trials < 1) {
+    std::fprintf(stderr, "bench_failover: --trials at least 1\n");
+    return 2;
   }
-  bench::install_signal_handlers();
-  char tmpl[] = "/tmp/corral-failover-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  int rc = 0;
-  try {
-    rc = run(corrald, corral, dir, emulate, trials);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_failover: %s\n", e.what());
-    rc = 1;
-  }
-  bench::kill_children();
-  std::filesystem::remove_all(dir);
-  return rc;
+  return bench::run_in_temp_dir("bench_failover", [&](const std::string& dir) {
+    return run(corrald, corral, dir, emulate, trials);
+  });
 }

@@ -190,13 +190,7 @@ int run(const Options& o, const std::string& dir) {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; i += 2) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "bench_mesh_throughput: %s needs a value\n", a.c_str());
-      return 2;
-    }
-    std::string v = argv[i + 1];
+  auto set = [&o](const std::string& a, const std::string& v) {
     if (a == "--corrald") o.corrald = v;
     else if (a == "--corral") o.corral = v;
     else if (a == "--jobs") o.jobs = std::atoi(v.c_str());
@@ -204,27 +198,13 @@ int main(int argc, char** argv) {
     else if (a == "--clients") o.clients = std::atoi(v.c_str());
     else if (a == "--emulate") o.emulate = v;
     else if (a == "--fsync") o.fsync = v;
-    else {
-      std::fprintf(stderr, "bench_mesh_throughput: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+    else return false;
+    return true;
+  };
+  if (!bench::parse_options("bench_mesh_throughput", argc, argv, set)) return 2;
   if (o.jobs < 1 || o.clients < 1 || (o.voters != 3 && o.voters != 5)) {
     std::fprintf(stderr, "bench_mesh_throughput: --jobs and --clients at least 1, --voters 3 or 5\n");
     return 2;
   }
-  bench::install_signal_handlers();
-  char tmpl[] = "/tmp/corral-mesh-throughput-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  int rc = 0;
-  try {
-    rc = run(o, dir);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_mesh_throughput: %s\n", e.what());
-    rc = 1;
-  }
-  bench::kill_children();
-  if (!std::getenv("CORRAL_BENCH_KEEP")) std::filesystem::remove_all(dir);
-  else std::fprintf(stderr, "bench_mesh_throughput: kept %s\n", dir.c_str());
-  return rc;
+  return bench::run_in_temp_dir("bench_mesh_throughput", [&o](const std::string& dir) { return run(o, dir); });
 }

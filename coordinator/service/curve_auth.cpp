@@ -66,7 +66,7 @@ CurveAuth::CurveAuth(ZmqLoop& loop, KeyPair own, std::map<std::string, std::stri
                      std::function<void(const char*, const std::string&)> log)
     : loop_(loop), own_(std::move(own)), allowed_(std::move(allowed)), server_keys_(std::move(server_keys)),
       source_(std::move(allowed_source)), log_(std::move(log)), zap_(loop.context(), zmq::socket_type::rep),
-      monitor_(loop.context(), zmq::socket_type::pair) {
+      relay_(loop.context(), zmq::socket_type::pair), stop_(loop.context(), zmq::socket_type::pair) {
   zap_.set(zmq::sockopt::linger, 0);
   zap_.bind(kZapEndpoint);  // one handler per context: a second CurveAuth on this loop throws here
   loop_.watch(zap_, [this] { on_zap(); });
@@ -74,21 +74,66 @@ CurveAuth::CurveAuth(ZmqLoop& loop, KeyPair own, std::map<std::string, std::stri
 
 CurveAuth::~CurveAuth() {
   loop_.unwatch(zap_);
-  if (monitoring_) loop_.unwatch(monitor_);
+  if (watcher_.joinable()) {
+    (void)stop_.send(zmq::str_buffer("stop"), zmq::send_flags::none);
+    watcher_.join();
+    loop_.unwatch(relay_);
+  }
 }
 
 void CurveAuth::serve(zmq::socket_t& router) {
   router.set(zmq::sockopt::curve_server, 1);
   router.set(zmq::sockopt::curve_secretkey, own_.secret_key);
   router.set(zmq::sockopt::zap_domain, kDomain);
-  std::string ep = "inproc://corral-curve-monitor-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  const std::string tag = std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  const std::string monitor_ep = "inproc://corral-curve-monitor-" + tag;
+  const std::string relay_ep = "inproc://corral-curve-relay-" + tag;
+  const std::string stop_ep = "inproc://corral-curve-stop-" + tag;
   const int events = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                      ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
-  if (zmq_socket_monitor(router.handle(), ep.c_str(), events) != 0) throw zmq::error_t();
-  monitor_.set(zmq::sockopt::linger, 0);
-  monitor_.connect(ep);
-  loop_.watch(monitor_, [this] { on_monitor(); });
-  monitoring_ = true;
+  if (zmq_socket_monitor(router.handle(), monitor_ep.c_str(), events) != 0) throw zmq::error_t();
+  for (zmq::socket_t* s : {&relay_, &stop_}) s->set(zmq::sockopt::linger, 0);
+  relay_.bind(relay_ep);
+  stop_.bind(stop_ep);
+  watcher_ = std::thread([this, monitor_ep, relay_ep, stop_ep] { watch_events(monitor_ep, relay_ep, stop_ep); });
+  loop_.watch(relay_, [this] { on_monitor(); });
+}
+
+// The watcher's thread: each monitor event goes to the loop as it came, with
+// a third frame, the peer's address, taken at once for an accepted connection.
+void CurveAuth::watch_events(const std::string& monitor_ep, const std::string& relay_ep,
+                             const std::string& stop_ep) {
+  try {
+    relay_events(monitor_ep, relay_ep, stop_ep);
+  } catch (const zmq::error_t&) {
+    // the context is ending: nothing left to watch
+  }
+}
+
+void CurveAuth::relay_events(const std::string& monitor_ep, const std::string& relay_ep,
+                             const std::string& stop_ep) {
+  zmq::socket_t monitor(loop_.context(), zmq::socket_type::pair), out(loop_.context(), zmq::socket_type::pair),
+      stop(loop_.context(), zmq::socket_type::pair);
+  for (zmq::socket_t* s : {&monitor, &out, &stop}) s->set(zmq::sockopt::linger, 0);
+  monitor.connect(monitor_ep);
+  out.connect(relay_ep);
+  stop.connect(stop_ep);
+  while (true) {
+    zmq::pollitem_t items[] = {{monitor.handle(), 0, ZMQ_POLLIN, 0}, {stop.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2);
+    if (items[1].revents & ZMQ_POLLIN) return;
+    zmq::message_t ev, addr;
+    if (!monitor.recv(ev, zmq::recv_flags::dontwait)) continue;
+    if (!ev.more() || !monitor.recv(addr, zmq::recv_flags::none) || ev.size() < 6) continue;
+    std::uint16_t event;
+    std::uint32_t value;
+    std::memcpy(&event, ev.data(), 2);
+    std::memcpy(&value, static_cast<const char*>(ev.data()) + 2, 4);
+    std::string peer = event == ZMQ_EVENT_ACCEPTED ? peer_address(static_cast<int>(value)) : "";
+    (void)out.send(ev, zmq::send_flags::sndmore);
+    (void)out.send(addr, zmq::send_flags::sndmore);
+    (void)out.send(zmq::buffer(peer), zmq::send_flags::none);
+  }
 }
 
 bool CurveAuth::client(zmq::socket_t& dealer, const std::string& endpoint) {
@@ -141,16 +186,16 @@ void CurveAuth::on_zap() {
 // connection's fd, accepted before and closed after it, does.
 void CurveAuth::on_monitor() {
   while (true) {
-    zmq::message_t ev, addr;
-    if (!monitor_.recv(ev, zmq::recv_flags::dontwait)) return;
-    if (!ev.more() || !monitor_.recv(addr, zmq::recv_flags::none) || ev.size() < 6) continue;
+    zmq::message_t ev, addr, peer;
+    if (!relay_.recv(ev, zmq::recv_flags::dontwait)) return;
+    if (!relay_.recv(addr, zmq::recv_flags::none) || !relay_.recv(peer, zmq::recv_flags::none)) continue;
     std::uint16_t event;
     std::uint32_t value;
     std::memcpy(&event, ev.data(), 2);
     std::memcpy(&value, static_cast<const char*>(ev.data()) + 2, 4);
     const int fd = static_cast<int>(value);
     if (event == ZMQ_EVENT_ACCEPTED) {
-      accepted_[fd] = peer_address(fd);
+      accepted_[fd] = text(peer);
     } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
       failed_.clear();  // the ZAP handler logged it, with the key
     } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
@@ -163,7 +208,7 @@ void CurveAuth::on_monitor() {
       if (!failed_.empty()) {
         ++refusals_;
         // Its own budget of log lines: refusals whose address was lost (the connection closed
-        // before this loop read its accept) never crowd out those that name the peer.
+        // before the watcher read its accept) never crowd out those that name the peer.
         log_(known ? "handshake" : "handshake, address gone",
              "mesh: refused " + who + " on " + text(addr) + ": " + failed_);
         failed_.clear();

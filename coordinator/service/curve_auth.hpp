@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <zmq.hpp>
 
@@ -40,6 +41,8 @@ class CurveAuth {
  private:
   void on_zap();
   void on_monitor();
+  void watch_events(const std::string& monitor_ep, const std::string& relay_ep, const std::string& stop_ep);
+  void relay_events(const std::string& monitor_ep, const std::string& relay_ep, const std::string& stop_ep);
 
   ZmqLoop& loop_;
   KeyPair own_;
@@ -48,11 +51,15 @@ class CurveAuth {
   std::string source_;
   std::function<void(const char*, const std::string&)> log_;
   zmq::socket_t zap_;
-  zmq::socket_t monitor_;
+  // The router's monitor is read on a thread of its own, which takes each
+  // accepted peer's address at once: read later on a busy loop, the
+  // connection may already be closed and the refusal could not name the peer.
+  zmq::socket_t relay_;   // the loop's end: events with the peer's address
+  zmq::socket_t stop_;    // tells the watcher to end
+  std::thread watcher_;
   std::map<int, std::string> accepted_;  // fd -> peer address, until the connection is gone
   std::string failed_;                   // the reason of a failed handshake not yet logged
   std::size_t refusals_ = 0;
-  bool monitoring_ = false;
 };
 
 }  // namespace corral::service

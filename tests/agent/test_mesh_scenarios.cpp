@@ -25,6 +25,7 @@
 
 #include "harness.hpp"
 #include "mesh_cluster.hpp"
+#include "tests/quiet_job.hpp"
 
 using namespace harness;
 using namespace mesh_cluster;
@@ -211,16 +212,7 @@ struct Lane {
 };
 
 proto::JobSpec quick_job(const std::string& cwd, const std::string& ran) {
-  proto::JobSpec s;
-  s.name = "burst";
-  s.script = "#!/bin/sh\necho $CORRAL_JOBID >> " + ran + "\n";
-  s.script_name = "--wrap";
-  s.cwd = cwd;
-  s.stdout_path = "/dev/null";
-  s.stderr_path = "/dev/null";
-  s.walltime = 60;
-  s.ncpus = 1;
-  return s;
+  return corral::testing::quiet_job("burst", "#!/bin/sh\necho $CORRAL_JOBID >> " + ran + "\n", cwd);
 }
 
 void close_lane(Lane& l, Burst& b, bool by_peer) {
