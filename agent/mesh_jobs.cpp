@@ -97,7 +97,8 @@ void Daemon::mesh_order(const proto::jobs::Message& m) {
 void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
   if (s.term < mesh_term_) return;
   JobRecord* rec = store_->find(s.job);
-  if (!rec || rec->ended() || rec->requeues + 1 != s.run) return;
+  // A run older than the one named is over too (a share whose newer start never came).
+  if (!rec || rec->ended() || rec->requeues + 1 > s.run) return;
   rec->cancel_requested = true;
   rec->comment = "cancel requested by " + s.who;
   store_->put(*rec);

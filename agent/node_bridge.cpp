@@ -119,6 +119,14 @@ void Daemon::recover() {
   for (auto id : lost) {
     JobRecord& rec = *store_->find(id);
     const std::string why = "node_restart: corrald restarted and the job was no longer running";
+    if (mesh_ && rec.share) {  // a share ends here only: its job's run goes on on its first node
+      rec.state = std::string(proto::state::kEnded);
+      rec.end_reason = "node_restart";
+      rec.comment = why;
+      store_->put(rec);
+      active_.erase(id);
+      continue;
+    }
     if (mesh_) mesh_give_back(rec, why);  // the mesh requeues it, wherever it then runs
     else requeue(rec, why, false);
   }
@@ -204,7 +212,9 @@ std::vector<int> Daemon::start_cores(const JobRecord& rec, const Decision& d, in
   for (int c : cores)
     ok = ok && c >= 0 && c < static_cast<int>(topo.cores.size()) &&
          std::find(busy.begin(), busy.end(), c) == busy.end();
-  if (!ok) cores = node::pick_cores(topo, busy, want);  // the plan gave no (valid) cores
+  // The plan gave no (valid) cores. A share of a job across nodes takes busy ones rather than
+  // give the run back (which would requeue a job whose script already runs on its first node).
+  if (!ok) cores = node::pick_cores(topo, rec.share ? std::vector<int>{} : busy, want);
   return cores;
 }
 

@@ -112,9 +112,12 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
     s.nodes.push_back(std::move(n));
     names.push_back(name);
   }
+  std::set<std::uint64_t> held;  // jobs some node reports running
+  for (const auto& [name, r] : nodes_)
+    if (t - r.at_ms <= kNodeStaleMs) held.insert(r.running.begin(), r.running.end());
   for (const auto& [id, j] : state_.data().jobs) {
     if (j.state == proto::state::kPending) {
-      if (!proposing_.count(id) && j.hold.empty()) s.pending.push_back(to_job(j));
+      if (!proposing_.count(id) && j.hold.empty() && shares_released(j, held)) s.pending.push_back(to_job(j));
       continue;
     }
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;

@@ -80,6 +80,11 @@ class CoordinatorLoop {
   // job_shares.cpp: a run across nodes that ended or was requeued while a node still reports
   // it: that node is told to stop (again, until it stops reporting it).
   void release_shares(const NodeReport& n);
+  // Whether a pending job may start again: no node reports it (`held`: the jobs fresh reports
+  // list), and its last run, when it spanned nodes, has every node reporting freshly. A share
+  // that gave its run back does not stop the script's node at once: no new run starts before
+  // every node of the old one has let it go.
+  bool shares_released(const MeshJob& j, const std::set<std::uint64_t>& held) const;
   // A cancel of a running job, to every node of its current run; false when none has reported.
   bool push_cancel(const MeshJob& j, const std::string& who);
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);

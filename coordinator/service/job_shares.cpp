@@ -6,6 +6,10 @@
 
 namespace corral::service {
 
+namespace {
+constexpr std::uint64_t kShareReportMs = 3000;  // a report older than this says nothing of a share
+}  // namespace
+
 bool job_shares(const Decision& d, const std::vector<std::string>& names, const proto::JobSpec& spec,
                 proto::mesh::JobStarted& e) {
   e.nodes.clear();
@@ -54,6 +58,17 @@ void CoordinatorLoop::release_shares(const NodeReport& n) {
     if (current) continue;
     push_(n.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, id, run, "the job's end"}});
   }
+}
+
+bool CoordinatorLoop::shares_released(const MeshJob& j, const std::set<std::uint64_t>& held) const {
+  if (held.count(j.id)) return false;
+  if (j.runs.empty() || j.runs.back().nodes.size() <= 1) return true;
+  const std::uint64_t now = env_.now_ms();
+  for (const std::string& node : j.runs.back().nodes) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end() || now - n->second.at_ms > kShareReportMs) return false;
+  }
+  return true;
 }
 
 bool CoordinatorLoop::push_cancel(const MeshJob& j, const std::string& who) {
