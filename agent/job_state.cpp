@@ -12,6 +12,7 @@
 #include "agent/daemon.hpp"
 #include "agent/job_accounting.hpp"
 #include "agent/node/launcher.hpp"
+#include "agent/write_fully.hpp"
 
 namespace corral::agent {
 
@@ -142,14 +143,7 @@ std::string Daemon::write_script(const JobRecord& rec) {
     fd = ::open(path.c_str(), flags, 0500);
   }
   if (fd < 0) return "";
-  std::string_view data = rec.spec.script;
-  bool ok = true;
-  while (ok && !data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) data.remove_prefix(static_cast<std::size_t>(n));
-  }
+  bool ok = write_fully(fd, rec.spec.script);
   if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
     ok = ::fchown(fd, rec.uid, rec.gid) == 0;
   if (ok && ::close(fd) != 0) ok = false;

@@ -16,6 +16,7 @@
 
 #include "agent/daemon.hpp"
 #include "agent/mesh_link.hpp"
+#include "agent/write_fully.hpp"
 
 namespace corral::agent {
 
@@ -25,14 +26,7 @@ bool write_host_file(const std::string& path, const std::string& text) {
   ::unlink(path.c_str());
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
   if (fd < 0) return false;
-  std::string_view data = text;
-  bool ok = true;
-  while (ok && !data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) data.remove_prefix(static_cast<std::size_t>(n));
-  }
+  bool ok = write_fully(fd, text);
   return ::close(fd) == 0 && ok;
 }
 
