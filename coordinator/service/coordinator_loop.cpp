@@ -1,6 +1,8 @@
 #include "coordinator/service/coordinator_loop.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 
 #include "coordinator/service/job_shares.hpp"
 #include "coordinator/service/spec_job.hpp"
@@ -12,6 +14,12 @@ namespace {
 constexpr std::uint64_t kTickMs = 50;
 constexpr std::uint64_t kResendMs = 500;      // a start not acknowledged: sent again
 constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long gets nothing
+
+double thread_cpu_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
 
 Job to_job(const MeshJob& m) {
   Job j;
@@ -47,8 +55,9 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
     ready_ = true;
     dirty_ = true;
     // Every committed start again, to the node it names: settled there, never elsewhere.
-    for (const auto& [id, j] : state_.data().jobs)
-      if (j.state == proto::state::kRunning || j.state == proto::state::kSuspended) push_start(id);
+    for (std::uint64_t id : state_.live())
+      if (const MeshJob& j = *state_.job(id); j.state == proto::state::kRunning || j.state == proto::state::kSuspended)
+        push_start(id);
   });
   if (!ticking_) {
     ticking_ = true;
@@ -115,7 +124,8 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
   std::set<std::uint64_t> held;  // jobs some node reports running
   for (const auto& [name, r] : nodes_)
     if (t - r.at_ms <= kNodeStaleMs) held.insert(r.running.begin(), r.running.end());
-  for (const auto& [id, j] : state_.data().jobs) {
+  for (std::uint64_t id : state_.live()) {
+    const MeshJob& j = *state_.job(id);
     if (j.state == proto::state::kPending) {
       if (!proposing_.count(id) && j.hold.empty() && shares_released(j, held)) s.pending.push_back(to_job(j));
       continue;
@@ -147,16 +157,28 @@ void CoordinatorLoop::pass() {
   dirty_ = false;
   seen_applied_ = c_.last_applied();
   bool waiting = false;
-  for (const auto& [id, j] : state_.data().jobs)
-    if (j.state == proto::state::kPending && !proposing_.count(id) && j.hold.empty()) waiting = true;
+  for (std::uint64_t id : state_.live())
+    if (const MeshJob& j = *state_.job(id); j.state == proto::state::kPending && !proposing_.count(id) && j.hold.empty()) {
+      waiting = true;
+      break;
+    }
   if (!waiting) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu_ms();
   std::vector<std::string> names;
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
   follow_allocations();
-  Plan plan = schedule(snap, sched_, ++passes_);
-  for (const Decision& d : plan.decisions)
-    if (d.action == Action::Start && !d.placement.empty()) decide(d, names);
+  schedule(snap, kNoHints, sched_, ++passes_, planner_, plan_);
+  std::size_t starts = 0;
+  for (const Decision& d : plan_.decisions)
+    if (d.action == Action::Start && !d.placement.empty()) {
+      decide(d, names);
+      ++starts;
+    }
+  if (watch_)
+    watch_(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+           thread_cpu_ms() - cpu0, snap.pending.size(), starts);
 }
 
 void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& names) {
@@ -236,7 +258,8 @@ void CoordinatorLoop::reconcile() {
   std::uint64_t now = env_.now_ms();
   if (now < next_reconcile_) return;
   next_reconcile_ = now + kResendMs;
-  for (const auto& [id, j] : state_.data().jobs) {
+  for (std::uint64_t id : state_.live()) {
+    const MeshJob& j = *state_.job(id);
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
     for (const std::string& node : j.runs.back().nodes) {
       if (unacked_.count({id, node})) continue;

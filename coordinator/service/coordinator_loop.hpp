@@ -67,6 +67,11 @@ class CoordinatorLoop {
   void operate(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // Whether the barrier of this term is committed: the pass runs.
   bool deciding() const { return ready_; }
+  // After every pass that ran schedule(): its wall and thread CPU time
+  // (build, schedule and proposals), the pending jobs it saw and the starts
+  // it proposed.
+  using PassWatch = std::function<void(double ms, double cpu_ms, std::size_t pending, std::size_t starts)>;
+  void watch_passes(PassWatch w) { watch_ = std::move(w); }
 
  private:
   void tick();
@@ -103,6 +108,7 @@ class CoordinatorLoop {
   std::map<std::string, std::int32_t> allocations_;  // the changes laid over it
   std::vector<Queue> queues_;
   Push push_;
+  PassWatch watch_;
   std::uint64_t term_ = 0;
   bool ready_ = false;
   bool ticking_ = false;
@@ -110,6 +116,8 @@ class CoordinatorLoop {
   std::uint64_t seen_applied_ = 0;
   std::uint64_t next_decision_ = 0;
   std::uint64_t passes_ = 0;
+  Planner planner_;                            // its buffers kept across passes
+  Plan plan_;
   std::uint64_t next_reconcile_ = 0;
   std::set<std::uint64_t> proposing_;          // jobs whose start is being committed
   struct Unacked {

@@ -31,7 +31,15 @@ std::string not_current_run(const MeshJob& j, std::int32_t run) {
 
 Outcome MeshState::apply(const proto::mesh::Entry& e) {
   ++d_.applied;
-  return std::visit([&](const auto& x) { return on(x); }, e);
+  Outcome o = std::visit([&](const auto& x) { return on(x); }, e);
+  if (o.job != 0) track(o.job);
+  return o;
+}
+
+void MeshState::track(std::uint64_t id) {
+  auto it = d_.jobs.find(id);
+  if (it != d_.jobs.end() && it->second.state != st::kEnded) live_.insert(id);
+  else live_.erase(id);
 }
 
 Outcome MeshState::apply_bytes(std::string_view bytes) {
@@ -241,6 +249,9 @@ void MeshState::restore(std::string_view bytes) {
     throw proto::ProtoError(std::string("bad mesh state snapshot: ") + ex.what());
   }
   d_ = std::move(d);
+  live_.clear();
+  for (const auto& [id, j] : d_.jobs)
+    if (j.state != st::kEnded) live_.insert(live_.end(), id);
 }
 
 const MeshJob* MeshState::job(std::uint64_t id) const {
@@ -250,7 +261,8 @@ const MeshJob* MeshState::job(std::uint64_t id) const {
 
 std::vector<std::uint64_t> MeshState::jobs_on(const std::string& node) const {
   std::vector<std::uint64_t> out;
-  for (const auto& [id, j] : d_.jobs) {
+  for (std::uint64_t id : live_) {
+    const MeshJob& j = d_.jobs.at(id);
     if (j.state != st::kRunning && j.state != st::kSuspended) continue;
     const auto& nodes = j.runs.back().nodes;
     if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) out.push_back(id);

@@ -102,6 +102,9 @@ class MeshState {
 
   const MeshData& data() const { return d_; }
   const MeshJob* job(std::uint64_t id) const;
+  // The jobs not ended (pending, held, running, suspended), by id: what a
+  // pass looks at, however many ended jobs the state keeps for accounting.
+  const std::set<std::uint64_t>& live() const { return live_; }
   // Jobs currently running or suspended with `node` among their nodes.
   std::vector<std::uint64_t> jobs_on(const std::string& node) const;
 
@@ -117,8 +120,11 @@ class MeshState {
   Outcome on(const proto::mesh::AllocationSet& e);
   Outcome on(const proto::mesh::JobHeld& e);
   Outcome on(const proto::mesh::JobMoved& e);
+  // Keeps `live_` in step with job `id` after an entry concerned it.
+  void track(std::uint64_t id);
 
   MeshData d_;
+  std::set<std::uint64_t> live_;  // derived from d_.jobs: not in the snapshot
 };
 
 }  // namespace corral::service

@@ -1,5 +1,6 @@
 #include "coordinator/service/raft_node.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "coordinator/service/raft_codec.hpp"
@@ -24,6 +25,9 @@ struct RaftNode::ChangeReq {
 };
 
 namespace {
+
+// Snapshot bytes per log entry between snapshots (RaftOptions::snapshot_threshold).
+constexpr std::size_t kSnapshotBytesPerEntry = 256;
 
 Status status_of(int rv) {
   switch (rv) {
@@ -51,7 +55,7 @@ std::string_view status_name(Status s) {
 
 RaftNode::RaftNode(std::uint64_t id, std::string address, Env& env, RaftDisk& disk,
                    StateMachine& sm, const RaftOptions& opt)
-    : id_(id), address_(std::move(address)), env_(env), sm_(sm), io_(env, disk),
+    : id_(id), min_threshold_(opt.snapshot_threshold), address_(std::move(address)), env_(env), sm_(sm), io_(env, disk),
       raft_(std::make_unique<raft>()) {
   fsm_.version = 2;
   fsm_.data = this;
@@ -125,6 +129,12 @@ int RaftNode::fsm_snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs)
     return RAFT_NOMEM;
   }
   std::memcpy(data, s.data(), s.size());
+  // A fixed threshold snapshots a state of N jobs every so many entries: the
+  // cost per entry grows with N (at 100,000 jobs, tens of MB serialized per
+  // thousand entries). The log kept between snapshots grows with it instead.
+  raft_set_snapshot_threshold(n->raft_.get(),
+                              std::max<unsigned>(n->min_threshold_, static_cast<unsigned>(std::min<std::size_t>(
+                                                                        s.size() / kSnapshotBytesPerEntry, 1u << 20))));
   b[0].base = data;
   b[0].len = s.size();
   *bufs = b;

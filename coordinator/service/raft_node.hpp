@@ -25,7 +25,9 @@ struct RaftOptions {
   unsigned election_ms = 300;
   unsigned heartbeat_ms = 50;
   bool pre_vote = true;
-  unsigned snapshot_threshold = 1024;  // entries between snapshots
+  // Entries between snapshots: at least this many, and more as the state
+  // grows (one entry per 256 bytes of the last snapshot), so snapshots cost a bounded share of each entry's work.
+  unsigned snapshot_threshold = 1024;
   unsigned snapshot_trailing = 128;    // entries kept behind a snapshot
 };
 
@@ -78,6 +80,7 @@ class RaftNode final : public Consensus {
   void change(DoneCb cb, const std::function<int(raft_change*)>& submit);
 
   std::uint64_t id_;
+  unsigned min_threshold_;
   std::string address_;
   Env& env_;
   StateMachine& sm_;

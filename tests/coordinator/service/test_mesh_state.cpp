@@ -1,4 +1,7 @@
 // The mesh's replicated state machine alone: entries, refusals, snapshots.
+#include <set>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "coordinator/service/mesh_state.hpp"
@@ -28,7 +31,35 @@ mesh::JobStarted started(std::uint64_t job, std::int32_t run, std::uint64_t term
   return mesh::JobStarted{job, run, std::move(nodes), decision, term, 200};
 }
 
+// The jobs of `st` that have not ended, from the whole job table.
+std::set<std::uint64_t> not_ended(const MeshState& st) {
+  std::set<std::uint64_t> out;
+  for (const auto& [id, j] : st.data().jobs)
+    if (j.state != "ended") out.insert(id);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("the live jobs are those not ended, after every entry and after a restore", "[mesh_state]") {
+  MeshState st;
+  std::vector<mesh::Entry> entries = {accepted("a"), accepted("b"), accepted("c"), accepted("a"),
+                                      started(1, 1, 1, 1), started(2, 1, 1, 2),
+                                      mesh::JobSuspended{2, 1, true, "", 1}, mesh::JobEnded{3, 0, "cancelled", -1, 2},
+                                      mesh::JobRequeued{1, 1, "checkpoint", 3}, started(1, 2, 1, 3),
+                                      mesh::JobEnded{1, 2, "completed", 0, 4}, mesh::JobEnded{1, 2, "completed", 0, 5},
+                                      mesh::JobEnded{9, 1, "completed", 0, 5}, mesh::JobSuspended{2, 1, false, "", 6}};
+  for (const mesh::Entry& e : entries) {
+    st.apply(e);
+    CHECK(st.live() == not_ended(st));
+  }
+  CHECK(st.live() == std::set<std::uint64_t>{2});
+  MeshState copy;
+  copy.apply(accepted("x"));  // a job the restore replaces
+  copy.restore(st.snapshot());
+  CHECK(copy.live() == std::set<std::uint64_t>{2});
+  CHECK(copy.jobs_on("n1") == std::vector<std::uint64_t>{2});
+}
 
 TEST_CASE("mesh entries round-trip and bad bytes are refused", "[mesh_state]") {
   mesh::Entry e = started(7, 1, 3, 42, {"n1", "n2"});
