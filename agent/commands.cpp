@@ -41,7 +41,14 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
   if (mesh_ && s.array.on())
     return bad("-J / -t: job arrays are not supported in a mesh yet (only with --standalone)");
   const int node_cores = static_cast<int>(topo.cores.size());
-  if (!s.pe.empty()) {
+  // In a mesh a job may span nodes: the coordinator's planner places it; the sizes of this node
+  // bound nothing but an open -pe range ("n-").
+  if (mesh_) {
+    if (!s.pe.empty()) {
+      if (s.slots_max == proto::kSlotsUnbounded) s.slots_max = std::max(s.slots_min, node_cores);
+      s.ncpus = s.slots_min;
+    }
+  } else if (!s.pe.empty()) {
     // -pe NAME n-m (sge6-reservation-backfill.txt section 3): "n-" is capped
     // at this node's cores; the count itself is the planner's choice.
     if (s.slots_min > node_cores)
@@ -51,13 +58,13 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
     s.slots_max = std::min(s.slots_max, node_cores);
     s.ncpus = s.slots_min;
   }
-  if (s.ncpus > node_cores)
+  if (!mesh_ && s.ncpus > node_cores)
     return bad("ncpus=" + std::to_string(s.ncpus) + " exceeds this node's " +
-               std::to_string(topo.cores.size()) + " cores");
-  if (topo.mem_mb > 0 && s.mem_mb > topo.mem_mb)
+               std::to_string(topo.cores.size()) + " cores (a job across nodes needs a mesh)");
+  if (!mesh_ && topo.mem_mb > 0 && s.mem_mb > topo.mem_mb)
     return bad("mem=" + std::to_string(s.mem_mb) + "mb exceeds this node's " +
                std::to_string(topo.mem_mb) + "mb");
-  if (topo.jobfs_mb > 0 && s.jobfs_mb > topo.jobfs_mb)
+  if (!mesh_ && topo.jobfs_mb > 0 && s.jobfs_mb > topo.jobfs_mb)
     return bad("jobfs=" + std::to_string(s.jobfs_mb) + "mb exceeds this node's " +
                std::to_string(topo.jobfs_mb) + "mb");
   if (s.walltime == 0) s.walltime = cfg_.default_walltime;

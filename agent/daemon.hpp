@@ -180,6 +180,11 @@ class Daemon {
   void mesh_give_back(JobRecord& r, const std::string& why);
   void mesh_requeue(const JobRecord& r);
   void mesh_report_node();
+  // A start across nodes (mesh_shares.cpp): this node's share of the job on `rec` (cpus, memory,
+  // jobfs; share set when the script runs elsewhere), and on the first node the host files in
+  // its environment. Returns "" or why this node cannot take its part.
+  std::string mesh_share(JobRecord& rec, const proto::jobs::StartJob& s);
+  void remove_host_files(std::uint64_t id);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();

@@ -12,6 +12,7 @@
 #include "agent/daemon.hpp"
 #include "agent/job_accounting.hpp"
 #include "agent/node/launcher.hpp"
+#include "agent/write_fully.hpp"
 
 namespace corral::agent {
 
@@ -116,7 +117,7 @@ void Daemon::finish(JobRecord& rec, EndReason why, int exit_code, const std::str
   }
   log_line("job " + std::to_string(rec.id) + " ended: " + reason + " exit " +
            std::to_string(exit_code) + (msg.empty() ? "" : " (" + msg + ")"));
-  if (mesh_) mesh_ended(rec);
+  if (mesh_ && !rec.share) mesh_ended(rec);  // a share's end is not the job's
   proto::Event e;
   e.kind = "ended";
   e.job = rec.id;
@@ -155,14 +156,7 @@ std::string Daemon::write_script(const JobRecord& rec) {
     fd = ::open(path.c_str(), flags, 0500);
   }
   if (fd < 0) return "";
-  std::string_view data = rec.spec.script;
-  bool ok = true;
-  while (ok && !data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) data.remove_prefix(static_cast<std::size_t>(n));
-  }
+  bool ok = write_fully(fd, rec.spec.script);
   if (ok && scripts_owner_.euid() == 0 && !scripts_owner_.owned_by(dir, rec.uid, rec.gid))
     ok = ::fchown(fd, rec.uid, rec.gid) == 0;
   if (ok && ::close(fd) != 0) ok = false;
@@ -178,6 +172,7 @@ std::string Daemon::write_script(const JobRecord& rec) {
 
 void Daemon::remove_script(std::uint64_t id) {
   ::unlink((cfg_.state_dir + "/scripts/" + std::to_string(id)).c_str());
+  if (mesh_) remove_host_files(id);
 }
 
 proto::JobInfo Daemon::info(const JobRecord& r) const {

@@ -100,7 +100,8 @@ void Daemon::mesh_order(const proto::jobs::Message& m) {
 void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
   if (s.term < mesh_term_) return;
   JobRecord* rec = store_->find(s.job);
-  if (!rec || rec->ended() || rec->requeues + 1 != s.run) return;
+  // A run older than the one named is over too (a share whose newer start never came).
+  if (!rec || rec->ended() || rec->requeues + 1 > s.run) return;
   rec->cancel_requested = true;
   rec->comment = "cancel requested by " + s.who;
   store_->put(*rec);
@@ -146,7 +147,7 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
       answer("failed", had->comment);
       return;
     }
-    if (had->ended()) mesh_ended(*had);  // its end may not have reached the mesh yet
+    if (had->ended() && !had->share) mesh_ended(*had);  // its end may not have reached the mesh yet
     answer("started", "already applied");
     return;
   }
@@ -169,13 +170,18 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
   rec.work_done = s.work_done;  // its checkpoints' work, wherever they were taken
   rec.checkpoints = s.checkpoints;
   rec.state = std::string(proto::state::kPending);
+  if (std::string why = mesh_share(rec, s); !why.empty()) {
+    log_line("mesh: start of " + what + " refused: " + why);
+    answer("refused", why);
+    return;
+  }
   store_->put(rec);
   JobRecord& r = *store_->find(s.job);
   Decision d;
   d.job = r.id;
   d.slots = r.spec.ncpus;
   d.reason = "started by the mesh's coordinator (term " + std::to_string(s.decided_term) + ", decision " +
-             std::to_string(s.decision) + ")";
+             std::to_string(s.decision) + ")" + (r.share ? ": a share, the script runs on " + s.nodes.front() : "");
   start_job(r, d);
   if (r.state == proto::state::kRunning) {
     mesh_report_node();

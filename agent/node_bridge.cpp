@@ -16,6 +16,9 @@
 
 namespace corral::agent {
 
+// What holds a share's cgroups on a node that does not run the job's script (argv: it, "infinity").
+constexpr std::string_view kShareHolder = "/bin/sleep";
+
 node::Topology agent_topology(const Config& cfg, const std::string& jobfs_dir) {
   if (!cfg.emulate.empty()) {
     std::string name = cfg.node_name;
@@ -116,6 +119,14 @@ void Daemon::recover() {
   for (auto id : lost) {
     JobRecord& rec = *store_->find(id);
     const std::string why = "node_restart: corrald restarted and the job was no longer running";
+    if (mesh_ && rec.share) {  // a share ends here only: its job's run goes on on its first node
+      rec.state = std::string(proto::state::kEnded);
+      rec.end_reason = "node_restart";
+      rec.comment = why;
+      store_->put(rec);
+      active_.erase(id);
+      continue;
+    }
     if (mesh_) mesh_give_back(rec, why);  // the mesh requeues it, wherever it then runs
     else requeue(rec, why, false);
   }
@@ -201,7 +212,9 @@ std::vector<int> Daemon::start_cores(const JobRecord& rec, const Decision& d, in
   for (int c : cores)
     ok = ok && c >= 0 && c < static_cast<int>(topo.cores.size()) &&
          std::find(busy.begin(), busy.end(), c) == busy.end();
-  if (!ok) cores = node::pick_cores(topo, busy, want);  // the plan gave no (valid) cores
+  // The plan gave no (valid) cores. A share of a job across nodes takes busy ones rather than
+  // give the run back (which would requeue a job whose script already runs on its first node).
+  if (!ok) cores = node::pick_cores(topo, rec.share ? std::vector<int>{} : busy, want);
   return cores;
 }
 
@@ -217,7 +230,9 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.uid = rec.uid;
   ls.gid = rec.gid;
   ls.user = rec.user == std::to_string(rec.uid) ? "" : rec.user;  // named at submit; else by uid
-  std::string script = write_script(rec);
+  // A share of a job whose script runs on another node: its cgroups are held by a process that
+  // only waits, and `corral exec` adds the job's processes beside it.
+  std::string script = rec.share ? std::string(kShareHolder) : write_script(rec);
   if (script.empty() && (errno == ENOSPC || errno == EDQUOT)) {
     // Not the job's fault: it waits, pending, and starts once the state disk has room.
     const std::string why = "state disk full: the job script cannot be written; waiting for room";
@@ -232,7 +247,8 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
     finish(rec, EndReason::LaunchFailed, -1, "cannot write the job script to " + cfg_.state_dir + "/scripts");
     return;
   }
-  if (rec.spec.script.rfind("#!", 0) == 0) ls.argv = {script};
+  if (rec.share) ls.argv = {script, "infinity"};
+  else if (rec.spec.script.rfind("#!", 0) == 0) ls.argv = {script};
   else ls.argv = {"/bin/sh", script};
   for (std::size_t pos = 0; pos < rec.env_blob.size();) {
     std::size_t end = rec.env_blob.find('\0', pos);
@@ -262,8 +278,8 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   }
   ls.cwd = rec.spec.cwd;
   if (rec.spec.umask != proto::kUmaskUnset) ls.umask = static_cast<mode_t>(rec.spec.umask & 0777);
-  ls.stdout_path = rec.spec.stdout_path;
-  ls.stderr_path = rec.spec.stderr_path;
+  ls.stdout_path = rec.share ? "/dev/null" : rec.spec.stdout_path;
+  ls.stderr_path = rec.share ? "/dev/null" : rec.spec.stderr_path;
   ls.cores = cores;
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;

@@ -88,12 +88,16 @@ struct JobRecord {
   std::int64_t array_next = 0;
   std::vector<std::int64_t> array_ahead;
   std::int64_t array_failed = 0;
+  // A mesh job across nodes whose script runs on another node: this node holds its share (the
+  // cgroups of its cores and memory) for `corral exec`; its end is not the job's. Added after
+  // the journal format shipped.
+  bool share = false;
   MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,
                      held, pba_preemptions, checkpoints, runs, backfilled, backfill_estimate, waits_on,
-                     hold, hold_by, array_id, array_index, array_next, array_ahead, array_failed)
+                     hold, hold_by, array_id, array_index, array_next, array_ahead, array_failed, share)
 
   bool ended() const { return state == proto::state::kEnded; }
   // A job array: it stands for its tasks and never runs itself.

@@ -41,7 +41,9 @@ struct JobAccepted {
 // The coordinator decided to start a pending job: run `run` (1-based, one
 // more than the job's runs so far) on `nodes` (the first runs the script).
 // A decision is (term, decision): refused from an older coordinator term or
-// when already applied.
+// when already applied. `slots` and `mem_mb` are each node's share, in the
+// order of `nodes` (added after version 1: empty in older entries, which
+// name one node holding the whole job).
 struct JobStarted {
   std::uint64_t job = 0;
   std::int32_t run = 0;
@@ -53,7 +55,9 @@ struct JobStarted {
   // window, `backfill_estimate` s after its start.
   bool backfilled = false;
   double backfill_estimate = 0;
-  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate)
+  std::vector<std::int32_t> slots{};
+  std::vector<std::int64_t> mem_mb{};
+  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate, slots, mem_mb)
 };
 
 // Run `run` of a job ended for good (completed, failed, walltime, mem, jobfs,

@@ -88,11 +88,15 @@ struct StartJob {
   std::uint64_t decision = 0;
   std::uint64_t job = 0;
   std::int32_t run = 0;
-  std::vector<std::string> nodes;  // the first runs the script
+  std::vector<std::string> nodes;  // the first runs the script; the others hold a share
   mesh::JobAccepted spec;        // the job as accepted (spec, user, uid, gid, submit_time)
   std::int64_t work_done = 0;    // its work kept by earlier checkpoints (s)
   std::int32_t checkpoints = 0;  // how many: a restart when any
-  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, work_done, checkpoints)
+  // Each node's share, in the order of `nodes` (JobStarted's); empty: one node, the whole job.
+  std::vector<std::int32_t> slots{};
+  std::vector<std::int64_t> mem_mb{};
+  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, work_done, checkpoints,
+                     slots, mem_mb)
 };
 
 struct StartAck {
@@ -113,9 +117,10 @@ struct StartAck {
   MSGPACK_DEFINE_MAP(mesh, from, term, decision, job, run, status, message, order, decided_term)
 };
 
-// The coordinator's order to stop run `run` of `job` (a user cancelled it):
-// the node stops it as a standalone cancel does, and its end goes to the
-// mesh as any end.
+// The coordinator's order to stop run `run` of `job` (a user cancelled it,
+// or the run of a job across nodes ended or was requeued while this node
+// still holds a share of it): the node stops it as a standalone cancel does;
+// the end of the node that runs the script goes to the mesh as any end.
 struct CancelJob {
   std::string mesh;
   std::uint64_t from = 0;

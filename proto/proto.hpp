@@ -112,9 +112,12 @@ struct JobSpec {
   std::vector<Dependency> depend;
   // Added after version 1: a job array (-J, -t, -tc).
   ArraySpec array;
+  // Added after version 1. -l select=K:ncpus=M: the job is K chunks of M cpus (ncpus = K * M),
+  // each chunk whole on one node; 0: no chunks (the cpus may spread over nodes as they fit).
+  std::int32_t chunk_ncpus = 0;
   MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
-                     flow_step, preempt, immediate, checkpointable, join, depend, array)
+                     flow_step, preempt, immediate, checkpointable, join, depend, array, chunk_ncpus)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a

@@ -148,6 +148,9 @@ std::string check_spec(const JobSpec& s) {
   if (why = check_size("mem", s.mem_mb); !why.empty()) return why;
   if (why = check_size("jobfs", s.jobfs_mb); !why.empty()) return why;
   if (why = check_slots(s); !why.empty()) return why;
+  if (s.chunk_ncpus < 0 || (s.chunk_ncpus > 0 && (s.ncpus % s.chunk_ncpus != 0 || !s.pe.empty())))
+    return "select: ncpus=" + std::to_string(s.ncpus) + " is not a whole number of chunks of " +
+           std::to_string(s.chunk_ncpus) + " cpus (and a chunked job takes no -pe range)";
   if (s.script.empty()) return "the job script is empty";
   if (s.script.size() > kMaxFrame / 2) return "the job script is too large (at most " + std::to_string(kMaxFrame / 2) + " bytes)";
   if (why = check_path("the script name", s.script_name); !why.empty()) return why;

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "coordinator/planner/planner.hpp"
+#include "coordinator/service/job_shares.hpp"
 #include "coordinator/service/spec_job.hpp"
 
 namespace corral::service {
@@ -85,9 +86,14 @@ void CoordinatorLoop::node(const NodeReport& r) {
 
 void CoordinatorLoop::on_ack(const proto::jobs::StartAck& a) {
   if (!a.order.empty()) return order_acked(a);
-  auto it = unacked_.find(a.job);
-  if (it == unacked_.end() || it->second.start.run != a.run) return;
-  unacked_.erase(it);
+  for (auto it = unacked_.lower_bound({a.job, ""}); it != unacked_.end() && it->first.first == a.job; ++it) {
+    auto n = nodes_.find(it->first.second);
+    bool from = it->second.member == a.from || (n != nodes_.end() && n->second.member == a.from);
+    if (from && it->second.start.run == a.run) {
+      unacked_.erase(it);
+      return;
+    }
+  }
 }
 
 void CoordinatorLoop::tick() {
@@ -129,10 +135,14 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
     s.nodes.push_back(std::move(n));
     names.push_back(name);
   }
+  std::set<std::uint64_t> held;  // jobs some node reports running
+  for (const auto& [name, r] : nodes_)
+    if (t - r.at_ms <= kNodeStaleMs) held.insert(r.running.begin(), r.running.end());
   for (std::uint64_t id : state_.live()) {
     const MeshJob& j = *state_.job(id);
     if (j.state == proto::state::kPending) {
-      if (!proposing_.count(id) && j.hold.empty() && !blocked_.count(id)) s.pending.push_back(to_job(j));
+      if (!proposing_.count(id) && j.hold.empty() && !blocked_.count(id) && shares_released(j, held))
+        s.pending.push_back(to_job(j));
       continue;
     }
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
@@ -152,9 +162,15 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
     if (rj.suspended && !run.held && run.suspended_since > 0) rj.suspended_since = static_cast<Time>(run.suspended_since);
     rj.backfilled = run.backfilled && run.stopping.empty();  // unless its checkpoint is being taken
     rj.backfill_estimate = static_cast<Time>(run.backfill_estimate);
-    if (!run.nodes.empty())
-      if (auto it = index.find(run.nodes.front()); it != index.end())
-        rj.placement.push_back(Placement{it->second, static_cast<std::uint32_t>(rj.slots), {}, 1});
+    if (run.slots.size() == run.nodes.size() && !run.slots.empty()) {
+      rj.slots = 0;
+      for (std::int32_t sl : run.slots) rj.slots += sl;
+    }
+    for (std::size_t i = 0; i < run.nodes.size(); ++i)
+      if (auto it = index.find(run.nodes[i]); it != index.end()) {
+        int sl = run.slots.size() == run.nodes.size() ? run.slots[i] : rj.slots;
+        rj.placement.push_back(Placement{it->second, static_cast<std::uint32_t>(sl), {}, 1});
+      }
     // A job on a node not reporting holds nothing the pass could give away.
     if (!rj.placement.empty()) s.running.push_back(std::move(rj));
   }
@@ -191,7 +207,7 @@ void CoordinatorLoop::pass() {
       order(d);
   std::size_t starts = 0;
   for (const Decision& d : plan_.decisions)
-    if (d.action == Action::Start && d.placement.size() == 1) {
+    if (d.action == Action::Start && !d.placement.empty()) {
       decide(d, names);
       ++starts;
     }
@@ -202,11 +218,11 @@ void CoordinatorLoop::pass() {
 
 void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& names) {
   const MeshJob* j = state_.job(d.job);
-  if (!j || j->state != proto::state::kPending || d.placement.front().node >= names.size()) return;
+  if (!j || j->state != proto::state::kPending) return;
   proto::mesh::JobStarted e;
+  if (!job_shares(d, names, j->spec, e)) return;
   e.job = d.job;
   e.run = static_cast<std::int32_t>(j->runs.size()) + 1;
-  e.nodes = {names[d.placement.front().node]};
   e.decision = ++next_decision_;
   e.term = term_;
   e.time = env_.wall_s();
@@ -223,12 +239,18 @@ void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& 
   });
 }
 
-// The current run's start, to its node (again).
+// The current run's start, to each of its nodes (again).
 void CoordinatorLoop::push_start(std::uint64_t job) {
+  const MeshJob* j = state_.job(job);
+  if (!j || j->runs.empty()) return;
+  for (const std::string& node : j->runs.back().nodes) push_start(job, node);
+}
+
+void CoordinatorLoop::push_start(std::uint64_t job, const std::string& node) {
   const MeshJob* j = state_.job(job);
   if (!j || j->runs.empty() || j->runs.back().nodes.empty()) return;
   const MeshRun& run = j->runs.back();
-  auto n = nodes_.find(run.nodes.front());
+  auto n = nodes_.find(node);
   proto::jobs::StartJob s;
   s.mesh = mesh_;
   s.from = c_.id();
@@ -238,10 +260,12 @@ void CoordinatorLoop::push_start(std::uint64_t job) {
   s.job = job;
   s.run = static_cast<std::int32_t>(j->runs.size());
   s.nodes = run.nodes;
+  s.slots = run.slots;
+  s.mem_mb = run.mem_mb;
   s.spec = proto::mesh::JobAccepted{j->spec, j->user, j->uid, j->gid, j->submit_time, ""};
   s.work_done = j->work_done;
   s.checkpoints = j->checkpoints;
-  Unacked& u = unacked_[job];
+  Unacked& u = unacked_[{job, node}];
   u.member = n == nodes_.end() ? 0 : n->second.member;
   u.start = std::move(s);
   u.sent_ms = env_.now_ms();
@@ -251,7 +275,7 @@ void CoordinatorLoop::push_start(std::uint64_t job) {
 void CoordinatorLoop::resend_unacked() {
   std::uint64_t now = env_.now_ms();
   for (auto it = unacked_.begin(); it != unacked_.end();) {
-    const MeshJob* j = state_.job(it->first);
+    const MeshJob* j = state_.job(it->first.first);
     if (!j || j->state == proto::state::kEnded || static_cast<std::int32_t>(j->runs.size()) != it->second.start.run) {
       it = unacked_.erase(it);  // ended or requeued meanwhile: nothing left to deliver
       continue;
@@ -259,7 +283,7 @@ void CoordinatorLoop::resend_unacked() {
     Unacked& u = it->second;
     if (now - u.sent_ms >= kResendMs) {
       if (u.member == 0)
-        if (auto n = nodes_.find(u.start.nodes.front()); n != nodes_.end()) u.member = n->second.member;
+        if (auto n = nodes_.find(it->first.second); n != nodes_.end()) u.member = n->second.member;
       u.sent_ms = now;
       if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
     }
@@ -278,12 +302,16 @@ void CoordinatorLoop::reconcile() {
   for (std::uint64_t id : state_.live()) {
     const MeshJob& j = *state_.job(id);
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
-    if (unacked_.count(id) || j.runs.back().nodes.empty()) continue;
-    auto n = nodes_.find(j.runs.back().nodes.front());
-    if (n == nodes_.end() || now - n->second.at_ms > kNodeStaleMs) continue;
-    const std::vector<std::uint64_t>& runs = n->second.running;
-    if (std::find(runs.begin(), runs.end(), id) == runs.end()) push_start(id);
+    for (const std::string& node : j.runs.back().nodes) {
+      if (unacked_.count({id, node})) continue;
+      auto n = nodes_.find(node);
+      if (n == nodes_.end() || now - n->second.at_ms > kNodeStaleMs) continue;
+      const std::vector<std::uint64_t>& runs = n->second.running;
+      if (std::find(runs.begin(), runs.end(), id) == runs.end()) push_start(id, node);
+    }
   }
+  for (const auto& [name, n] : nodes_)
+    if (now - n.at_ms <= kNodeStaleMs) release_shares(n);
 }
 
 }  // namespace corral::service
@@ -313,11 +341,7 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
     });
     return;
   }
-  const MeshRun& run = j->runs.back();
-  auto n = run.nodes.empty() ? nodes_.end() : nodes_.find(run.nodes.front());
-  if (n == nodes_.end()) return done(DeskAnswer{"error", 0, 0, "its node has not reported", ""});
-  push_(n->second.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, ask.job,
-                                                                      static_cast<std::int32_t>(j->runs.size()), ask.who}});
+  if (!push_cancel(*j, ask.who)) return done(DeskAnswer{"error", 0, 0, "its node has not reported", ""});
   done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
 }
 

@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/schedule.hpp"
@@ -92,8 +93,19 @@ class CoordinatorLoop {
   void settle_dependencies();
   void resend_orders(std::uint64_t now);
   void order_acked(const proto::jobs::StartAck& a);
+  void push_start(std::uint64_t job, const std::string& node);
   void resend_unacked();
   void reconcile();
+  // job_shares.cpp: a run across nodes that ended or was requeued while a node still reports
+  // it: that node is told to stop (again, until it stops reporting it).
+  void release_shares(const NodeReport& n);
+  // Whether a pending job may start again: no node reports it (`held`: the jobs fresh reports
+  // list), and its last run, when it spanned nodes, has every node reporting freshly. A share
+  // that gave its run back does not stop the script's node at once: no new run starts before
+  // every node of the old one has let it go.
+  bool shares_released(const MeshJob& j, const std::set<std::uint64_t>& held) const;
+  // A cancel of a running job, to every node of its current run; false when none has reported.
+  bool push_cancel(const MeshJob& j, const std::string& who);
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
@@ -127,7 +139,7 @@ class CoordinatorLoop {
     proto::jobs::StartJob start;
     std::uint64_t sent_ms = 0;
   };
-  std::map<std::uint64_t, Unacked> unacked_;   // by job
+  std::map<std::pair<std::uint64_t, std::string>, Unacked> unacked_;  // by job and node
   std::set<std::uint64_t> ordering_;           // jobs whose order is being committed
   std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)
   struct UnackedOrder {

@@ -82,6 +82,12 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
     return refused(e.job, "run " + std::to_string(e.run) + " is not the next run (" +
                               std::to_string(j.runs.size() + 1) + ") of " + job_name(e.job));
   if (e.nodes.empty()) return refused(e.job, "a start needs at least one node");
+  if ((!e.slots.empty() && e.slots.size() != e.nodes.size()) || (!e.mem_mb.empty() && e.mem_mb.size() != e.nodes.size()))
+    return refused(e.job, "a start needs one share per node");
+  for (std::size_t i = 0; i < e.nodes.size(); ++i)
+    if (std::find(e.nodes.begin(), e.nodes.begin() + static_cast<std::ptrdiff_t>(i), e.nodes[i]) !=
+        e.nodes.begin() + static_cast<std::ptrdiff_t>(i))
+      return refused(e.job, "node " + e.nodes[i] + " named twice in one start");
   for (const auto& n : e.nodes) {
     auto nit = d_.nodes.find(n);
     if (nit != d_.nodes.end() && nit->second.state == kDrain)
@@ -95,6 +101,8 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
   r.start = e.time;
   r.backfilled = e.backfilled;
   r.backfill_estimate = e.backfill_estimate;
+  r.slots = e.slots;
+  r.mem_mb = e.mem_mb;
   j.runs.push_back(std::move(r));
   j.state = std::string(st::kRunning);
   return done(e.job);

@@ -42,9 +42,11 @@ struct MeshRun {
   std::uint64_t order_term = 0;
   std::uint64_t order_decision = 0;
   bool order_pba = false;
+  std::vector<std::int32_t> slots;   // each node's share, in the order of `nodes`; empty: one node, the whole job
+  std::vector<std::int64_t> mem_mb;
   MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
                      suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
-                     order_decision, order_pba)
+                     order_decision, order_pba, slots, mem_mb)
 };
 
 struct MeshJob {

@@ -45,6 +45,19 @@ TEST_CASE("directives: PBS lines as NCI writes them", "[agent][directives]") {
   CHECK(d.spec.join);
 }
 
+TEST_CASE("directives: -l select=K:ncpus=M asks K chunks, each whole on one node", "[agent][directives]") {
+  Directives d = ok("#PBS -l select=4:ncpus=16:mem=8gb,walltime=1:00:00\n");
+  CHECK(d.spec.ncpus == 64);
+  CHECK(d.spec.chunk_ncpus == 16);
+  CHECK(d.spec.mem_mb == 4 * 8 * 1024);
+  CHECK(d.spec.walltime == 3600);
+  CHECK(d.have_ncpus);
+  CHECK(ok("#PBS -l select=2\n").spec.ncpus == 2);
+  CHECK(error_of("#PBS -l select=0:ncpus=2\n").find("the chunk count must be a positive integer") != std::string::npos);
+  CHECK(error_of("#PBS -l select=2:ncpus=x\n").find("ncpus must be a positive integer") != std::string::npos);
+  CHECK(error_of("#PBS -l select=2:gpus=1\n").find("unknown chunk resource 'gpus'") != std::string::npos);
+}
+
 TEST_CASE("directives: Grid Engine lines", "[agent][directives]") {
   Directives d = ok("#!/bin/sh\n#$ -l h_rt=0:30:00,h_vmem=2G\n#$ -pe smp 2-8\n#$ -R y\n#$ -N sim\n#$ -cwd\n"
                     "#$ -j y\n#$ -hold_jid 4,5\nhostname\n");
@@ -92,8 +105,8 @@ TEST_CASE("directives: anything not understood names the file, line and text", "
         "job.sh:3: '#PBS -m abe': unknown option '-m' (a directive may hold -l -q -P -N -o -e -j -R -pe -now -cwd "
         "-W -J -t -tc -hold_jid --preempt -c --checkpointable)");
   CHECK(error_of("#$ -l h_rt=1:00:00,license=2\n") ==
-        "job.sh:1: '#$ -l h_rt=1:00:00,license=2': unknown resource 'license' (known: walltime, ncpus, mem, vmem, "
-        "jobfs, h_rt, h_vmem, wd)");
+        "job.sh:1: '#$ -l h_rt=1:00:00,license=2': unknown resource 'license' (known: walltime, ncpus, select, mem, "
+        "vmem, jobfs, h_rt, h_vmem, wd)");
   CHECK(error_of("#PBS -l walltime=1:99:00\n") == "job.sh:1: '#PBS -l walltime=1:99:00': invalid walltime '1:99:00' "
                                                  "(minutes and seconds must be below 60)");
   CHECK(error_of("#CORRAL -pe smp\n") == "job.sh:1: '#CORRAL -pe smp': -pe needs two values");

@@ -64,6 +64,39 @@ std::int64_t parse_size_mb(const std::string& text) {
   }
 }
 
+namespace {
+
+// select=K:ncpus=M[:mem=X] (PBS Pro's chunks): K chunks of M cpus and X memory each, every chunk
+// whole on one node. The job asks K * M cpus and K * X memory in all.
+void apply_select(const std::string& val, proto::JobSpec& spec) {
+  const std::string usage = " (use select=K:ncpus=M[:mem=SIZE], e.g. select=2:ncpus=4)";
+  std::vector<std::string> parts = split(val, ':');
+  if (!all_digits(parts[0]) || parts[0].size() > 6 || std::stoll(parts[0]) < 1)
+    throw UsageError("invalid select '" + val + "': the chunk count must be a positive integer" + usage);
+  long long chunks = std::stoll(parts[0]), cpus = 1, mem = 0;
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    std::size_t eq = parts[i].find('=');
+    std::string key = lower(parts[i].substr(0, eq)), v = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+    if (v.empty()) throw UsageError("invalid select '" + val + "': '" + parts[i] + "' has no value" + usage);
+    if (key == "ncpus") {
+      if (!all_digits(v) || v.size() > 6 || std::stoll(v) < 1)
+        throw UsageError("invalid select '" + val + "': ncpus must be a positive integer" + usage);
+      cpus = std::stoll(v);
+    } else if (key == "mem") {
+      mem = parse_size_mb(v);
+    } else {
+      throw UsageError("invalid select '" + val + "': unknown chunk resource '" + key + "' (known: ncpus, mem)");
+    }
+  }
+  if (chunks * cpus > proto::kMaxCpus)
+    throw UsageError("invalid select '" + val + "': " + std::to_string(chunks * cpus) + " cpus in all is too many");
+  spec.ncpus = static_cast<std::int32_t>(chunks * cpus);
+  spec.chunk_ncpus = static_cast<std::int32_t>(cpus);
+  if (mem > 0) spec.mem_mb = chunks * mem;
+}
+
+}  // namespace
+
 bool apply_resources(const std::string& list, proto::JobSpec& spec) {
   if (list.empty()) throw UsageError("-l needs a resource list, e.g. -l walltime=1:00:00,ncpus=2");
   if (list.back() == ',') throw UsageError("trailing ',' in -l " + list);
@@ -81,9 +114,12 @@ bool apply_resources(const std::string& list, proto::JobSpec& spec) {
         throw UsageError("invalid ncpus '" + val + "' (a positive integer)");
       spec.ncpus = static_cast<std::int32_t>(std::stoll(val));
       ncpus = true;
+    } else if (key == "select") {
+      apply_select(val, spec);
+      ncpus = true;
     } else if (key == "mem" || key == "vmem" || key == "h_vmem") spec.mem_mb = parse_size_mb(val);
     else if (key == "jobfs") spec.jobfs_mb = parse_size_mb(val);
-    else throw UsageError("unknown resource '" + key + "' (known: walltime, ncpus, mem, vmem, jobfs, h_rt, h_vmem, wd)");
+    else throw UsageError("unknown resource '" + key + "' (known: walltime, ncpus, select, mem, vmem, jobfs, h_rt, h_vmem, wd)");
   }
   return ncpus;
 }

@@ -36,6 +36,7 @@ class SimAgent {
     bool ended = false;
     int cores = 0;
     bool not_started = false;  // given back (did not fit, or lost with the agent): a requeue was asked
+    bool share = false;        // of a job across nodes whose script runs elsewhere: held until stopped
   };
   // How the agent reaches the mesh while it is up: propose an entry (sent
   // until committed), acknowledge a start, run `fn` after `ms`.
@@ -58,11 +59,14 @@ class SimAgent {
     for (auto& [job, r] : journal_) {
       if (r.ended) continue;
       if (!lost_) {
-        watch_end(job);
+        if (!r.share) watch_end(job);
         continue;
       }
-      // Daemon::recover() in a mesh: a run whose processes are gone is given back.
-      r.ended = r.not_started = true;
+      // Daemon::recover() in a mesh: a run whose processes are gone is given back (a share only
+      // ends here: its job's run goes on on its first node).
+      r.ended = true;
+      if (r.share) continue;
+      r.not_started = true;
       propose_requeue(job, r.run);
     }
     lost_ = false;
@@ -74,7 +78,7 @@ class SimAgent {
     lost_ = lose_runs;
     if (lose_runs)
       for (auto& [job, r] : journal_)
-        if (!r.ended) watch_.killed(name_, job, r.run);
+        if (!r.ended && !r.share) watch_.killed(name_, job, r.run);
   }
   bool is_up() const { return up_.propose != nullptr; }
 
@@ -92,8 +96,12 @@ class SimAgent {
       if (had->second.ended) propose_end(s.job, had->second);
       return answer(s.from, ack, "started");
     }
-    int cores = s.spec.spec.ncpus;
-    if (used() + cores > cores_ - taken_) {
+    // Daemon::mesh_share: this node's share of a job across nodes; the first node runs it.
+    std::size_t i = 0;
+    while (i < s.nodes.size() && s.nodes[i] != name_) ++i;
+    if (i == s.nodes.size()) return answer(s.from, ack, "refused");
+    int cores = s.slots.size() == s.nodes.size() ? s.slots[i] : s.spec.spec.ncpus;
+    if (i == 0 && used() + cores > cores_ - taken_) {  // a share takes busy cores rather than give back
       // Not started: back to the queue; the record stays, so a resend never starts it.
       journal_[s.job] = Record{s.run, 0, true, 0, true};
       requeue(s);
@@ -101,9 +109,22 @@ class SimAgent {
     }
     Record& r = journal_[s.job];
     r = Record{s.run, up_.now_ms() + runtime_ms(s.spec.spec), false, cores};
+    if (i > 0) {
+      r.share = true;
+      return answer(s.from, ack, "started");
+    }
     watch_.launched(name_, s);
     watch_end(s.job);
     answer(s.from, ack, "started");
+  }
+
+  // Daemon::mesh_stop: the coordinator stops a run here (a share of a run across nodes that is over).
+  void stop(const jobs::CancelJob& c) {
+    if (c.term < term_) return;
+    auto it = journal_.find(c.job);
+    if (it == journal_.end() || it->second.ended || it->second.run > c.run) return;  // an older run: stale too
+    it->second.ended = true;
+    if (!it->second.share) watch_.killed(name_, c.job, c.run);
   }
 
   // The jobs this node runs, as its hello reports them.

@@ -224,6 +224,7 @@ class MeshSim {
     slots_[i].p->env->post(0, [this, i, alive, m] {
       if (!*alive) return;
       if (auto* s = std::get_if<jobs::StartJob>(&m)) slots_[i].agent->start(*s);
+      else if (auto* c = std::get_if<jobs::CancelJob>(&m)) slots_[i].agent->stop(*c);
     });
   }
 
@@ -245,7 +246,7 @@ class MeshSim {
         send(i, from, jobs::encode(jobs::ForwardAck{kMesh, slots_[i].id, request, a.status, a.job, a.leader,
                                                     a.message, a.code}));
       });
-    } else if (std::holds_alternative<jobs::StartJob>(msg)) {
+    } else if (std::holds_alternative<jobs::StartJob>(msg) || std::holds_alternative<jobs::CancelJob>(msg)) {
       post_order(i, p.alive, msg);
     } else if (auto* k = std::get_if<jobs::StartAck>(&msg)) {
       p.coordinator->on_ack(*k);

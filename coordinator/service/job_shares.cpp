@@ -1,0 +1,86 @@
+#include "coordinator/service/job_shares.hpp"
+
+#include <algorithm>
+
+#include "coordinator/service/coordinator_loop.hpp"
+
+namespace corral::service {
+
+namespace {
+constexpr std::uint64_t kShareReportMs = 3000;  // a report older than this says nothing of a share
+}  // namespace
+
+bool job_shares(const Decision& d, const std::vector<std::string>& names, const proto::JobSpec& spec,
+                proto::mesh::JobStarted& e) {
+  e.nodes.clear();
+  e.slots.clear();
+  e.mem_mb.clear();
+  std::vector<std::int32_t> slots;
+  std::int64_t total = 0;
+  for (const Placement& p : d.placement)
+    for (std::uint32_t k = 0; k < std::max<std::uint32_t>(1, p.count); ++k) {
+      if (p.node + k >= names.size()) return false;
+      const std::string& name = names[p.node + k];
+      auto at = std::find(e.nodes.begin(), e.nodes.end(), name);
+      if (at == e.nodes.end()) {
+        e.nodes.push_back(name);
+        slots.push_back(0);
+        at = e.nodes.end() - 1;
+      }
+      slots[static_cast<std::size_t>(at - e.nodes.begin())] += static_cast<std::int32_t>(p.slots);
+      total += p.slots;
+    }
+  if (e.nodes.empty()) return false;
+  if (e.nodes.size() == 1) return true;  // one node holds the whole job: no shares to record
+  for (std::int32_t sl : slots)
+    if (sl < 1 || (spec.chunk_ncpus > 0 && sl % spec.chunk_ncpus != 0)) return false;
+  e.slots = slots;
+  for (std::int32_t sl : slots) e.mem_mb.push_back(spec.mem_mb > 0 ? (spec.mem_mb * sl + total - 1) / total : 0);
+  return true;
+}
+
+// A node reports a job whose run on it is over (the job ended, was requeued, or runs elsewhere
+// now) and that was a run across nodes: its share is stopped. Runs on one node are settled by
+// their node's own end and are left alone here.
+void CoordinatorLoop::release_shares(const NodeReport& n) {
+  for (std::uint64_t id : n.running) {
+    const MeshJob* j = state_.job(id);
+    if (!j || j->runs.empty()) continue;
+    std::int32_t run = 0;
+    for (std::size_t r = j->runs.size(); r-- > 0 && run == 0;) {
+      const auto& nodes = j->runs[r].nodes;
+      if (nodes.size() > 1 && std::find(nodes.begin(), nodes.end(), n.name) != nodes.end())
+        run = static_cast<std::int32_t>(r + 1);
+    }
+    if (run == 0) continue;
+    bool current = (j->state == proto::state::kRunning || j->state == proto::state::kSuspended) &&
+                   run == static_cast<std::int32_t>(j->runs.size());
+    if (current) continue;
+    push_(n.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, id, run, "the job's end"}});
+  }
+}
+
+bool CoordinatorLoop::shares_released(const MeshJob& j, const std::set<std::uint64_t>& held) const {
+  if (held.count(j.id)) return false;
+  if (j.runs.empty() || j.runs.back().nodes.size() <= 1) return true;
+  const std::uint64_t now = env_.now_ms();
+  for (const std::string& node : j.runs.back().nodes) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end() || now - n->second.at_ms > kShareReportMs) return false;
+  }
+  return true;
+}
+
+bool CoordinatorLoop::push_cancel(const MeshJob& j, const std::string& who) {
+  bool sent = false;
+  const auto run = static_cast<std::int32_t>(j.runs.size());
+  for (const std::string& node : j.runs.back().nodes) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end()) continue;
+    push_(n->second.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, j.id, run, who}});
+    sent = true;
+  }
+  return sent;
+}
+
+}  // namespace corral::service
