@@ -118,7 +118,7 @@ TEST_CASE("mesh control: suspend, resume and requeue from any node, with a stand
   INFO(sus.out << sus.err);
   CHECK(sus.rc == 0);
   CHECK(sus.out == sid + " suspended\n");
-  CHECK(job_of(m, 0, id)["state"] == "suspended");
+  CHECK(wait_mesh_state(m, 0, id, "suspended")["state"] == "suspended");  // agent 0 applies it in its own time
   std::string fz;
   for (double end = now_ms() + 5000; now_ms() < end && fz != "FROZEN"; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
     fz = freezer_state(pid);
