@@ -232,7 +232,7 @@ class MeshSim {
     link::Message msg = link::decode(b);
     if (auto* h = std::get_if<link::Hello>(&msg); h && h->mesh == kMesh) {
       p.coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, p.env->now_ms()});
-      if (h->id > voters_) p.admit->heard(h->id, h->address);
+      if (h->id > voters_) p.admit->heard(h->id, h->address, h->name);
     }
   }
 
