@@ -72,16 +72,18 @@ void Daemon::setup_charging() {
     return;
   }
   const pba::ProjectPlan plan = read_plan(key, path, sched_.pba.enabled ? pba_origin() : book_->origin());
-  for (const pba::Grant& g : plan.grants) book_->ledger().set_grant_every(g.project, g.su, g.period);
+  for (const pba::Grant& g : plan.grants) {
+    book_->ledger().set_grant_every(g.project, g.su, g.period);
+    grants_.push_back(proto::mesh::GrantSet{g.project, "", g.su, g.period});
+  }
   log_line("NCI: " + std::to_string(plan.grants.size()) + " grant(s) from " + key + " " + path);
 }
 
 void Daemon::charge_job(const JobRecord& rec, double t, bool close) {
   if (!book_ || rec.start_time <= 0) return;
-  const double ran = std::floor(t - rec.start_time - suspended_total(rec, t));
+  const Time ran = charged_seconds(rec.start_time, t, suspended_total(rec, t));
   try {
-    book_->charge(charged_job(rec), rec.start_time, ran > 0 ? static_cast<std::int64_t>(ran) : 0, granted(rec),
-                  static_cast<Time>(t), close);
+    book_->charge(charged_job(rec), rec.start_time, ran, granted(rec), static_cast<Time>(t), close);
   } catch (const std::invalid_argument& e) {
     if (uncharged_.insert(rec.id).second) log_line("job " + std::to_string(rec.id) + ": not charged: " + e.what());
   }

@@ -358,6 +358,7 @@ class Daemon {
   // NCI charging: nullptr without nci = yes
   std::unique_ptr<LedgerBook> book_;
   std::set<std::uint64_t> uncharged_;  // jobs whose charge failed (logged once)
+  std::vector<proto::mesh::GrantSet> grants_;  // nci_plan's (else pba_plan's) grants, for the mesh
   bool ledger_full_ = false;           // the last ledger write found the state disk full
 
   // events

@@ -77,6 +77,9 @@ class CoordinatorLoop {
   // A user's suspend, resume, requeue or checkpoint (job_orders.cpp), with a standalone node's
   // rules: suspend and resume root or an operator; requeue and checkpoint also the owner.
   void control(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  // The grants this member is configured with (a plan file's `grant` lines, NCI): proposed
+  // once a term where the replicated ones differ (coordinator_grants.cpp).
+  void set_grants(std::vector<proto::mesh::GrantSet> grants) { grants_ = std::move(grants); }
 
  private:
   void tick();
@@ -112,6 +115,13 @@ class CoordinatorLoop {
   // The plan file's calendar with the replicated allocation changes over it (before a pass).
   void follow_allocations();
   void commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done);
+  // coordinator_grants.cpp, NCI charging: the configured grants into the log; before a pass,
+  // each project's grant left (running jobs' charges so far counted); a Demote of the pass
+  // (no grant left) moves its job in the log; the charge factor a start records.
+  void follow_grants();
+  void charge_view(Time now);
+  void demote(const Decision& d);
+  double start_charge(const MeshJob& j) const;
 
   Env& env_;
   Consensus& c_;
@@ -150,6 +160,9 @@ class CoordinatorLoop {
   std::map<std::uint64_t, UnackedOrder> unacked_orders_;  // by job
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
+  std::vector<proto::mesh::GrantSet> grants_;  // configured
+  std::uint64_t grants_term_ = 0;              // the term that proposed them
+  std::map<std::uint64_t, std::string> demoted_;  // pending jobs moved by this pass or one before: queue
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
