@@ -139,6 +139,7 @@ class Daemon {
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
   proto::Message on_report(const Peer& p, const proto::ReportReq& r);
+  void mesh_report(Client& c, const proto::ReportReq& r);
   proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
 
   // ---- operator commands (operator_commands.cpp) -------------------------
