@@ -1,7 +1,7 @@
 // `corral acct`: every ended job and its runs, as Slurm's sacct. A standalone node reads them
 // from its journal (the ended jobs it keeps, keep_ended) and their service units from its
-// ledger; a mesh member from the replicated state it applied, so the list survives the loss of
-// any coordinator.
+// ledger; a mesh member from the replicated state it applied (each run charged there as its end
+// applied), so the list and its units survive the loss of any coordinator.
 #include <algorithm>
 
 #include "agent/daemon.hpp"
@@ -10,6 +10,7 @@
 #include "agent/mesh_link.hpp"
 #include "coordinator/names.hpp"
 #include "coordinator/pba/calendar.hpp"
+#include "coordinator/service/mesh_charges.hpp"
 #include "proto/spec_check.hpp"
 
 namespace corral::agent {
@@ -37,7 +38,7 @@ void add_node(proto::AcctJob& j, const std::string& node) {
   if (std::find(j.nodes.begin(), j.nodes.end(), node) == j.nodes.end()) j.nodes.push_back(node);
 }
 
-proto::AcctJob acct_of(const service::MeshJob& m) {
+proto::AcctJob acct_of(const service::MeshJob& m, Time now) {
   proto::AcctJob j;
   j.id = m.id;
   j.name = m.spec.name;
@@ -48,6 +49,7 @@ proto::AcctJob acct_of(const service::MeshJob& m) {
   j.end_reason = m.end_reason;
   j.exit_code = m.exit_code;
   j.cpus = slot_range(m.spec).first;
+  j.su_charged = service::job_su(m, now);
   std::int32_t n = 0;
   for (const service::MeshRun& r : m.runs) {
     j.runs.push_back(proto::AcctRun{++n, r.nodes, r.start, r.end, r.end_reason, r.exit_code});
@@ -103,7 +105,7 @@ void Daemon::mesh_acct(Client& c, const proto::AcctReq& r) {
     rep.since = since;
     for (const service::MeshJob& m : jobs) {
       if (m.state != proto::state::kEnded) continue;
-      proto::AcctJob j = acct_of(m);
+      proto::AcctJob j = acct_of(m, static_cast<Time>(now()));
       if (wanted(r, j, since)) rep.jobs.push_back(std::move(j));
     }
     mesh_answer(fd, ticket, rep);

@@ -9,10 +9,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
+#include <tuple>
 #include <set>
 
 #include "agent/daemon.hpp"
 #include "agent/job_accounting.hpp"
+#include "agent/local_socket.hpp"
+#include "agent/mesh_link.hpp"
+#include "coordinator/pba/allocation_use.hpp"
+#include "coordinator/service/mesh_charges.hpp"
 #include "coordinator/nci/report.hpp"
 #include "coordinator/pba/calendar.hpp"
 #include "proto/spec_check.hpp"
@@ -72,16 +78,18 @@ void Daemon::setup_charging() {
     return;
   }
   const pba::ProjectPlan plan = read_plan(key, path, sched_.pba.enabled ? pba_origin() : book_->origin());
-  for (const pba::Grant& g : plan.grants) book_->ledger().set_grant_every(g.project, g.su, g.period);
+  for (const pba::Grant& g : plan.grants) {
+    book_->ledger().set_grant_every(g.project, g.su, g.period);
+    grants_.push_back(proto::mesh::GrantSet{g.project, "", g.su, g.period});
+  }
   log_line("NCI: " + std::to_string(plan.grants.size()) + " grant(s) from " + key + " " + path);
 }
 
 void Daemon::charge_job(const JobRecord& rec, double t, bool close) {
   if (!book_ || rec.start_time <= 0) return;
-  const double ran = std::floor(t - rec.start_time - suspended_total(rec, t));
+  const Time ran = charged_seconds(rec.start_time, t, suspended_total(rec, t));
   try {
-    book_->charge(charged_job(rec), rec.start_time, ran > 0 ? static_cast<std::int64_t>(ran) : 0, granted(rec),
-                  static_cast<Time>(t), close);
+    book_->charge(charged_job(rec), rec.start_time, ran, granted(rec), static_cast<Time>(t), close);
   } catch (const std::invalid_argument& e) {
     if (uncharged_.insert(rec.id).second) log_line("job " + std::to_string(rec.id) + ": not charged: " + e.what());
   }
@@ -117,33 +125,31 @@ void Daemon::charge_info(const JobRecord& rec, proto::JobInfo& j) const {
   }
 }
 
-proto::Message Daemon::on_report(const Peer&, const proto::ReportReq& r) {
-  if (!book_)
-    return proto::ErrorRep{"invalid", "no service units are charged here: corral report needs nci = yes in "
-                                      "corrald's configuration"};
-  const double t = now();
-  charge_running(t);
-  const Ledger& l = book_->ledger();
-  const std::int64_t current = l.week_of(static_cast<Time>(t));
-  std::int64_t week = current;
+namespace {
+
+// The report of r.week (default: the current one) from ledger `l` at `t`, for a standalone node
+// and a mesh alike: `current` gives this week's running and pending jobs, `projects` the
+// projects jobs name, `plan` the PBA calendar (nullptr: none).
+proto::Message report_answer(const proto::ReportReq& r, const Ledger& l, double t, const std::function<Snapshot()>& current,
+                             std::set<std::string> known, const pba::ProjectPlan* plan) {
+  const std::int64_t now_week = l.week_of(static_cast<Time>(t));
+  std::int64_t week = now_week;
   if (!r.week.empty()) {
     std::string why;
-    week = report_week(r.week, l, current, why);
+    week = report_week(r.week, l, now_week, why);
     if (!why.empty()) return proto::ErrorRep{"invalid", why};
   }
   // A past week is shown as it ended: its charges, no running or pending jobs.
   Snapshot s;
-  if (week == current) s = snapshot(static_cast<Time>(t));
+  if (week == now_week) s = current();
   else s.now = l.week_start(week + 1);
   std::map<std::string, double> alloc;
-  if (sched_.pba.enabled)
-    for (const auto& p : sched_.pba.plan.projects) alloc[p.name] = sched_.pba.plan.allocated_slots(p.name, l.week_start(week));
+  if (plan)
+    for (const auto& p : plan->projects) alloc[p.name] = plan->allocated_slots(p.name, l.week_start(week));
   NciReport rep = build_report(l, s, week, alloc);
   if (!r.project.empty()) {
-    std::set<std::string> known;
     for (const auto& [k, su] : l.totals().charged) known.insert(k.first);
     for (const auto& [p, left] : l.grants_left(static_cast<Time>(t))) known.insert(p);
-    for (const auto& [id, rec] : store_->jobs()) known.insert(rec.spec.project);
     for (const auto& [p, a] : alloc) known.insert(p);
     known.erase("");
     if (!known.count(r.project)) {
@@ -166,6 +172,64 @@ proto::Message Daemon::on_report(const Peer&, const proto::ReportReq& r) {
     }
   }
   return proto::ReportRep{r.json ? render_report_json(rep) : render_report_table(rep)};
+}
+
+// What the report counts of the mesh's jobs now: the running ones (their cpus) and the pending.
+Snapshot mesh_report_jobs(const service::MeshData& d, Time t) {
+  Snapshot s;
+  s.now = t;
+  for (const auto& [id, m] : d.jobs) {
+    if (m.state == proto::state::kEnded) continue;
+    Job j;
+    j.id = id;
+    j.user = m.user;
+    j.project = m.spec.project;
+    j.queue = m.spec.queue;
+    std::tie(j.slots_min, j.slots_max) = slot_range(m.spec);
+    if (m.state == proto::state::kPending) {
+      s.pending.push_back(std::move(j));
+      continue;
+    }
+    RunningJob rj;
+    rj.job = std::move(j);
+    rj.suspended = m.state == proto::state::kSuspended;
+    rj.slots = service::run_cpus(m, m.runs.back());
+    s.running.push_back(std::move(rj));
+  }
+  return s;
+}
+
+const char* const kNoCharging =
+    "no service units are charged here: corral report needs nci = yes in corrald's configuration";
+
+}  // namespace
+
+proto::Message Daemon::on_report(const Peer&, const proto::ReportReq& r) {
+  if (!book_) return proto::ErrorRep{"invalid", kNoCharging};
+  const double t = now();
+  charge_running(t);
+  std::set<std::string> projects;
+  for (const auto& [id, rec] : store_->jobs()) projects.insert(rec.spec.project);
+  return report_answer(r, book_->ledger(), t, [&] { return snapshot(static_cast<Time>(t)); }, std::move(projects),
+                       sched_.pba.enabled ? &sched_.pba.plan : nullptr);
+}
+
+// Through the mesh: the whole mesh's charges from the replicated state this member applied, the
+// same report on any member and after any failover.
+void Daemon::mesh_report(Client& c, const proto::ReportReq& r) {
+  if (!cfg_.nci) return send(c, proto::ErrorRep{"invalid", kNoCharging});
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  mesh_->data([this, fd = c.fd, ticket, r](service::MeshData d) {
+    const double t = now();
+    const Ledger l = service::mesh_ledger(d, static_cast<Time>(t));
+    std::set<std::string> projects;
+    for (const auto& [id, m] : d.jobs) projects.insert(m.spec.project);
+    pba::ProjectPlan plan = sched_.pba.plan;
+    if (sched_.pba.enabled) pba::overlay_allocations(plan, d.allocations);
+    mesh_answer(fd, ticket,
+                report_answer(r, l, t, [&] { return mesh_report_jobs(d, static_cast<Time>(t)); }, std::move(projects),
+                              sched_.pba.enabled ? &plan : nullptr));
+  });
 }
 
 }  // namespace corral::agent

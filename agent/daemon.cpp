@@ -66,6 +66,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     mc.fsync = cfg_.fsync;
     mc.sched = sched_;
     mc.queues = snapshot_queues();
+    mc.grants = grants_;
     mc.on_order = [this](const proto::jobs::Message& m) { mesh_order(m); };
     mc.on_ended = [this](std::uint64_t job) { mesh_wait_ended(job); };
     mesh_ = std::make_unique<MeshLink>(std::move(mc));

@@ -139,6 +139,7 @@ class Daemon {
   proto::Message on_control(const Peer& p, const proto::ControlReq& r);
   proto::Message on_node(const Peer& p, const proto::NodeReq& r);
   proto::Message on_report(const Peer& p, const proto::ReportReq& r);
+  void mesh_report(Client& c, const proto::ReportReq& r);
   proto::Message on_mesh(const Peer& p, const proto::MeshReq& r);
 
   // ---- operator commands (operator_commands.cpp) -------------------------
@@ -358,6 +359,7 @@ class Daemon {
   // NCI charging: nullptr without nci = yes
   std::unique_ptr<LedgerBook> book_;
   std::set<std::uint64_t> uncharged_;  // jobs whose charge failed (logged once)
+  std::vector<proto::mesh::GrantSet> grants_;  // nci_plan's (else pba_plan's) grants, for the mesh
   bool ledger_full_ = false;           // the last ledger write found the state disk full
 
   // events

@@ -392,7 +392,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
     } else if (auto* ct = std::get_if<proto::ControlReq>(&m)) {
       send(c, on_control(c.peer, *ct));
     } else if (auto* rp = std::get_if<proto::ReportReq>(&m)) {
-      send(c, on_report(c.peer, *rp));
+      if (mesh_) mesh_report(c, *rp);
+      else send(c, on_report(c.peer, *rp));
     } else if (auto* ms = std::get_if<proto::MeshReq>(&m)) {
       send(c, on_mesh(c.peer, *ms));
     } else {

@@ -12,6 +12,7 @@
 // before it), so a start sent again after a restart is recognised. Every end
 // is proposed to the mesh as JobEnded, sent until the mesh has it. The node's
 // own pass does not run in a mesh.
+#include <ctime>
 #include <string>
 
 #include "agent/daemon.hpp"
@@ -19,6 +20,7 @@
 #include "agent/mesh_link.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
+#include "coordinator/service/mesh_charges.hpp"
 #include "proto/spec_check.hpp"
 
 namespace corral::agent {
@@ -74,6 +76,8 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   }
   if (j.state == proto::state::kEnded && !j.end_message.empty()) i.comment = j.end_message;
   i.depend = s.depend;
+  i.su_charged = service::job_su(j, static_cast<Time>(std::time(nullptr)));  // NCI: each run as charged in the log
+  i.su_rate = service::job_su_rate(j);
   if (j.state == proto::state::kPending && !j.hold.empty()) {
     i.wait_reason = proto::wait::kHeld;
     i.wait_detail = "held by " + j.hold_by + " (" + j.hold + " hold): it starts only after corral release " +

@@ -160,6 +160,7 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
         if (to != m_->id) send_to(to, proto::jobs::encode(msg));
         else if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
       });
+  m.coordinator->set_grants(cfg_.grants);
   m.admit = std::make_unique<MemberAdmit>(*m.node, [this](const std::string& line) {
     reply([line] { log_line(line); });
   });

@@ -38,6 +38,7 @@ struct MeshConfig {
   std::uint64_t submit_wait_ms = 10000;  // a submission with no coordinator answering fails then
   SchedConfig sched;                 // the coordinator's pass, as a standalone corrald's
   std::vector<Queue> queues;
+  std::vector<proto::mesh::GrantSet> grants;  // NCI: the plan file's `grant` lines, into the log
   // What the coordinator orders this node (a StartJob, a CancelJob), on the daemon's thread.
   std::function<void(const proto::jobs::Message&)> on_order;
   // A job ended in the replicated state this member applied (`corral wait`), on the daemon's

@@ -57,7 +57,10 @@ struct JobStarted {
   double backfill_estimate = 0;
   std::vector<std::int32_t> slots{};
   std::vector<std::int64_t> mem_mb{};
-  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate, slots, mem_mb)
+  // Service units an hour on one cpu of this run costs (its queue's charge factor at the start,
+  // NCI); 0 in entries of a coordinator without charging: the run is charged nothing.
+  double charge = 0;
+  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate, slots, mem_mb, charge)
 };
 
 // Run `run` of a job ended for good (completed, failed, walltime, mem, jobfs,
@@ -105,17 +108,19 @@ struct NodeAdmin {
   MSGPACK_DEFINE_MAP(node, state, reason)
 };
 
-// A project's grant for a period, in service units (NCI), replacing any
-// earlier one for that project and period.
+// A project's grant in service units (NCI), renewed every `every` seconds from week 0 of the
+// mesh's charging (0: one grant for all time), as a plan file's `grant` line; it replaces the
+// project's earlier one. `period` is not read (older entries).
 struct GrantSet {
   std::string project;
   std::string period;
   double su = 0;
-  MSGPACK_DEFINE_MAP(project, period, su)
+  std::int64_t every = 0;
+  MSGPACK_DEFINE_MAP(project, period, su, every)
 };
 
-// Service units charged to a project's grant for one run of a job; a run is
-// charged at most once.
+// Service units charged for one run of a job. Not applied: a run is charged when its end (or
+// requeue) is applied, once (kept in the variant so that older entries still decode).
 struct Charge {
   std::uint64_t job = 0;
   std::int32_t run = 0;

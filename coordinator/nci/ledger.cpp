@@ -1,6 +1,7 @@
 #include "coordinator/nci/ledger.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace corral {
@@ -32,6 +33,15 @@ bool LedgerTotals::operator==(const LedgerTotals& o) const {
 
 Time running_seconds(const RunningJob& rj, Time now) {
   return std::max<Time>(now - rj.start - rj.suspended_for, 0);
+}
+
+Time charged_seconds(double start, double at, double suspended) {
+  const double ran = std::floor(at - start - suspended);
+  return ran > 0 ? static_cast<Time>(ran) : 0;
+}
+
+double service_units(Time seconds, int cpus, double factor) {
+  return static_cast<double>(seconds) * cpus / 3600.0 * factor;
 }
 
 Ledger::Ledger(std::vector<Queue> queues, LedgerConfig cfg)
@@ -74,7 +84,7 @@ double Ledger::charge_at(const Job& job, Time seconds, Time at, int cpus, double
     throw std::invalid_argument("charge for job " + std::to_string(job.id) + ": negative seconds");
   const int n = cpus > 0 ? cpus : std::max(job.slots_max, job.slots_min);
   const double cpu_s = static_cast<double>(seconds) * n;
-  const double su = cpu_s / 3600.0 * factor;
+  const double su = service_units(seconds, n, factor);
   const std::int64_t p = period_of(job.project, at);
   const std::int64_t w = week_of(at);
   t_.latest_at = std::max(t_.latest_at, at);

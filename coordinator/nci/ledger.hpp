@@ -27,6 +27,12 @@ struct LedgerConfig {
 // Seconds a job has spent in the running state by `now` (suspended time off).
 Time running_seconds(const RunningJob& rj, Time now);
 
+// The whole running seconds a run is charged for from `start` to `at`, `suspended` of them
+// frozen (never negative): a standalone agent and the mesh's state charge runs by this.
+Time charged_seconds(double start, double at, double suspended);
+// Service units of `seconds` of running on `cpus` at charge factor `factor` (per cpu-hour).
+double service_units(Time seconds, int cpus, double factor);
+
 struct LedgerUsage {
   double su = 0;            // service units charged
   double cpu_seconds = 0;   // running seconds x cpus (any queue, bonus too)

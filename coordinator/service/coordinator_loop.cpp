@@ -53,6 +53,7 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
   unacked_.clear();
   cancels_.clear();
   ordering_.clear();
+  demoted_.clear();
   if (!leader) return;
   term_ = term;
   next_decision_ = 0;
@@ -112,6 +113,7 @@ void CoordinatorLoop::tick() {
     resend_unacked();
     resend_cancels();
     reconcile();
+    follow_grants();
     if (c_.last_applied() != seen_applied_) dirty_ = true;
     if (env_.now_ms() >= next_pass_) dirty_ = true;
     if (dirty_) pass();
@@ -205,7 +207,10 @@ void CoordinatorLoop::pass() {
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
   follow_allocations();
+  charge_view(snap.now);
   schedule(snap, kNoHints, sched_, ++passes_, planner_, plan_);
+  for (const Decision& d : plan_.decisions)
+    if (d.action == Action::Demote) demote(d);
   // Stops first: a start on cores a suspension frees reaches the node after it.
   for (const Decision& d : plan_.decisions)
     if (d.action == Action::Suspend || d.action == Action::Resume || d.action == Action::Requeue ||
@@ -235,6 +240,7 @@ void CoordinatorLoop::decide(const Decision& d, const std::vector<std::string>& 
   e.decision = ++next_decision_;
   e.term = term_;
   e.time = env_.wall_s();
+  e.charge = start_charge(*j);
   if (d.backfilled) {  // its window, kept: a later pass checkpoints it when the window ends
     e.backfilled = true;
     e.backfill_estimate = static_cast<double>(backfill_duration(to_job(*j), sched_.planner));

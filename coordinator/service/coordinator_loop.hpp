@@ -78,6 +78,9 @@ class CoordinatorLoop {
   // A user's suspend, resume, requeue or checkpoint (job_orders.cpp), with a standalone node's
   // rules: suspend and resume root or an operator; requeue and checkpoint also the owner.
   void control(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  // The grants this member is configured with (a plan file's `grant` lines, NCI): proposed
+  // once a term where the replicated ones differ (coordinator_grants.cpp).
+  void set_grants(std::vector<proto::mesh::GrantSet> grants) { grants_ = std::move(grants); }
   // job_fit.cpp: why the mesh refuses entry e ("" to propose it): a job no set of the nodes
   // heard from could hold. Nothing is refused before every node has had the time to report.
   std::string admit(const proto::mesh::Entry& e) const;
@@ -124,6 +127,13 @@ class CoordinatorLoop {
   // The plan file's calendar with the replicated allocation changes over it (before a pass).
   void follow_allocations();
   void commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done);
+  // coordinator_grants.cpp, NCI charging: the configured grants into the log; before a pass,
+  // each project's grant left (running jobs' charges so far counted); a Demote of the pass
+  // (no grant left) moves its job in the log; the charge factor a start records.
+  void follow_grants();
+  void charge_view(Time now);
+  void demote(const Decision& d);
+  double start_charge(const MeshJob& j) const;
   // job_fit.cpp: leading, current, and long enough for every node up to have reported.
   bool settled() const;
   bool removed(const std::string& node) const;  // corral mesh remove'd
@@ -172,6 +182,9 @@ class CoordinatorLoop {
   std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
+  std::vector<proto::mesh::GrantSet> grants_;  // configured
+  std::uint64_t grants_term_ = 0;              // the term that proposed them
+  std::map<std::uint64_t, std::string> demoted_;  // pending jobs moved by this pass or one before: queue
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

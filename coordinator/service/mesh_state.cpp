@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "coordinator/nci/ledger.hpp"
+#include "coordinator/service/mesh_charges.hpp"
+
 namespace corral::service {
 namespace {
 
@@ -104,6 +107,8 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
   r.backfill_estimate = e.backfill_estimate;
   r.slots = e.slots;
   r.mem_mb = e.mem_mb;
+  r.charge = e.charge > 0 ? e.charge : 0;
+  if (d_.charge_origin == 0) d_.charge_origin = week_monday(e.time);
   j.runs.push_back(std::move(r));
   j.state = std::string(st::kRunning);
   return done(e.job);
@@ -124,6 +129,9 @@ Outcome MeshState::on(const proto::mesh::JobEnded& e) {
     r.end = e.time;
     r.end_reason = e.reason;
     r.exit_code = e.exit_code;
+    if (r.suspended_since > 0 && e.time > r.suspended_since) r.suspended_s += e.time - r.suspended_since;
+    r.suspended_since = 0;
+    charge_run(j, e.time);
   }
   j.state = std::string(st::kEnded);
   j.end_reason = e.reason;
@@ -145,6 +153,7 @@ Outcome MeshState::on(const proto::mesh::JobRequeued& e) {
   r.stopping.clear();
   if (r.suspended_since > 0 && e.time > r.suspended_since) r.suspended_s += e.time - r.suspended_since;
   r.suspended_since = 0;
+  charge_run(j, e.time);
   j.checkpoints = std::max(j.checkpoints, e.checkpoints);
   j.work_done = std::max(j.work_done, e.work_done);
   j.state = std::string(st::kPending);
@@ -227,21 +236,20 @@ Outcome MeshState::on(const proto::mesh::NodeAdmin& e) {
 Outcome MeshState::on(const proto::mesh::GrantSet& e) {
   if (e.project.empty()) return refused(0, "no project named");
   if (!(e.su >= 0)) return refused(0, "a grant cannot be negative");
-  d_.grants[e.project + "/" + e.period].su = e.su;
+  if (e.every < 0) return refused(0, "a grant's period cannot be negative");
+  d_.grants[e.project] = MeshGrant{e.su, e.every};
   return done(0);
 }
 
 Outcome MeshState::on(const proto::mesh::Charge& e) {
-  auto it = d_.jobs.find(e.job);
-  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
-  if (e.run < 1 || e.run > static_cast<std::int32_t>(it->second.runs.size()))
-    return refused(e.job, job_name(e.job) + " has no run " + std::to_string(e.run));
-  if (!(e.su >= 0)) return refused(e.job, "a charge cannot be negative");
-  if (!d_.charged.insert({e.job, e.run}).second)
-    return refused(e.job, "run " + std::to_string(e.run) + " of " + job_name(e.job) +
-                              " already charged");
-  d_.grants[e.project + "/" + e.period].charged += e.su;
-  return done(e.job);
+  return refused(e.job, "a run is charged when its end is applied, not by a charge entry");
+}
+
+void MeshState::charge_run(MeshJob& j, double at) {
+  MeshRun& r = j.runs.back();
+  if (r.charged_s >= 0) return;
+  r.charged_s = charged_seconds(r.start, at, r.suspended_s);
+  r.su = service_units(r.charged_s, run_cpus(j, r), r.charge);
 }
 
 Outcome MeshState::on(const proto::mesh::AllocationSet& e) {

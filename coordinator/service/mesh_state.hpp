@@ -44,9 +44,14 @@ struct MeshRun {
   bool order_pba = false;
   std::vector<std::int32_t> slots;   // each node's share, in the order of `nodes`; empty: one node, the whole job
   std::vector<std::int64_t> mem_mb;
+  // NCI charging (mesh_charges.hpp): the charge factor of its start, and once its end (or
+  // requeue) applied, the running seconds and service units it was charged (-1: not yet).
+  double charge = 0;
+  std::int64_t charged_s = -1;
+  double su = 0;
   MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
                      suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
-                     order_decision, order_pba, slots, mem_mb)
+                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su)
 };
 
 struct MeshJob {
@@ -78,9 +83,10 @@ struct MeshNode {
 };
 
 struct MeshGrant {
-  double su = 0;                   // granted
-  double charged = 0;
-  MSGPACK_DEFINE_MAP(su, charged)
+  double su = 0;                   // granted each period
+  std::int64_t every = 0;          // the period (s); 0: one grant for all time
+  MSGPACK_DEFINE_MAP(su, every)
+  bool operator==(const MeshGrant&) const = default;
 };
 
 // The whole replicated state; also the snapshot's content.
@@ -91,12 +97,13 @@ struct MeshData {
   std::map<std::string, std::uint64_t> tokens;             // submission token -> job id
   std::set<std::uint64_t> decisions;                       // applied decision ids of `term`
   std::map<std::string, MeshNode> nodes;
-  std::map<std::string, MeshGrant> grants;                 // "project/period"
-  std::set<std::pair<std::uint64_t, std::int32_t>> charged; // (job, run) already charged
+  std::map<std::string, MeshGrant> grants;                 // by project
   std::map<std::string, std::int32_t> allocations;         // "project/week" -> slots
   std::uint64_t applied = 0;       // entries applied (refused ones included)
-  MSGPACK_DEFINE_MAP(next_id, term, jobs, tokens, decisions, nodes, grants, charged, allocations,
-                     applied)
+  // Week 0 of charging and of the grants' periods: Monday 00:00 UTC of the first start's week.
+  std::int64_t charge_origin = 0;
+  MSGPACK_DEFINE_MAP(next_id, term, jobs, tokens, decisions, nodes, grants, allocations, applied,
+                     charge_origin)
 };
 
 // What applying one entry did.
@@ -144,6 +151,8 @@ class MeshState {
   void take(std::uint64_t term, std::uint64_t decision);
   // Keeps `live_` in step with job `id` after an entry concerned it.
   void track(std::uint64_t id);
+  // Charges the current run of `j` as it ends at `at`: once (a run charged already is left).
+  void charge_run(MeshJob& j, double at);
 
   MeshData d_;
   std::set<std::uint64_t> live_;  // derived from d_.jobs: not in the snapshot

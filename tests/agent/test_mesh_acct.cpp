@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -123,4 +124,71 @@ TEST_CASE("mesh: acct lists every ended job after a coordinator SIGKILL; alloc s
   for (const Json& r : cal["weeks"]) seen |= r["week"] == week && r["project"] == "soc" && r["allocated"] == 2;
   CHECK(seen);
   for (unsigned i : {f1, f2}) m.agents[i]->cli({"cancel", std::to_string(younger)});
+}
+
+TEST_CASE("mesh: NCI charges each run in the log; report and acct show every node's on a follower, "
+          "also after a coordinator SIGKILL; a used-up grant moves jobs to bonus",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  const std::string plan = make_tmpdir("meshgrants") + "/grants.plan";
+  std::ofstream(plan) << "project chem\nproject phys\ngrant chem 2\ngrant phys 1000\n";
+  // One service unit per cpu-second in normal, so that seconds of running show in two decimals.
+  for (auto& a : m.agents)
+    a->extra.insert(a->extra.end(), {"--set", "nci=yes", "--set", "nci_require=walltime", "--set",
+                                     "queues=normal:1:3600", "--set", "nci_plan=" + plan});
+  const unsigned lead = static_cast<unsigned>(m.elect()), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+
+  // Two jobs of 2 cpus (a whole node each) run side by side, so on two nodes; chem's job of one
+  // cpu uses up its grant of 2 units.
+  std::uint64_t p1 = submit_on(m, f1, {"-P", "phys", "-l", "walltime=60,ncpus=2", "--wrap", "sleep 3"});
+  std::uint64_t p2 = submit_on(m, f2, {"-P", "phys", "-l", "walltime=60,ncpus=2", "--wrap", "sleep 3"});
+  std::uint64_t c1 = submit_on(m, lead, {"-P", "chem", "-l", "walltime=60,ncpus=1", "--wrap", "sleep 3"});
+  for (auto id : {p1, p2, c1}) REQUIRE(await_state(m, f1, id, "ended")["state"] == "ended");
+  // chem has nothing left: its next job runs in bonus, free.
+  std::uint64_t c2 = submit_on(m, f2, {"-P", "chem", "-l", "walltime=60,ncpus=1", "--wrap", "sleep 1"});
+  Json c2s = await_state(m, f1, c2, "ended");
+  INFO(c2s.dump() << m.agents[lead]->log());
+  CHECK(c2s["queue"] == "bonus");
+  CHECK(c2s["su_charged"] == 0);
+
+  // Each job's units are its runs' whole seconds x its cpus, the same on every member.
+  auto units = [&](unsigned i) {
+    std::map<std::uint64_t, double> su;
+    Json all = json_on(m, i, {"acct", "--json"});
+    if (all.is_array())
+      for (const Json& j : all) su[j["id"].get<std::uint64_t>()] = j["su_charged"].get<double>();
+    return su;
+  };
+  std::map<std::uint64_t, double> su = units(f1);
+  REQUIRE(su.size() == 4);
+  for (auto id : {p1, p2}) CHECK((su[id] >= 6 && su[id] <= 10 && static_cast<int>(su[id]) % 2 == 0));
+  CHECK((su[c1] >= 3 && su[c1] <= 5));
+  CHECK(su[c2] == 0);
+  Json phys = json_on(m, f1, {"acct", "--json", "--project", "phys"});
+  REQUIRE(phys.size() == 2);
+  CHECK(phys[0]["nodes"] != phys[1]["nodes"]);
+
+  // The report on a follower covers both nodes' runs; the same after the coordinator dies.
+  auto report = [&](unsigned i) {
+    Json r = json_on(m, i, {"report", "--json"});
+    std::map<std::string, std::pair<double, double>> rows;  // project: SU, grant left
+    if (r.is_object())
+      for (const Json& p : r["projects"]) rows[p["project"]] = {p["su_charged"].get<double>(), p["grant_left"].get<double>()};
+    return rows;
+  };
+  auto before = report(f1);
+  INFO(json_on(m, f1, {"report", "--json"}).dump());
+  REQUIRE(before.count("phys"));
+  CHECK(before["phys"].first == Approx(su[p1] + su[p2]).margin(0.01));
+  CHECK(before["phys"].second == Approx(1000 - su[p1] - su[p2]).margin(0.01));
+  CHECK(before["chem"].first == Approx(su[c1]).margin(0.01));
+  CHECK(before["chem"].second <= 0);
+  std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
+  m.agents[lead]->stop(SIGKILL);
+  REQUIRE(m.agreed({f1, f2}, term, 10000) >= 0);
+  for (unsigned i : {f1, f2}) {
+    CHECK(report(i) == before);
+    CHECK(units(i) == su);
+  }
 }

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "coordinator/service/mesh_charges.hpp"
 #include "coordinator/service/mesh_state.hpp"
 #include "proto/mesh_jobs.hpp"
 #include "proto/mesh_link.hpp"
@@ -218,17 +219,63 @@ TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh
   REQUIRE(st.apply(mesh::NodeAdmin{"n2", "up", ""}).ok);
   REQUIRE(st.apply(started(id, 1, 1, 1, {"n1", "n2"})).ok);
 
-  REQUIRE(st.apply(mesh::GrantSet{"chem", "2026Q4", 1000}).ok);
-  CHECK_FALSE(st.apply(mesh::GrantSet{"chem", "2026Q4", -1}).ok);
-  REQUIRE(st.apply(mesh::Charge{id, 1, "chem", "2026Q4", 12.5}).ok);
-  CHECK(st.apply(mesh::Charge{id, 1, "chem", "2026Q4", 12.5}).reason == "run 1 of job 1 already charged");
-  CHECK(st.apply(mesh::Charge{id, 2, "chem", "2026Q4", 1}).reason == "job 1 has no run 2");
-  CHECK(st.data().grants.at("chem/2026Q4").su == 1000);
-  CHECK(st.data().grants.at("chem/2026Q4").charged == 12.5);
+  REQUIRE(st.apply(mesh::GrantSet{"chem", "", 1000, 7 * 86400}).ok);
+  CHECK_FALSE(st.apply(mesh::GrantSet{"chem", "", -1, 0}).ok);
+  CHECK(st.apply(mesh::GrantSet{"chem", "", 5, -1}).reason == "a grant's period cannot be negative");
+  CHECK(st.apply(mesh::Charge{id, 1, "chem", "2026Q4", 12.5}).reason ==
+        "a run is charged when its end is applied, not by a charge entry");
+  CHECK(st.data().grants.at("chem").su == 1000);
+  CHECK(st.data().grants.at("chem").every == 7 * 86400);
 
   REQUIRE(st.apply(mesh::AllocationSet{"chem", "2026-W48", 64}).ok);
   CHECK_FALSE(st.apply(mesh::AllocationSet{"chem", "2026-W48", -2}).ok);
   CHECK(st.data().allocations.at("chem/2026-W48") == 64);
+}
+
+TEST_CASE("each run is charged once as its end applies, across a snapshot, by the ledger's rules",
+          "[mesh_state]") {
+  MeshState st;
+  mesh::JobAccepted a = accepted();
+  a.spec.project = "chem";
+  std::uint64_t id = st.apply(a).job;
+  REQUIRE(st.apply(mesh::GrantSet{"chem", "", 100, 0}).ok);
+  // 3600 SU per cpu-hour: one unit per cpu-second, on the job's 2 cpus.
+  mesh::JobStarted s1 = started(id, 1, 1, 1);
+  s1.charge = 3600;
+  REQUIRE(st.apply(s1).ok);
+  CHECK(st.data().charge_origin == week_monday(200));
+  // Run 1: 30 s, 10 of them suspended, then requeued: 20 running seconds, 40 units.
+  REQUIRE(st.apply(mesh::JobOrdered{id, 1, "suspend", "", 2, 1, 210}).ok);
+  REQUIRE(st.apply(mesh::JobOrdered{id, 1, "resume", "", 3, 1, 220}).ok);
+  CHECK(mesh_ledger(st.data(), 225).grants_left(225).at("chem") == Approx(100 - 30));  // running: so far
+  REQUIRE(st.apply(mesh::JobRequeued{id, 1, "requeue", 230}).ok);
+  CHECK(st.job(id)->runs[0].charged_s == 20);
+  CHECK(st.job(id)->runs[0].su == Approx(40));
+  CHECK_FALSE(st.apply(mesh::JobRequeued{id, 1, "requeue", 260}).ok);
+  CHECK(st.job(id)->runs[0].su == Approx(40));
+  // Run 2 ends on the state and on a copy restored from a snapshot taken while it ran.
+  mesh::JobStarted s2 = started(id, 2, 1, 4);
+  s2.charge = 3600;
+  s2.time = 300;
+  REQUIRE(st.apply(s2).ok);
+  MeshState copy;
+  copy.restore(st.snapshot());
+  for (MeshState* m : {&st, &copy}) {
+    REQUIRE(m->apply(mesh::JobEnded{id, 2, "completed", 0, 310.7}).ok);
+    CHECK(m->apply(mesh::JobEnded{id, 2, "completed", 0, 400}).reason == "job 1 is ended, not running");
+    CHECK(m->job(id)->runs[1].charged_s == 10);  // whole seconds, as on a standalone node
+    CHECK(job_su(*m->job(id), 1000) == Approx(60));
+    Ledger l = mesh_ledger(m->data(), 1000);
+    CHECK(l.grant_left("chem", 1000) == Approx(40));
+    CHECK(l.user_weeks().at({"alice", 0}).su == Approx(60));
+  }
+  CHECK(copy.snapshot() == st.snapshot());
+  // A run of a coordinator without charging (factor 0) costs nothing; its cpu time still counts.
+  std::uint64_t free_job = st.apply(a).job;
+  REQUIRE(st.apply(started(free_job, 1, 1, 5)).ok);
+  REQUIRE(st.apply(mesh::JobEnded{free_job, 1, "completed", 0, 250}).ok);
+  CHECK(st.job(free_job)->runs[0].su == 0);
+  CHECK(mesh_ledger(st.data(), 1000).project_weeks().at({"chem", 0}).cpu_seconds == Approx(2 * 20 + 2 * 10 + 2 * 50));
 }
 
 TEST_CASE("holds and queue moves apply to pending jobs only, and survive the bytes", "[mesh_state]") {
