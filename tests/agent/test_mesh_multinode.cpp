@@ -4,8 +4,11 @@
 // coordinator places it on two, both start their share in their own cgroups,
 // the script on the first sees both hosts in CORRAL_NODEFILE (and PBS_NODEFILE,
 // PE_HOSTFILE), and when the script ends the other node's share is stopped.
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -175,4 +178,51 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
   REQUIRE(j.is_object());
   CHECK(j["end_reason"] == "completed");
   CHECK(leftovers(share, {static_cast<pid_t>(std::stol(sleeper))}, 15000) == "");
+}
+
+// Open MPI's mpirun inside a 2-node job (of user nobody) with `corral exec` as its remote
+// launcher: ranks start on both nodes, each in its node's cgroups for the job.
+TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec", "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  if (::access("/usr/bin/mpirun", X_OK) != 0) {
+    CORRAL_SKIP("no /usr/bin/mpirun (Debian's openmpi-bin, tools/setup)");
+    return;
+  }
+  constexpr int kNobody = 65534;
+  Mesh m(3);
+  m.elect();
+  const std::string out = m.agents[0]->dir + "/work";
+  const std::string c = std::filesystem::absolute(m.agents[0]->corral()).string();
+  {
+    std::ofstream rank(out + "/rank.sh");
+    rank << "#!/bin/sh\necho \"rank=$OMPI_COMM_WORLD_RANK node=$CORRAL_NODE cgroup=$(grep -m 1 /job. /proc/self/cgroup)\"\n";
+  }
+  std::filesystem::permissions(out + "/rank.sh", std::filesystem::perms(0755));
+  // The rsh launcher with `corral exec` (no PBS TM or Grid Engine launcher is picked: the job
+  // sets neither PBS_ENVIRONMENT nor SGE_ROOT); ranks unbound (each node's cpuset is the job's).
+  const std::string script = "mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent '" + c +
+                             " exec' --bind-to none -np 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " + out +
+                             "/mpi.err; echo $? > " + out + "/mpi.rc";
+  Result r = m.agents[0]->submit({"-l", "select=2:ncpus=2,walltime=120", "--wrap", script}, kNobody);
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  const std::string id = trim(r.out);
+  Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
+  INFO(j.dump() << "\nmpirun's stdout:\n" << slurp(out + "/mpi.out") << "mpirun's stderr:\n" << slurp(out + "/mpi.err"));
+  REQUIRE(j.is_object());
+  CHECK(trim(slurp(out + "/mpi.rc")) == "0");
+  const auto [lead_i, share_i] = run_agents(m, j);
+  std::map<std::string, std::string> ranks;  // rank -> its line
+  std::istringstream lines(slurp(out + "/mpi.out"));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("rank=", 0) == 0) ranks[line.substr(5, line.find(' ') - 5)] = line;
+  REQUIRE(ranks.size() == 4);
+  std::map<unsigned, int> per_node;
+  for (const auto& [rank, line] : ranks)
+    for (unsigned i : {lead_i, share_i})
+      if (line.find("node=" + m.names[i] + " ") != std::string::npos &&
+          line.find("/" + m.agents[i]->cgparent + "/job." + id) != std::string::npos)
+        ++per_node[i];
+  CHECK(per_node[lead_i] == 2);
+  CHECK(per_node[share_i] == 2);
 }
