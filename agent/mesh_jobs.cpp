@@ -105,6 +105,7 @@ void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
   JobRecord* rec = store_->find(s.job);
   // A run older than the one named is over too (a share whose newer start never came).
   if (!rec || rec->ended() || rec->requeues + 1 > s.run) return;
+  if (rec->cancel_requested) return;  // a resend: the first one is being carried out
   rec->cancel_requested = true;
   rec->comment = "cancel requested by " + s.who;
   store_->put(*rec);

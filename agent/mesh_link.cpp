@@ -172,6 +172,7 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
   m.admit = std::make_unique<MemberAdmit>(*m.node, [this](const std::string& line) {
     reply([line] { log_line(line); });
   });
+  m.desk->set_check([this](const proto::mesh::Entry& e) { return m_->coordinator->admit(e); });
   m.forward->set_cancel_desk([this](const proto::jobs::CancelAsk& ask, JobDesk::Done done) {
     m_->coordinator->cancel(ask, done);
   });

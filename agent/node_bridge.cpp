@@ -370,6 +370,9 @@ void Daemon::on_end(const node::JobEnd& e) {
     log_line("launcher: end of unknown job " + std::to_string(e.id) + " ignored");
     return;
   }
+  // A share of a job across nodes ends here only, whatever stopped it: the run is its script's
+  // node's to give back, and the coordinator's to settle.
+  if (mesh_ && rec->share) return finish(*rec, e.reason, e.exit_code, e.message);
   // Who asked for the requeue or checkpoint (on_control, apply: "requeue requested by root", a
   // policy's reason) stays in the run's comment, with what the launcher saw.
   const std::string asked = rec->requeue_requested ? rec->comment : "";

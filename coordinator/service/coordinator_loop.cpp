@@ -13,8 +13,6 @@ namespace corral::service {
 namespace {
 
 constexpr std::uint64_t kTickMs = 50;
-constexpr std::uint64_t kResendMs = 500;      // a start not acknowledged: sent again
-constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long gets nothing
 // While jobs wait, a pass at least this often even when nothing changed (time-driven policy:
 // NCI's start window, the checkpoint policy's backfill windows), as a standalone node's cycle.
 constexpr std::uint64_t kIdlePassMs = 5000;
@@ -53,14 +51,15 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
   ready_ = false;
   proposing_.clear();
   unacked_.clear();
+  cancels_.clear();
   ordering_.clear();
-  unacked_orders_.clear();
   if (!leader) return;
   term_ = term;
   next_decision_ = 0;
   c_.barrier([this, alive = alive_, term](Status st) {
     if (!*alive || st != Status::ok || !c_.is_leader() || c_.term() != term) return;
     ready_ = true;
+    ready_at_ms_ = env_.now_ms();
     dirty_ = true;
     // Every committed start again, to the node it names: settled there, never elsewhere.
     // Then each run's last order: a node that carried it out already just acknowledges.
@@ -84,15 +83,22 @@ void CoordinatorLoop::node(const NodeReport& r) {
   nodes_[r.name] = r;
 }
 
+// A node's answer to a start or an order: settled for that node (whatever it answered: a node
+// that refused or failed says so in its report and the log, not by being asked again).
 void CoordinatorLoop::on_ack(const proto::jobs::StartAck& a) {
-  if (!a.order.empty()) return order_acked(a);
-  for (auto it = unacked_.lower_bound({a.job, ""}); it != unacked_.end() && it->first.first == a.job; ++it) {
-    auto n = nodes_.find(it->first.second);
+  const bool order = !a.order.empty();
+  for (auto it = unacked_.lower_bound({a.job, "", false}); it != unacked_.end() && std::get<0>(it->first) == a.job;
+       ++it) {
+    if (std::get<2>(it->first) != order) continue;
+    auto n = nodes_.find(std::get<1>(it->first));
     bool from = it->second.member == a.from || (n != nodes_.end() && n->second.member == a.from);
-    if (from && it->second.start.run == a.run) {
-      unacked_.erase(it);
-      return;
-    }
+    if (!from) continue;
+    if (auto* s = std::get_if<proto::jobs::StartJob>(&it->second.msg); s && s->run != a.run) continue;
+    if (auto* o = std::get_if<proto::jobs::JobOrder>(&it->second.msg);
+        o && (o->decision != a.decision || o->decided_term != a.decided_term))
+      continue;
+    unacked_.erase(it);
+    return;
   }
 }
 
@@ -104,7 +110,7 @@ void CoordinatorLoop::tick() {
   }
   if (ready_) {
     resend_unacked();
-    resend_orders(env_.now_ms());
+    resend_cancels();
     reconcile();
     if (c_.last_applied() != seen_applied_) dirty_ = true;
     if (env_.now_ms() >= next_pass_) dirty_ = true;
@@ -206,10 +212,13 @@ void CoordinatorLoop::pass() {
         d.action == Action::Checkpoint)
       order(d);
   std::size_t starts = 0;
+  const bool whole = whole_mesh_reports();
   for (const Decision& d : plan_.decisions)
     if (d.action == Action::Start && !d.placement.empty()) {
       decide(d, names);
       ++starts;
+    } else if (d.action == Action::Reject && whole) {
+      reject(d);
     }
   if (watch_)
     watch_(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
@@ -250,7 +259,6 @@ void CoordinatorLoop::push_start(std::uint64_t job, const std::string& node) {
   const MeshJob* j = state_.job(job);
   if (!j || j->runs.empty() || j->runs.back().nodes.empty()) return;
   const MeshRun& run = j->runs.back();
-  auto n = nodes_.find(node);
   proto::jobs::StartJob s;
   s.mesh = mesh_;
   s.from = c_.id();
@@ -265,27 +273,37 @@ void CoordinatorLoop::push_start(std::uint64_t job, const std::string& node) {
   s.spec = proto::mesh::JobAccepted{j->spec, j->user, j->uid, j->gid, j->submit_time, ""};
   s.work_done = j->work_done;
   s.checkpoints = j->checkpoints;
-  Unacked& u = unacked_[{job, node}];
+  send_until_acked(job, node, proto::jobs::Message{std::move(s)});
+}
+
+void CoordinatorLoop::send_until_acked(std::uint64_t job, const std::string& node, proto::jobs::Message m) {
+  const bool order = std::holds_alternative<proto::jobs::JobOrder>(m);
+  Unacked& u = unacked_[{job, node, order}];
+  auto n = nodes_.find(node);
   u.member = n == nodes_.end() ? 0 : n->second.member;
-  u.start = std::move(s);
+  u.msg = std::move(m);
   u.sent_ms = env_.now_ms();
-  if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
+  if (u.member != 0) push_(u.member, u.msg);
 }
 
 void CoordinatorLoop::resend_unacked() {
   std::uint64_t now = env_.now_ms();
   for (auto it = unacked_.begin(); it != unacked_.end();) {
-    const MeshJob* j = state_.job(it->first.first);
-    if (!j || j->state == proto::state::kEnded || static_cast<std::int32_t>(j->runs.size()) != it->second.start.run) {
+    const MeshJob* j = state_.job(std::get<0>(it->first));
+    Unacked& u = it->second;
+    const auto* o = std::get_if<proto::jobs::JobOrder>(&u.msg);
+    const std::int32_t run = o ? o->run : std::get<proto::jobs::StartJob>(u.msg).run;
+    const bool live = j && (o ? j->state == proto::state::kRunning || j->state == proto::state::kSuspended
+                              : j->state != proto::state::kEnded);
+    if (!live || static_cast<std::int32_t>(j->runs.size()) != run) {
       it = unacked_.erase(it);  // ended or requeued meanwhile: nothing left to deliver
       continue;
     }
-    Unacked& u = it->second;
     if (now - u.sent_ms >= kResendMs) {
       if (u.member == 0)
-        if (auto n = nodes_.find(it->first.second); n != nodes_.end()) u.member = n->second.member;
+        if (auto n = nodes_.find(std::get<1>(it->first)); n != nodes_.end()) u.member = n->second.member;
       u.sent_ms = now;
-      if (u.member != 0) push_(u.member, proto::jobs::Message{u.start});
+      if (u.member != 0) push_(u.member, u.msg);
     }
     ++it;
   }
@@ -303,7 +321,7 @@ void CoordinatorLoop::reconcile() {
     const MeshJob& j = *state_.job(id);
     if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
     for (const std::string& node : j.runs.back().nodes) {
-      if (unacked_.count({id, node})) continue;
+      if (unacked_.count({id, node, false})) continue;
       auto n = nodes_.find(node);
       if (n == nodes_.end() || now - n->second.at_ms > kNodeStaleMs) continue;
       const std::vector<std::uint64_t>& runs = n->second.running;
@@ -342,6 +360,7 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
     return;
   }
   if (!push_cancel(*j, ask.who)) return done(DeskAnswer{"error", 0, 0, "its node has not reported", ""});
+  cancels_[ask.job] = ask.who;
   done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
 }
 

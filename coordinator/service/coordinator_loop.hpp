@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,9 @@ class CoordinatorLoop {
   // A user's suspend, resume, requeue or checkpoint (job_orders.cpp), with a standalone node's
   // rules: suspend and resume root or an operator; requeue and checkpoint also the owner.
   void control(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  // job_fit.cpp: why the mesh refuses entry e ("" to propose it): a job no set of the nodes
+  // heard from could hold. Nothing is refused before every node has had the time to report.
+  std::string admit(const proto::mesh::Entry& e) const;
 
  private:
   void tick();
@@ -84,17 +88,23 @@ class CoordinatorLoop {
   Snapshot build(Time now, std::vector<std::string>& names) const;
   void decide(const Decision& d, const std::vector<std::string>& names);
   void push_start(std::uint64_t job);
-  // job_orders.cpp: a Suspend, Resume, Requeue or Checkpoint of the pass, committed then pushed.
+  // job_orders.cpp: a Suspend, Resume, Requeue or Checkpoint of the pass, committed then pushed
+  // to every node of the run.
   void order(const Decision& d);
   void propose_order(proto::mesh::JobOrdered e, const JobDesk::Done& done);
   void push_order(std::uint64_t job);
+  // Why a suspended job cannot be thawed now ("" when it can).
+  std::string resume_room(const MeshJob& j) const;
   // job_dependencies.cpp: the pending jobs whose dependencies are unmet, into blocked_; those
   // whose dependencies can never be met ended.
   void settle_dependencies();
-  void resend_orders(std::uint64_t now);
-  void order_acked(const proto::jobs::StartAck& a);
   void push_start(std::uint64_t job, const std::string& node);
+  // A start or an order to one node of a run, kept and sent again every kResendMs until that
+  // node acknowledges it or the run it is for is over.
+  void send_until_acked(std::uint64_t job, const std::string& node, proto::jobs::Message m);
   void resend_unacked();
+  // A cancel of a running job, to every node of its run again every kResendMs until it ends.
+  void resend_cancels();
   void reconcile();
   // job_shares.cpp: a run across nodes that ended or was requeued while a node still reports
   // it: that node is told to stop (again, until it stops reporting it).
@@ -112,6 +122,17 @@ class CoordinatorLoop {
   // The plan file's calendar with the replicated allocation changes over it (before a pass).
   void follow_allocations();
   void commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done);
+  // job_fit.cpp: leading, current, and long enough for every node up to have reported.
+  bool settled() const;
+  std::string too_large(const proto::JobSpec& s) const;
+  // Settled, and every node heard from reports freshly and is up: the plan's "can never run"
+  // speaks for the whole mesh.
+  bool whole_mesh_reports() const;
+  // A Reject of the plan: the job ends "rejected" with the plan's reason.
+  void reject(const Decision& d);
+
+  static constexpr std::uint64_t kResendMs = 500;      // a start, order or cancel not settled: sent again
+  static constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long: its report says nothing
 
   Env& env_;
   Consensus& c_;
@@ -125,6 +146,7 @@ class CoordinatorLoop {
   PassWatch watch_;
   std::uint64_t term_ = 0;
   bool ready_ = false;
+  std::uint64_t ready_at_ms_ = 0;              // when this term's barrier committed (Env ms)
   bool ticking_ = false;
   bool dirty_ = true;
   std::uint64_t seen_applied_ = 0;
@@ -135,19 +157,16 @@ class CoordinatorLoop {
   std::uint64_t next_reconcile_ = 0;
   std::set<std::uint64_t> proposing_;          // jobs whose start is being committed
   struct Unacked {
-    std::uint64_t member = 0;
-    proto::jobs::StartJob start;
+    std::uint64_t member = 0;                  // the node's member (0: not heard from yet)
+    proto::jobs::Message msg;                  // a StartJob or a JobOrder
     std::uint64_t sent_ms = 0;
   };
-  std::map<std::pair<std::uint64_t, std::string>, Unacked> unacked_;  // by job and node
+  // By job, node and kind (false: its start, true: its order).
+  std::map<std::tuple<std::uint64_t, std::string, bool>, Unacked> unacked_;
+  std::map<std::uint64_t, std::string> cancels_;  // running jobs being cancelled, by whom
+  std::uint64_t next_cancel_ms_ = 0;
   std::set<std::uint64_t> ordering_;           // jobs whose order is being committed
   std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)
-  struct UnackedOrder {
-    std::uint64_t member = 0;
-    proto::jobs::JobOrder order;
-    std::uint64_t sent_ms = 0;
-  };
-  std::map<std::uint64_t, UnackedOrder> unacked_orders_;  // by job
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

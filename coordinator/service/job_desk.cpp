@@ -7,6 +7,8 @@ void JobDesk::accept(const proto::mesh::Entry& e, Done done) {
     done(DeskAnswer{"not_leader", 0, c_.leader_id(), "", ""});
     return;
   }
+  if (check_)
+    if (std::string why = check_(e); !why.empty()) return done(DeskAnswer{"refused", 0, 0, std::move(why), "invalid"});
   c_.propose(proto::mesh::encode_entry(e), [done = std::move(done)](const Proposed& p) {
     switch (p.status) {
       case Status::ok:

@@ -32,9 +32,13 @@ class JobDesk {
   // the entry is committed and applied here or its fate is unknown
   // (leadership lost: not_leader, to be resent).
   void accept(const proto::mesh::Entry& e, Done done);
+  // Why the leader refuses an entry before proposing it ("" to propose it).
+  using Check = std::function<std::string(const proto::mesh::Entry&)>;
+  void set_check(Check check) { check_ = std::move(check); }
 
  private:
   Consensus& c_;
+  Check check_;
 };
 
 }  // namespace corral::service

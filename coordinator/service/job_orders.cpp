@@ -15,8 +15,6 @@ namespace {
 
 namespace ord = proto::mesh::order;
 
-constexpr std::uint64_t kOrderResendMs = 500;
-
 std::string_view action_name(Action a) {
   switch (a) {
     case Action::Suspend: return ord::kSuspend;
@@ -29,6 +27,15 @@ std::string_view action_name(Action a) {
 
 DeskAnswer order_refused(std::uint64_t job, std::string why, std::string code) {
   return DeskAnswer{"refused", job, 0, std::move(why), std::move(code)};
+}
+
+// The cores job j's current run holds on `node`.
+int slots_on(const MeshJob& j, const std::string& node) {
+  const MeshRun& run = j.runs.back();
+  if (run.slots.size() == run.nodes.size())
+    for (std::size_t i = 0; i < run.nodes.size(); ++i)
+      if (run.nodes[i] == node) return run.slots[i];
+  return std::max(1, j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min);
 }
 
 }  // namespace
@@ -70,7 +77,7 @@ void CoordinatorLoop::propose_order(proto::mesh::JobOrdered e, const JobDesk::Do
   });
 }
 
-// The current run's last order, to its node (again).
+// The current run's last order, to each of its nodes (again).
 void CoordinatorLoop::push_order(std::uint64_t job) {
   const MeshJob* j = state_.job(job);
   if (!j || j->runs.empty() || j->runs.back().order.empty() || j->runs.back().nodes.empty()) return;
@@ -87,39 +94,25 @@ void CoordinatorLoop::push_order(std::uint64_t job) {
   o.reason = run.order_reason;
   o.pba_preemption = run.order_pba;
   o.held = run.held;
-  auto n = nodes_.find(run.nodes.front());
-  UnackedOrder& u = unacked_orders_[job];
-  u.member = n == nodes_.end() ? 0 : n->second.member;
-  u.order = std::move(o);
-  u.sent_ms = env_.now_ms();
-  if (u.member != 0) push_(u.member, proto::jobs::Message{u.order});
+  for (const std::string& node : run.nodes) send_until_acked(job, node, proto::jobs::Message{o});
 }
 
-void CoordinatorLoop::order_acked(const proto::jobs::StartAck& a) {
-  auto it = unacked_orders_.find(a.job);
-  if (it == unacked_orders_.end() || it->second.order.decision != a.decision ||
-      it->second.order.decided_term != a.decided_term)
-    return;
-  unacked_orders_.erase(it);
-}
-
-void CoordinatorLoop::resend_orders(std::uint64_t now) {
-  for (auto it = unacked_orders_.begin(); it != unacked_orders_.end();) {
-    const MeshJob* j = state_.job(it->first);
-    UnackedOrder& u = it->second;
-    if (!j || static_cast<std::int32_t>(j->runs.size()) != u.order.run ||
-        (j->state != proto::state::kRunning && j->state != proto::state::kSuspended)) {
-      it = unacked_orders_.erase(it);  // the run is over: nothing left to deliver
-      continue;
+// Whether job j's run may be thawed now: on each of its nodes, its share and the running jobs
+// there fit the node's cores (they went to other jobs meanwhile: thawing would share them).
+std::string CoordinatorLoop::resume_room(const MeshJob& j) const {
+  const MeshRun& run = j.runs.back();
+  for (const std::string& node : run.nodes) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end()) continue;
+    int used = 0;
+    for (std::uint64_t other : state_.jobs_on(node)) {
+      const MeshJob* o = state_.job(other);
+      if (other != j.id && o->state == proto::state::kRunning) used += slots_on(*o, node);
     }
-    if (now - u.sent_ms >= kOrderResendMs) {
-      if (u.member == 0)
-        if (auto n = nodes_.find(j->runs.back().nodes.front()); n != nodes_.end()) u.member = n->second.member;
-      u.sent_ms = now;
-      if (u.member != 0) push_(u.member, proto::jobs::Message{u.order});
-    }
-    ++it;
+    if (used + slots_on(j, node) > n->second.cores)
+      return "its node " + node + " has " + std::to_string(std::max(0, n->second.cores - used)) + " free core(s)";
   }
+  return "";
 }
 
 // A user's request, with a standalone node's rules (agent/commands.cpp on_control).
@@ -142,20 +135,11 @@ void CoordinatorLoop::control(const proto::jobs::CancelAsk& ask, const JobDesk::
   if (!run.stopping.empty() || ordering_.count(ask.job)) return not_now("already being stopped or changed");
   if (act == ord::kSuspend && j->state != proto::state::kRunning) return not_now(j->state);
   if (act == ord::kResume && j->state != proto::state::kSuspended) return not_now(j->state);
-  if (act == ord::kResume && !run.nodes.empty()) {
-    // Its cores went to other jobs meanwhile: thawing now would share them.
-    auto n = nodes_.find(run.nodes.front());
-    int used = 0;
-    for (std::uint64_t other : state_.jobs_on(run.nodes.front())) {
-      const MeshJob* o = state_.job(other);
-      if (other != ask.job && o->state == proto::state::kRunning) used += std::max(1, o->spec.ncpus);
-    }
-    if (n != nodes_.end() && used + std::max(1, j->spec.ncpus) > n->second.cores)
-      return done(order_refused(ask.job, "cannot resume job " + id + " now: its node " + run.nodes.front() +
-                                       " has " + std::to_string(n->second.cores - used) +
-                                       " free core(s); try again when its jobs end (or suspend them)",
-                          "busy"));
-  }
+  if (act == ord::kResume)
+    if (std::string full = resume_room(*j); !full.empty())
+      return done(order_refused(ask.job, "cannot resume job " + id + " now: " + full +
+                                             "; try again when its jobs end (or suspend them)",
+                                "busy"));
   proto::mesh::JobOrdered e;
   e.job = ask.job;
   e.run = static_cast<std::int32_t>(j->runs.size());

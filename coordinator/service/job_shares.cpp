@@ -6,10 +6,6 @@
 
 namespace corral::service {
 
-namespace {
-constexpr std::uint64_t kShareReportMs = 3000;  // a report older than this says nothing of a share
-}  // namespace
-
 bool job_shares(const Decision& d, const std::vector<std::string>& names, const proto::JobSpec& spec,
                 proto::mesh::JobStarted& e) {
   e.nodes.clear();
@@ -66,9 +62,26 @@ bool CoordinatorLoop::shares_released(const MeshJob& j, const std::set<std::uint
   const std::uint64_t now = env_.now_ms();
   for (const std::string& node : j.runs.back().nodes) {
     auto n = nodes_.find(node);
-    if (n == nodes_.end() || now - n->second.at_ms > kShareReportMs) return false;
+    if (n == nodes_.end() || now - n->second.at_ms > kNodeStaleMs) return false;
   }
   return true;
+}
+
+// A cancel already sent may be lost: again to every node of the run until the job's end is
+// in the log (a node that stopped the job already does nothing).
+void CoordinatorLoop::resend_cancels() {
+  const std::uint64_t now = env_.now_ms();
+  if (now < next_cancel_ms_) return;
+  next_cancel_ms_ = now + kResendMs;
+  for (auto it = cancels_.begin(); it != cancels_.end();) {
+    const MeshJob* j = state_.job(it->first);
+    if (!j || (j->state != proto::state::kRunning && j->state != proto::state::kSuspended)) {
+      it = cancels_.erase(it);
+      continue;
+    }
+    push_cancel(*j, it->second);
+    ++it;
+  }
 }
 
 bool CoordinatorLoop::push_cancel(const MeshJob& j, const std::string& who) {

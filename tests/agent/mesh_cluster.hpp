@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -217,6 +218,19 @@ inline std::map<std::uint64_t, int> starts_in_log(const Mesh& m, unsigned i) {
     ++n[std::stoull(line.substr(at + 13))];
   }
   return n;
+}
+
+// The processes in agent a's cgroups for job `id` (its share of the job on that node).
+inline std::vector<std::string> job_pids(const Agent& a, std::uint64_t id) {
+  std::vector<std::string> out;
+  const std::string want = "/" + a.cgparent + "/job." + std::to_string(id);
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (slurp("/proc/" + pid + "/cgroup").find(want) != std::string::npos) out.push_back(pid);
+  }
+  return out;
 }
 
 }  // namespace mesh_cluster

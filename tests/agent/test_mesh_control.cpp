@@ -189,3 +189,52 @@ TEST_CASE("mesh control: a dependent job starts only after its parent ended on a
   CHECK(n["end_reason"] == "dependency_never_met");
   CHECK(n["comment"] == "afternotok:" + pid + " can never be met: job " + pid + " ended completed");
 }
+
+TEST_CASE("mesh control: suspend and resume reach every node of a job across nodes; a job larger "
+          "than the mesh is turned away",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_ENFORCED();
+  Mesh m(3);  // three nodes of 2 cores
+  int l = m.elect();
+  REQUIRE(l >= 0);
+  const unsigned follower = (static_cast<unsigned>(l) + 1) % 3;
+  std::uint64_t id = submit_ok(*m.agents[0], {"-l", "select=2:ncpus=2,walltime=600", "--wrap", "sleep 300"}, kNobody);
+  Json j = wait_mesh_state(m, follower, id, "running", 20000);
+  INFO(j.dump());
+  REQUIRE(j["state"] == "running");
+  // One process of the job on each of its two nodes (the script, the share's holder).
+  std::vector<std::string> pids;
+  for (double end = now_ms() + 10000; now_ms() < end && pids.size() < 2; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    pids.clear();
+    for (const auto& a : m.agents)
+      if (auto p = job_pids(*a, id); !p.empty()) pids.push_back(p.front());
+  }
+  REQUIRE(pids.size() == 2);
+  auto all_in = [&](const std::string& want) {
+    bool ok = false;
+    for (double end = now_ms() + 5000; now_ms() < end && !ok; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+      ok = freezer_state(pids[0]) == want && freezer_state(pids[1]) == want;
+    return ok;
+  };
+  const std::string sid = std::to_string(id);
+  REQUIRE(m.agents[follower]->cli({"suspend", sid}).rc == 0);
+  CHECK(all_in("FROZEN"));
+  REQUIRE(m.agents[(follower + 1) % 3]->cli({"resume", sid}).rc == 0);
+  CHECK(all_in("THAWED"));
+  CHECK(m.agents[follower]->cli({"cancel", sid}).rc == 0);
+  CHECK(wait_mesh_state(m, 0, id, "ended")["end_reason"] == "cancelled");
+
+  // 7 cpus, on three nodes of 2: refused at submit once the coordinator has heard from every
+  // node; one accepted before that ends "rejected" instead of waiting for ever.
+  Result r;
+  for (double end = now_ms() + 15000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    r = m.agents[follower]->submit({"-l", "ncpus=7", "--wrap", "true"}, kNobody);
+    if (r.rc != 0) break;
+    Json early = wait_mesh_state(m, follower, std::stoull(r.out), "ended");
+    CHECK(early["end_reason"] == "rejected");
+  }
+  INFO(r.out << r.err);
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("the job asks for 7 cpus; the mesh's 3 node(s) have 6 cores in all") != std::string::npos);
+}
