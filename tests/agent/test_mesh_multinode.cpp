@@ -69,6 +69,16 @@ bool appears(const std::string& path, int ms) {
   return false;
 }
 
+constexpr int kNobody = 65534;
+
+// Submits `script` on agent 0 as a job of two nodes (2 cpus on each) of user nobody; its id.
+std::string submit_two_nodes(const Mesh& m, const std::string& script) {
+  Result r = m.agents[0]->submit({"-l", "select=2:ncpus=2,walltime=120", "--wrap", script}, kNobody);
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  return trim(r.out);
+}
+
 }  // namespace
 
 TEST_CASE("mesh: a job larger than a node runs across two, each node's share in its cgroups", "[mesh]") {
@@ -127,7 +137,6 @@ TEST_CASE("mesh: a job larger than a node runs across two, each node's share in 
 // what it started there.
 TEST_CASE("mesh: corral exec runs a job's process on its other node, only from inside the job", "[mesh]") {
   SKIP_UNLESS_ROOT();
-  constexpr int kNobody = 65534;
   Mesh m(3);
   m.elect();
   const std::string out = m.agents[0]->dir + "/work";
@@ -138,10 +147,7 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
       out + "/x.err; echo $? > " + out + "/x.rc; " + c + " exec nosuchnode true 2> " + out + "/bad.err; echo $? > " +
       out + "/bad.rc; " + c + " exec \"$other\" exec sleep 300 > /dev/null 2>&1 & touch " + out +
       "/ready; while [ ! -e " + out + "/go ]; do sleep 0.05; done";
-  Result r = m.agents[0]->submit({"-l", "select=2:ncpus=2,walltime=120", "--wrap", script}, kNobody);
-  INFO(r.out << r.err);
-  REQUIRE(r.rc == 0);
-  const std::string id = trim(r.out);
+  const std::string id = submit_two_nodes(m, script);
   Json j = job_when(m, 1, std::stoull(id), 20000, [](const Json& x) { return x["state"] == "running"; });
   INFO(j.dump() << m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
   REQUIRE(j.is_object());
@@ -188,7 +194,6 @@ TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec"
     CORRAL_SKIP("no /usr/bin/mpirun (Debian's openmpi-bin, tools/setup)");
     return;
   }
-  constexpr int kNobody = 65534;
   Mesh m(3);
   m.elect();
   const std::string out = m.agents[0]->dir + "/work";
@@ -203,10 +208,7 @@ TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec"
   const std::string script = "mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent '" + c +
                              " exec' --bind-to none -np 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " + out +
                              "/mpi.err; echo $? > " + out + "/mpi.rc";
-  Result r = m.agents[0]->submit({"-l", "select=2:ncpus=2,walltime=120", "--wrap", script}, kNobody);
-  INFO(r.out << r.err);
-  REQUIRE(r.rc == 0);
-  const std::string id = trim(r.out);
+  const std::string id = submit_two_nodes(m, script);
   Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
   INFO(j.dump() << "\nmpirun's stdout:\n" << slurp(out + "/mpi.out") << "mpirun's stderr:\n" << slurp(out + "/mpi.err"));
   REQUIRE(j.is_object());
