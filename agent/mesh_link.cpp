@@ -62,9 +62,7 @@ bool is_voter(const MeshConfig& cfg) {
 std::uint64_t mesh_member_id(const MeshConfig& cfg) {
   auto at = std::find(cfg.voters.begin(), cfg.voters.end(), cfg.listen);
   if (at != cfg.voters.end()) return static_cast<std::uint64_t>(at - cfg.voters.begin()) + 1;
-  std::uint64_t h = 14695981039346656037ull;  // FNV-1a of the node's name
-  for (unsigned char c : cfg.node_name) h = (h ^ c) * 1099511628211ull;
-  return kFirstMemberId + h % (kLastMemberId - kFirstMemberId + 1);
+  return proto::link::member_id_of(cfg.node_name);
 }
 
 std::string check_mesh_config(const MeshConfig& cfg) {
@@ -141,7 +139,7 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
       std::uint64_t now = m_->loop.now_ms();
       m_->heard[h->id] = Member::Heard{*h, now};
       m_->coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, now});
-      if (h->id > cfg_.voters.size()) m_->admit->heard(h->id, endpoint(h->address));
+      if (h->id > cfg_.voters.size()) m_->admit->heard(h->id, endpoint(h->address), h->name);
     }
   }, [this](std::string_view b) { on_jobs_message(b); });
   m.fsm.observe([this](std::uint64_t, std::string_view, const service::Outcome& o) {
@@ -171,6 +169,11 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
       });
   m.admit = std::make_unique<MemberAdmit>(*m.node, [this](const std::string& line) {
     reply([line] { log_line(line); });
+  });
+  m.admit->set_removed([this](const std::string& name) {
+    const auto& nodes = m_->fsm.state().data().nodes;
+    auto it = nodes.find(name);
+    return it != nodes.end() && it->second.state == proto::mesh::admin::kRemoved;
   });
   m.desk->set_check([this](const proto::mesh::Entry& e) { return m_->coordinator->admit(e); });
   m.forward->set_cancel_desk([this](const proto::jobs::CancelAsk& ask, JobDesk::Done done) {
@@ -364,6 +367,10 @@ void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
     for (const auto& [id, h] : m.heard)
       if (!h.hello.name.empty()) line(h.hello, static_cast<std::int64_t>(now - h.at_ms));
     for (const auto& [name, admin] : st.nodes) {
+      if (admin.state == proto::mesh::admin::kRemoved) {  // gone for good: not listed
+        lines.erase(name);
+        continue;
+      }
       proto::NodeLine& n = lines[name];
       n.name = name;
       if (n.state.empty()) n.state = "unreachable";  // named by an admin state, never heard
@@ -374,12 +381,17 @@ void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
     }
     for (const auto& [id, j] : st.jobs) {
       if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
-      if (j.runs.empty() || j.runs.back().nodes.empty()) continue;
-      auto it = lines.find(j.runs.back().nodes.front());
-      if (it == lines.end()) continue;
-      it->second.jobs += 1;
-      it->second.mem_used_mb += j.spec.mem_mb;
-      if (j.state == proto::state::kRunning) it->second.cores_used += j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min;
+      if (j.runs.empty()) continue;
+      const service::MeshRun& run = j.runs.back();
+      const bool shares = run.slots.size() == run.nodes.size() && run.nodes.size() > 1;
+      for (std::size_t i = 0; i < run.nodes.size(); ++i) {  // a job across nodes: each its share
+        auto it = lines.find(run.nodes[i]);
+        if (it == lines.end()) continue;
+        it->second.jobs += 1;
+        it->second.mem_used_mb += shares && i < run.mem_mb.size() ? run.mem_mb[i] : j.spec.mem_mb;
+        if (j.state == proto::state::kRunning)
+          it->second.cores_used += shares ? run.slots[i] : j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min;
+      }
     }
     std::vector<proto::NodeLine> out;
     for (auto& [name, n] : lines) out.push_back(std::move(n));

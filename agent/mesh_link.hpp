@@ -125,9 +125,8 @@ class MeshLink {
 std::string check_mesh_config(const MeshConfig& cfg);
 
 // A member's raft id: a voter's place in voters (from 1); a member that does
-// not vote, a hash of its node name in [kFirstMemberId, kLastMemberId] (node
-// names must differ: the coordinator refuses an id it holds at another address).
-inline constexpr std::uint64_t kFirstMemberId = 1000, kLastMemberId = 9999999;
+// not vote, proto::link::member_id_of its node name (node names must differ:
+// the coordinator refuses an id it holds at another address).
 std::uint64_t mesh_member_id(const MeshConfig& cfg);
 
 }  // namespace corral::agent

@@ -96,8 +96,8 @@ struct JobSuspended {
   MSGPACK_DEFINE_MAP(job, run, suspended, reason, time)
 };
 
-// A node's administrative state: "up" or "drain" (no new starts; running jobs
-// go on). Nodes never named are up.
+// A node's administrative state: "up", "drain" (no new starts; running jobs
+// go on) or "removed". Nodes never named are up.
 struct NodeAdmin {
   std::string node;
   std::string state;
@@ -187,6 +187,9 @@ Entry decode_entry(std::string_view bytes);
 namespace admin {
 inline constexpr std::string_view kUp = "up";
 inline constexpr std::string_view kDrain = "drain";
+// Removed from the mesh (corral mesh remove): out of the raft configuration, never added back
+// while so; an undrain (state up) lets it in again.
+inline constexpr std::string_view kRemoved = "removed";
 }  // namespace admin
 
 // JobOrdered's actions, spelled once.

@@ -36,6 +36,15 @@ struct Hello {
 
 using Message = std::variant<Hello>;
 
+// A member that does not vote: its id, a hash of its node name (FNV-1a) in
+// [kFirstMemberId, kLastMemberId]; voters are 1..the number of voters.
+inline constexpr std::uint64_t kFirstMemberId = 1000, kLastMemberId = 9999999;
+inline std::uint64_t member_id_of(std::string_view node_name) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : node_name) h = (h ^ c) * 1099511628211ull;
+  return kFirstMemberId + h % (kLastMemberId - kFirstMemberId + 1);
+}
+
 // Whether `bytes` are a link message (by their first bytes): raft's own
 // messages are not.
 bool is_link(std::string_view bytes);

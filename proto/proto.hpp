@@ -369,7 +369,7 @@ struct NodeAdminReq {
 };
 struct NodeAdminRep {
   std::string node;
-  std::string state;             // up | drained, after the request
+  std::string state;             // up | drained | removed, after the request
   std::string reason;
   MSGPACK_DEFINE_MAP(node, state, reason)
 };

@@ -118,12 +118,14 @@ class CoordinatorLoop {
   bool push_cancel(const MeshJob& j, const std::string& who);
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  void remove_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // member_remove.cpp
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // The plan file's calendar with the replicated allocation changes over it (before a pass).
   void follow_allocations();
   void commit(const proto::mesh::Entry& e, std::uint64_t job, std::string message, const JobDesk::Done& done);
   // job_fit.cpp: leading, current, and long enough for every node up to have reported.
   bool settled() const;
+  bool removed(const std::string& node) const;  // corral mesh remove'd
   std::string too_large(const proto::JobSpec& s) const;
   // Settled, and every node heard from reports freshly and is up: the plan's "can never run"
   // speaks for the whole mesh.

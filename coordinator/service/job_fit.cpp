@@ -12,6 +12,11 @@
 
 namespace corral::service {
 
+bool CoordinatorLoop::removed(const std::string& node) const {
+  auto a = state_.data().nodes.find(node);
+  return a != state_.data().nodes.end() && a->second.state == proto::mesh::admin::kRemoved;
+}
+
 bool CoordinatorLoop::settled() const { return ready_ && env_.now_ms() - ready_at_ms_ >= kNodeStaleMs; }
 
 std::string CoordinatorLoop::too_large(const proto::JobSpec& s) const {
@@ -20,7 +25,7 @@ std::string CoordinatorLoop::too_large(const proto::JobSpec& s) const {
   std::int64_t mem = 0;
   bool mem_known = true;
   for (const auto& [name, n] : nodes_) {
-    if (n.cores <= 0) continue;
+    if (n.cores <= 0 || removed(name)) continue;
     ++nodes;
     cores += n.cores;
     if (s.chunk_ncpus > 0) chunks_fit += n.cores / s.chunk_ncpus;
@@ -52,6 +57,7 @@ bool CoordinatorLoop::whole_mesh_reports() const {
   if (!settled()) return false;
   const std::uint64_t now = env_.now_ms();
   for (const auto& [name, n] : nodes_) {
+    if (removed(name)) continue;
     if (now - n.at_ms > kNodeStaleMs) return false;
     auto a = state_.data().nodes.find(name);
     if (a != state_.data().nodes.end() && a->second.state != proto::mesh::admin::kUp) return false;

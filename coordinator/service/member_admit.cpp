@@ -5,8 +5,15 @@
 
 namespace corral::service {
 
-void MemberAdmit::heard(std::uint64_t id, const std::string& address) {
+void MemberAdmit::heard(std::uint64_t id, const std::string& address, const std::string& name) {
   if (busy_ || id == 0 || !c_.is_leader()) return;
+  if (removed_ && removed_(name)) {
+    if (refused_ != id)
+      log_("mesh: refused member " + std::to_string(id) + " (" + name + ") at " + address +
+           ": it was removed from the mesh (corral undrain " + name + " lets it in again)");
+    refused_ = id;
+    return;
+  }
   const Member* known = nullptr;
   std::vector<Member> ms = c_.members();
   for (const Member& m : ms)

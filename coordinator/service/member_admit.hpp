@@ -23,12 +23,15 @@ class MemberAdmit {
   // A hello heard from member `id` at `address` (the transport's address):
   // while this member leads, adds it as a standby unless it is in the
   // configuration already. An id the configuration holds at another address
-  // is refused (two nodes with one id: their names collide).
-  void heard(std::uint64_t id, const std::string& address);
+  // is refused (two nodes with one id: their names collide), and so is a
+  // node `removed` says was removed from the mesh.
+  void heard(std::uint64_t id, const std::string& address, const std::string& name);
+  void set_removed(std::function<bool(const std::string&)> removed) { removed_ = std::move(removed); }
 
  private:
   Consensus& c_;
   std::function<void(const std::string&)> log_;
+  std::function<bool(const std::string&)> removed_;
   bool busy_ = false;  // a configuration change is under way
   std::uint64_t refused_ = 0;  // the last id refused (logged once)
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -7,6 +7,7 @@ namespace {
 
 namespace st = proto::state;
 using proto::mesh::admin::kDrain;
+using proto::mesh::admin::kRemoved;
 using proto::mesh::admin::kUp;
 
 constexpr std::string_view kSnapshotMagic = "corral-mesh-state";
@@ -90,8 +91,8 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
       return refused(e.job, "node " + e.nodes[i] + " named twice in one start");
   for (const auto& n : e.nodes) {
     auto nit = d_.nodes.find(n);
-    if (nit != d_.nodes.end() && nit->second.state == kDrain)
-      return refused(e.job, "node " + n + " is drained");
+    if (nit != d_.nodes.end() && nit->second.state != kUp)
+      return refused(e.job, "node " + n + (nit->second.state == kDrain ? " is drained" : " was removed from the mesh"));
   }
   take(e.term, e.decision);
   MeshRun r;
@@ -217,8 +218,8 @@ Outcome MeshState::on(const proto::mesh::JobSuspended& e) {
 
 Outcome MeshState::on(const proto::mesh::NodeAdmin& e) {
   if (e.node.empty()) return refused(0, "no node named");
-  if (e.state != kUp && e.state != kDrain)
-    return refused(0, "node state '" + e.state + "' is not up or drain");
+  if (e.state != kUp && e.state != kDrain && e.state != kRemoved)
+    return refused(0, "node state '" + e.state + "' is not up, drain or removed");
   d_.nodes[e.node] = MeshNode{e.state, e.reason};
   return done(0);
 }

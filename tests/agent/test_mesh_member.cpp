@@ -128,3 +128,51 @@ TEST_CASE("mesh member: joins through the voters, runs the jobs placed on it, fo
   CHECK(nl != l);
   runs_on_member(m, mem, static_cast<unsigned>(nl), ran);
 }
+
+TEST_CASE("mesh member: corral mesh remove takes a drained member out for good; undrain lets it in again",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3, Keys::all, 0, 1);  // n4 a member
+  const unsigned mem = 3;
+  int l = m.elect(4);
+  REQUIRE(l >= 0);
+  const unsigned lead = static_cast<unsigned>(l), other = (lead + 1) % 3;
+  auto listed = [&](bool want) {
+    bool now = !want;
+    for (double end = now_ms() + 10000; now_ms() < end && now != want; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+      now = member_named(m.status(lead), "n4").is_object();
+    return now == want;
+  };
+  REQUIRE(listed(true));
+
+  // Not while it may run jobs, never a voter, only root or an operator.
+  Result busy = m.agents[other]->cli({"mesh", "remove", "n4"});
+  CHECK(busy.rc != 0);
+  CHECK(busy.err.find("drain n4 first") != std::string::npos);
+  Result voter = m.agents[other]->cli({"mesh", "remove", m.names[lead]});
+  CHECK(voter.rc != 0);
+  CHECK(voter.err.find("is a voter") != std::string::npos);
+  CHECK(m.agents[other]->cli({"mesh", "remove", "n4"}, 65534).rc != 0);
+
+  REQUIRE(m.agents[other]->cli({"drain", "n4", "--reason", "retired"}).rc == 0);
+  Result rm = m.agents[other]->cli({"mesh", "remove", "n4"});
+  INFO(rm.out << rm.err);
+  REQUIRE(rm.rc == 0);
+  CHECK(rm.out == "n4 removed\n");
+  // Out of the configuration, out of `corral nodes`, and its hellos are refused while it runs on.
+  CHECK(listed(false));
+  Result nodes = m.agents[other]->cli({"nodes", "--json"});
+  REQUIRE(nodes.rc == 0);
+  for (const Json& n : Json::parse(nodes.out)) CHECK(n["name"] != "n4");
+  bool refused = false;
+  for (double end = now_ms() + 5000; now_ms() < end && !refused; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    refused = m.agents[lead]->log().find("(n4) at " ) != std::string::npos &&
+              m.agents[lead]->log().find("it was removed from the mesh") != std::string::npos;
+  CHECK(refused);
+  CHECK_FALSE(member_named(m.status(lead), "n4").is_object());
+  (void)mem;
+
+  // An undrain lets it in again.
+  REQUIRE(m.agents[other]->cli({"undrain", "n4"}).rc == 0);
+  CHECK(listed(true));
+}

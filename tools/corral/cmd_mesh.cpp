@@ -14,8 +14,11 @@ namespace {
 
 const char* const kMeshHelp =
     "usage: corral mesh [--json] [--socket PATH]\n"
+    "       corral mesh remove NODE [--json]\n"
     "The mesh as this node's corrald sees it: members, voters, the coordinator, its\n"
-    "term, commit index and the last contact with each member. Standalone, a mesh of one.\n";
+    "term, commit index and the last contact with each member. Standalone, a mesh of one.\n"
+    "remove: NODE (a member that does not vote, drained and running nothing) leaves the\n"
+    "mesh for good and is not let in again until `corral undrain NODE` (root or an operator).\n";
 
 using Json = nlohmann::ordered_json;
 
@@ -84,6 +87,16 @@ int cmd_mesh(int argc, char** argv) {
     Common c = parse_common("mesh", argc, argv, true);
     if (c.help) {
       std::fputs(kMeshHelp, stdout);
+      return 0;
+    }
+    if (!c.args.empty() && c.args[0] == "remove") {
+      if (c.args.size() != 2 || c.args[1].empty()) throw UsageError("give one node name (corral mesh remove NODE)");
+      proto::Message r = request(c.socket, proto::NodeAdminReq{c.args[1], "remove", ""});
+      if (auto* e = std::get_if<proto::ErrorRep>(&r)) throw std::runtime_error(e->message);
+      auto* rep = std::get_if<proto::NodeAdminRep>(&r);
+      if (!rep) throw std::runtime_error("unexpected reply '" + std::string(proto::type_name(r)) + "' from corrald");
+      if (c.json) std::printf("%s\n", Json{{"node", rep->node}, {"state", rep->state}}.dump().c_str());
+      else std::printf("%s %s\n", proto::printable(rep->node).c_str(), rep->state.c_str());
       return 0;
     }
     if (!c.args.empty()) throw UsageError("unexpected argument '" + c.args[0] + "'");

@@ -18,6 +18,8 @@
 // CORRAL_SIM_SEEDS=1 replays it.
 #include <catch2/catch.hpp>
 
+#include "tests/effort.hpp"
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -232,7 +234,7 @@ class MeshSim {
     link::Message msg = link::decode(b);
     if (auto* h = std::get_if<link::Hello>(&msg); h && h->mesh == kMesh) {
       p.coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, p.env->now_ms()});
-      if (h->id > voters_) p.admit->heard(h->id, h->address);
+      if (h->id > voters_) p.admit->heard(h->id, h->address, h->name);
     }
   }
 
@@ -433,7 +435,7 @@ class MeshSim {
 TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reordering and partitions",
           "[mesh_sim_random]") {
   std::uint64_t first = env_number("CORRAL_SIM_FIRST_SEED", 1);
-  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", 300);
+  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", corral_test::scaled<std::uint64_t>(300, 100));
   std::size_t jobs = 0, launches = 0, crashes = 0, isolations = 0, squeezes = 0, requeues = 0, killed = 0;
   std::size_t member_launches = 0;
   std::vector<std::string> broken;
