@@ -27,12 +27,14 @@ PolicyPreset policy_preset(Policy p) {
       // bench/sim/RESULTS.md, the checkpointable table: with few
       // checkpointable jobs, preemption checkpointed more jobs for no gain;
       // the short aging bound and the reservations beyond the head bound the
-      // worst waits; predictions that only order lose no reservation when a
+      // worst waits, and only the six oldest aged jobs go ahead of the
+      // order (a FIFO backlog of aged jobs cost lublin_256 most of its gain); predictions that only order lose no reservation when a
       // job outlives its prediction.
       s.backfill = Backfill::Checkpoint;
       s.order = Order::Lxf;
       s.aging = 2 * 86400;
       s.aging_wide = 0;
+      s.aged_ahead = 6;
       s.wide_fraction = 0.1;
       s.split_factor = 0.25;
       s.reserve_depth = 3;

@@ -115,6 +115,7 @@ struct PolicyPreset {
   Order order = Order::Fifo;
   std::int64_t aging = 0;       // s; 0: no aging
   std::int64_t aging_wide = 0;  // s; 0: as aging
+  int aged_ahead = 0;           // OrderConfig::aged_ahead; 0: every aged job
   double wide_fraction = 0.5;   // OrderConfig's default
   double split_factor = 0.5;    // PlannerConfig::checkpoint_split's default
   int reserve_depth = 1;        // PlannerConfig::reserve_depth's default

@@ -11,6 +11,7 @@ void apply_policy(Policy p, SchedConfig& cfg) {
   cfg.order.policy = s.order;
   cfg.order.aging = s.aging;
   cfg.order.aging_wide = s.aging_wide;
+  cfg.order.aged_ahead = s.aged_ahead;
   cfg.order.wide_fraction = s.wide_fraction;
   cfg.preempt.enabled = s.preempt;
 }

@@ -76,6 +76,7 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st, 
       const Time a = aging_of(pend[i], cfg, cores);
       return a > 0 && snap.now - pend[i].submit >= a;
     });
+    if (cfg.aged_ahead > 0 && rest - st.order.begin() > cfg.aged_ahead) rest = st.order.begin() + cfg.aged_ahead;
   }
   // PassState::order_is_pending_order: unless aging moved some jobs (not
   // none, not all), the FIFO order stands.

@@ -34,6 +34,12 @@ struct OrderConfig {
   // (bench/sim/RESULTS.md: utilization).
   Time aging_wide = 0;
   double wide_fraction = 0.5;
+  // At most this many aged jobs, the oldest, go ahead of the order; the
+  // other aged jobs keep their place by the policy's key (0: every aged job
+  // goes ahead). A backlog of aged jobs all in FIFO order brings back FIFO's
+  // slowdowns; the oldest few, with the reservations of the checkpoint
+  // policy's reserve_depth, still bound the waits.
+  int aged_ahead = 0;
 };
 
 // The aging bound that applies to `job` on a machine of `cores` up cores.

@@ -106,8 +106,9 @@ class CoordinatorLoop {
   // A cancel of a running job, to every node of its run again every kResendMs until it ends.
   void resend_cancels();
   void reconcile();
-  // job_shares.cpp: a run across nodes that ended or was requeued while a node still reports
-  // it: that node is told to stop (again, until it stops reporting it).
+  // job_shares.cpp: a job a node reports that the log does not place there (a run across nodes
+  // that ended or was requeued, any run over, a run placed elsewhere): that node is told to stop
+  // it (again, until it stops reporting it).
   void release_shares(const NodeReport& n);
   // Whether a pending job may start again: no node reports it (`held`: the jobs fresh reports
   // list), and its last run, when it spanned nodes, has every node reporting freshly. A share

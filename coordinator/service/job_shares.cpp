@@ -35,24 +35,23 @@ bool job_shares(const Decision& d, const std::vector<std::string>& names, const 
   return true;
 }
 
-// A node reports a job whose run on it is over (the job ended, was requeued, or runs elsewhere
-// now) and that was a run across nodes: its share is stopped. Runs on one node are settled by
-// their node's own end and are left alone here.
+// A node reports a job the log does not place there: a share of a run across nodes that ended
+// or was requeued, or any run that is over, or that the log now places on other nodes (a start
+// that reached the node late, a process adopted after a restart). It is stopped there: the stop
+// names the newest run, which also stops any older one the node holds, and never a newer one.
+// The node's own end of a run it gave back is already in the log: a stale report of it costs
+// one stop the node ignores.
 void CoordinatorLoop::release_shares(const NodeReport& n) {
   for (std::uint64_t id : n.running) {
     const MeshJob* j = state_.job(id);
-    if (!j || j->runs.empty()) continue;
-    std::int32_t run = 0;
-    for (std::size_t r = j->runs.size(); r-- > 0 && run == 0;) {
-      const auto& nodes = j->runs[r].nodes;
-      if (nodes.size() > 1 && std::find(nodes.begin(), nodes.end(), n.name) != nodes.end())
-        run = static_cast<std::int32_t>(r + 1);
-    }
-    if (run == 0) continue;
+    if (!j || j->runs.empty() || proposing_.count(id)) continue;
+    const auto& nodes = j->runs.back().nodes;
     bool current = (j->state == proto::state::kRunning || j->state == proto::state::kSuspended) &&
-                   run == static_cast<std::int32_t>(j->runs.size());
+                   std::find(nodes.begin(), nodes.end(), n.name) != nodes.end();
     if (current) continue;
-    push_(n.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, id, run, "the job's end"}});
+    const auto run = static_cast<std::int32_t>(j->runs.size());
+    const char* why = j->state == proto::state::kEnded ? "the job's end" : "the log does not place it here";
+    push_(n.member, proto::jobs::Message{proto::jobs::CancelJob{mesh_, c_.id(), term_, id, run, why}});
   }
 }
 

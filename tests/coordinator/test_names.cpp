@@ -73,6 +73,7 @@ TEST_CASE("names: a textbook policy sets its planner policy alone; corral the be
     CHECK(c.order.policy == Order::Fifo);
     CHECK(c.order.aging == 0);
     CHECK(c.order.aging_wide == plain.order.aging_wide);
+    CHECK(c.order.aged_ahead == 0);
     CHECK(c.order.wide_fraction == plain.order.wide_fraction);
     CHECK(c.planner.checkpoint_split == plain.planner.checkpoint_split);
     CHECK_FALSE(c.preempt.enabled);
@@ -88,6 +89,7 @@ TEST_CASE("names: a textbook policy sets its planner policy alone; corral the be
   CHECK(c.order.policy == Order::Lxf);
   CHECK(c.order.aging == 2 * 86400);
   CHECK(c.order.aging_wide == 0);
+  CHECK(c.order.aged_ahead == 6);
   CHECK(c.order.wide_fraction == 0.1);
   CHECK(c.planner.checkpoint_split == 0.25);
   CHECK(c.planner.reserve_depth == 3);

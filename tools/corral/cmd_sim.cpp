@@ -49,6 +49,9 @@ const char* kSimHelp =
     "                       aging at all)\n"
     "  --aging-wide T       jobs of >= --wide-fraction of the machine age after T\n"
     "                       (if shorter than --aging; 0: same as --aging)\n"
+    "  --aged-ahead N       only the N oldest aged jobs go first; other aged jobs keep\n"
+    "                       their place in --order (0: every aged job; default 6 with\n"
+    "                       --policy corral, else 0)\n"
     "  --wide-fraction F    what a wide job is, as a fraction of the cores (default 0.1\n"
     "                       with --policy corral, else 0.5)\n"
     "  --max-reservation N  with --policy reserve: reservations per pass for -R y jobs\n"
@@ -153,7 +156,7 @@ const char* kSimHelp =
     "  --help               this text\n"
     "Times are seconds or take a suffix s, m, h, d or w (e.g. --aging 24h, --aging 2w).\n"
     "--policy corral (the default) is --policy checkpoint --order lxf --aging 2d\n"
-    "--aging-wide 0 --wide-fraction 0.1 --predict --predictor similar\n"
+    "--aging-wide 0 --aged-ahead 6 --wide-fraction 0.1 --predict --predictor similar\n"
     "--predict-order-only --repredict --no-preempt --split-factor 0.25\n"
     "--reserve-depth 3, the best setting measured on every trace with 30 % and\n"
     "with no job checkpointable (bench/sim/RESULTS.md); the options above change\n"
@@ -182,7 +185,7 @@ struct SimArgs {
   std::optional<double> wide_fraction, split;
   std::optional<bool> predict, repredict, preempt, predict_order_only;
   std::optional<Predictor> predictor;
-  std::optional<int> max_reservation, pba_max_requeues, reserve_depth;
+  std::optional<int> max_reservation, pba_max_requeues, reserve_depth, aged_ahead;
   std::optional<PreemptMode> preempt_mode;
   std::vector<long> suspend_users;  // trace user ids whose jobs choose suspend
   int reserve_min_procs = 0;  // 0: no job asks for a reservation (-R n)
@@ -249,6 +252,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--order", "O", [&a](const std::string& v) { a.order = named<Order>("--order", v); });
   value("--aging", "T", [&a](const std::string& v) { a.aging = duration("--aging", v); });
   value("--aging-wide", "T", [&a](const std::string& v) { a.aging_wide = duration("--aging-wide", v); });
+  value("--aged-ahead", "N", [&a](const std::string& v) { a.aged_ahead = static_cast<int>(whole("--aged-ahead", v, 0, 1 << 20)); });
   value("--wide-fraction", "F", [&a](const std::string& v) { a.wide_fraction = number("--wide-fraction", v, 0, 1, true, "(0, 1]"); });
   value("--split-factor", "P", [&a](const std::string& v) { a.split = named_value("--split-factor", parse_split_factor, v); });
   value("--split-threshold", "S", [&o](const std::string& v) { o.sched.planner.checkpoint_threshold = duration("--split-threshold", v); });
@@ -340,6 +344,7 @@ void apply_args(SimArgs& a) {
   if (a.order) opt.sched.order.policy = *a.order;
   if (a.aging) opt.sched.order.aging = *a.aging;
   if (a.aging_wide) opt.sched.order.aging_wide = *a.aging_wide;
+  if (a.aged_ahead) opt.sched.order.aged_ahead = *a.aged_ahead;
   if (a.wide_fraction) opt.sched.order.wide_fraction = *a.wide_fraction;
   if (a.split) opt.sched.planner.checkpoint_split = *a.split;
   if (a.preempt) opt.sched.preempt.enabled = *a.preempt;
@@ -412,6 +417,7 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"order", name(opt.sched.order.policy)},
       {"aging", opt.sched.order.aging},
       {"aging_wide", opt.sched.order.aging_wide},
+      {"aged_ahead", opt.sched.order.aged_ahead},
       {"wide_fraction", opt.sched.order.wide_fraction},
       {"split_factor", opt.sched.planner.checkpoint_split},
       {"reserve_depth", opt.sched.planner.reserve_depth},

@@ -214,7 +214,7 @@ TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh
   std::uint64_t id = st.apply(accepted()).job;
   REQUIRE(st.apply(mesh::NodeAdmin{"n2", "drain", "disk swap"}).ok);
   CHECK(st.apply(started(id, 1, 1, 1, {"n1", "n2"})).reason == "node n2 is drained");
-  CHECK(st.apply(mesh::NodeAdmin{"n2", "sideways", ""}).reason == "node state 'sideways' is not up or drain");
+  CHECK(st.apply(mesh::NodeAdmin{"n2", "sideways", ""}).reason == "node state 'sideways' is not up, drain or removed");
   REQUIRE(st.apply(mesh::NodeAdmin{"n2", "up", ""}).ok);
   REQUIRE(st.apply(started(id, 1, 1, 1, {"n1", "n2"})).ok);
 

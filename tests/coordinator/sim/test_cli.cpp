@@ -379,6 +379,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(bare["policy"] == "easy");
   CHECK(bare["order"] == "fifo");
   CHECK(bare["aging"] == 0);
+  CHECK(bare["aged_ahead"] == 0);
   CHECK(bare["predict"] == false);
   CHECK(bare["repredict"] == false);
   CHECK(bare["preempt"] == false);
@@ -397,6 +398,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(def["order"] == "lxf");
   CHECK(def["aging"] == 2 * 86400);
   CHECK(def["aging_wide"] == 0);
+  CHECK(def["aged_ahead"] == 6);
   CHECK(def["predict"] == true);
   CHECK(def["predictor"] == "similar");
   CHECK(def["predict_order_only"] == true);

@@ -377,6 +377,25 @@ TEST_CASE("order: fifo, sjf, saf, wfp3, sjbf and the aging bound", "[sim][order]
   CHECK_FALSE(find_name<Order>("random"));
 }
 
+TEST_CASE("order: aged_ahead puts only the oldest aged jobs first", "[sim][order]") {
+  Snapshot s = order_snap();
+  OrderConfig c;
+  c.policy = Order::Sjf;
+  c.aging = 150;  // jobs 1, 2, 3 (waited 1000, 900, 800) are aged
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  c.aged_ahead = 1;  // job 1 first; 2 and 3 are ordered with the rest, shortest first
+  CHECK(ids(s, c) == std::vector<JobId>{1, 3, 4, 2, 5});
+  c.aged_ahead = 2;
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  c.aged_ahead = 5;  // more than the aged jobs: all of them, as 0
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  c.policy = Order::Lxf;  // factors (wait + est) / est: 3, 10, 17, 3, 1.17
+  c.aged_ahead = 1;
+  CHECK(ids(s, c) == std::vector<JobId>{1, 3, 2, 4, 5});
+  c.aging = 0;  // no aging: aged_ahead changes nothing
+  CHECK(ids(s, c) == std::vector<JobId>{3, 2, 1, 4, 5});
+}
+
 TEST_CASE("order: PendingHints::fifo skips the check, the policies still apply", "[sim][order]") {
   Snapshot s = order_snap();
   PassHints h;

@@ -1,0 +1,92 @@
+// The coordinator's pass loop on a one-voter raft in the deterministic world: what it tells
+// nodes whose reports disagree with the log.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "coordinator/service/coordinator_loop.hpp"
+#include "coordinator/service/mesh_machine.hpp"
+#include "coordinator/service/raft_disk.hpp"
+#include "coordinator/service/raft_node.hpp"
+#include "coordinator/service/sim_env.hpp"
+
+namespace {
+
+using namespace corral::service;
+namespace jobs = corral::proto::jobs;
+namespace mesh = corral::proto::mesh;
+
+struct OneVoter {
+  SimNet net{7};
+  RaftDisk disk;
+  MeshMachine fsm;
+  RaftNode node{1, "n1", net.env(1), disk, fsm};
+  std::vector<std::pair<std::uint64_t, jobs::Message>> pushed;
+  CoordinatorLoop loop{net.env(1), node, fsm.state(), "m", corral::SchedConfig{},
+                       std::vector<corral::Queue>{[] {
+                         corral::Queue q;
+                         q.name = "normal";
+                         return q;
+                       }()},
+                       [this](std::uint64_t to, const jobs::Message& m) { pushed.emplace_back(to, m); }};
+
+  OneVoter() {
+    REQUIRE(node.bootstrap({Member{1, "n1", Role::voter}}) == 0);
+    node.on_leadership([this](bool leader, std::uint64_t term) { loop.leadership(leader, term); });
+    REQUIRE(node.start() == 0);
+    REQUIRE(net.run_until([this] { return loop.deciding(); }, 10000));
+  }
+  void report(std::uint64_t member, const std::string& name, std::vector<std::uint64_t> running, int cores = 4) {
+    loop.node(NodeReport{member, name, cores, 1024, 0, std::move(running), net.env(1).now_ms()});
+  }
+  // The CancelJob messages pushed to `member` for `job`.
+  std::vector<jobs::CancelJob> stops(std::uint64_t member, std::uint64_t job) const {
+    std::vector<jobs::CancelJob> out;
+    for (const auto& [to, m] : pushed)
+      if (const auto* c = std::get_if<jobs::CancelJob>(&m); c && to == member && c->job == job) out.push_back(*c);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("coordinator loop: a node that runs a job the log places elsewhere, or ended, is told to stop it",
+          "[mesh_state]") {
+  OneVoter w;
+  w.report(1, "a", {});
+  corral::proto::JobSpec spec;
+  spec.ncpus = 1;
+  spec.walltime = 600;
+  bool accepted = false;
+  w.node.propose(mesh::encode_entry(mesh::JobAccepted{spec, "u", 1000, 1000, 1.0, "t1"}),
+                 [&](const Proposed& p) { accepted = p.status == Status::ok && p.applied.ok; });
+  const std::uint64_t job = 1;
+  // The pass starts it on "a", the only node.
+  REQUIRE(w.net.run_until([&] { return accepted && w.fsm.state().job(job)->state == corral::proto::state::kRunning; }, 10000));
+  REQUIRE(w.fsm.state().job(job)->runs.back().nodes == std::vector<std::string>{"a"});
+
+  // "b" says it runs the job too; "a", where the log places it, and "c", which runs an id the
+  // log never gave, are left alone.
+  w.report(1, "a", {job});
+  w.report(2, "b", {job}, 0);
+  w.report(3, "c", {99}, 0);
+  w.net.run_for(1200);
+  auto b = w.stops(2, job);
+  REQUIRE_FALSE(b.empty());
+  CHECK(b.front().run == 1);
+  CHECK(b.front().who == "the log does not place it here");
+  CHECK(w.stops(1, job).empty());
+  CHECK(w.stops(3, 99).empty());
+
+  // Its end is committed while "a" still reports it: "a" is told to stop it, again until it
+  // stops reporting it.
+  bool ended = false;
+  w.node.propose(mesh::encode_entry(mesh::JobEnded{job, 1, "completed", 0, 2.0}),
+                 [&](const Proposed& p) { ended = p.status == Status::ok && p.applied.ok; });
+  REQUIRE(w.net.run_until([&] { return ended; }, 5000));
+  w.report(1, "a", {job});
+  w.net.run_for(1200);
+  auto a = w.stops(1, job);
+  REQUIRE(a.size() >= 2);
+  CHECK(a.front().who == "the job's end");
+}
