@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "agent/exec_process.hpp"
 #include "agent/local_socket.hpp"
 #include "agent/mesh_link.hpp"
 #include "agent/node/launcher.hpp"
@@ -104,6 +105,7 @@ void Daemon::setup_signals() {
 }
 
 Daemon::~Daemon() {
+  exec_watch_.reset();  // its threads send through the mesh
   mesh_.reset();
   close_socket();
   pub_.close();

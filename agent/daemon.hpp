@@ -65,6 +65,7 @@ struct JobEnd;
 namespace corral::agent {
 
 class MeshLink;
+class ExecWatch;
 
 // Who is on the other end of a socket connection (SO_PEERCRED).
 struct Peer {
@@ -186,6 +187,12 @@ class Daemon {
   // its environment. Returns "" or why this node cannot take its part.
   std::string mesh_share(JobRecord& rec, const proto::jobs::StartJob& s);
   void remove_host_files(std::uint64_t id);
+
+  // ---- `corral exec` (mesh_exec.cpp) ------------------------------------
+  void mesh_exec(Client& c, const proto::ExecReq& r);
+  void mesh_exec_start(const proto::jobs::ExecStart& x);
+  void mesh_exec_output(const proto::jobs::ExecOutput& o);
+  void mesh_exec_end(const proto::jobs::ExecEnd& e);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -371,6 +378,10 @@ class Daemon {
   std::uint64_t mesh_term_ = 0;       // the newest coordinator term a start came from
   // The newest order (decided term, decision) carried out for each job here: never an older one.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mesh_orders_;
+  // `corral exec`: the connection each call of this node waits on (by its ticket), and the
+  // processes started here for other nodes' calls (its threads use mesh_: reset first).
+  std::map<std::uint64_t, int> exec_calls_;
+  std::unique_ptr<ExecWatch> exec_watch_;
 };
 
 // A task's index variables (CORRAL_ARRAY_INDEX, PBS_ARRAY_INDEX, SGE_TASK_ID, ...) into env.

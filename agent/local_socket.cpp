@@ -356,6 +356,8 @@ void Daemon::handle(Client& c, const std::string& frame) {
       mesh_wait(c, *w);
     } else if (auto* ct = std::get_if<proto::ControlReq>(&m); ct && mesh_) {
       mesh_job_admin(c, *ct);
+    } else if (auto* ex = std::get_if<proto::ExecReq>(&m)) {
+      mesh_exec(c, *ex);
     } else if (auto* na = std::get_if<proto::NodeAdminReq>(&m)) {
       if (mesh_) mesh_node_admin(c, *na);
       else send(c, on_node_admin(c.peer, *na));

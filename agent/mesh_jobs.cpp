@@ -98,6 +98,9 @@ void Daemon::mesh_order(const proto::jobs::Message& m) {
   if (auto* s = std::get_if<proto::jobs::StartJob>(&m)) mesh_start(*s);
   else if (auto* x = std::get_if<proto::jobs::CancelJob>(&m)) mesh_stop(*x);
   else if (auto* o = std::get_if<proto::jobs::JobOrder>(&m)) mesh_control(*o);
+  else if (auto* e = std::get_if<proto::jobs::ExecStart>(&m)) mesh_exec_start(*e);
+  else if (auto* eo = std::get_if<proto::jobs::ExecOutput>(&m)) mesh_exec_output(*eo);
+  else if (auto* ee = std::get_if<proto::jobs::ExecEnd>(&m)) mesh_exec_end(*ee);
 }
 
 // The coordinator's cancel of a run here: stopped as a standalone cancel stops it.

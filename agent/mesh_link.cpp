@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <type_traits>
 
 #include <zmq.hpp>
 
@@ -44,6 +45,12 @@ std::string role_text(Role r) {
     case Role::spare: return "spare";
   }
   return "voter";
+}
+
+template <class T>
+constexpr bool is_exec(const T&) {
+  return std::is_same_v<T, proto::jobs::ExecStart> || std::is_same_v<T, proto::jobs::ExecOutput> ||
+         std::is_same_v<T, proto::jobs::ExecEnd>;
 }
 
 bool is_voter(const MeshConfig& cfg) {
@@ -244,7 +251,44 @@ void MeshLink::on_jobs_message(std::string_view bytes) {
     if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
   } else if (auto* k = std::get_if<proto::jobs::StartAck>(&msg); k && k->mesh == cfg_.name) {
     if (m.coordinator) m.coordinator->on_ack(*k);
+  } else if (std::visit([](const auto& b) { return is_exec(b); }, msg)) {
+    const std::string& mesh = std::visit([](const auto& b) -> const std::string& { return b.mesh; }, msg);
+    if (mesh == cfg_.name && cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
   }
+}
+
+void MeshLink::send_member(std::uint64_t to, proto::jobs::Message m) {
+  post([this, to, m = std::move(m)]() mutable { deliver(to, std::move(m)); });
+}
+
+void MeshLink::send_node(const std::string& node, proto::jobs::Message m, std::function<void()> unknown) {
+  post([this, node, m = std::move(m), unknown = std::move(unknown)]() mutable {
+    std::uint64_t to = member_named(node);
+    if (to == 0) reply(std::move(unknown));
+    else deliver(to, std::move(m));
+  });
+}
+
+void MeshLink::deliver(std::uint64_t to, proto::jobs::Message m) {
+  std::visit([this](auto& b) {
+    b.mesh = cfg_.name;
+    b.from = m_->id;
+  }, m);
+  if (to != m_->id) send_to(to, proto::jobs::encode(m));
+  else if (cfg_.on_order) reply([fn = cfg_.on_order, m = std::move(m)] { fn(m); });
+}
+
+std::uint64_t MeshLink::member_named(const std::string& node) const {
+  if (node.empty()) return 0;
+  if (node == cfg_.node_name) return m_->id;
+  for (const auto& [id, h] : m_->heard)
+    if (h.hello.name == node) return id;
+  MeshConfig named;  // a member that does not vote: its id comes from its name
+  named.node_name = node;
+  std::uint64_t id = mesh_member_id(named);
+  for (const service::Member& mb : m_->node->members())
+    if (mb.id == id) return id;
+  return 0;
 }
 
 void MeshLink::propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded) {
@@ -372,10 +416,8 @@ proto::MeshStatus MeshLink::status() const {
 }
 
 void MeshLink::post(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    inbox_.push_back(std::move(fn));
-  }
+  std::lock_guard<std::mutex> lock(mu_);  // also over the send: a ZeroMQ socket is one thread's at a time
+  inbox_.push_back(std::move(fn));
   (void)m_->wake_push.send(zmq::str_buffer("x"), zmq::send_flags::dontwait);
 }
 

@@ -83,7 +83,14 @@ class MeshLink {
   // A start's acknowledgement, to the coordinator that sent it (member `to`).
   void start_ack(std::uint64_t to, proto::jobs::StartAck a);
 
-  // Runs `fn` on the mesh thread (soon; never inline).
+  // A jobs message to another member (or this one: then to on_order), its `mesh` and `from`
+  // filled in. send_node() finds the member by its node name (a voter by its hellos, a member
+  // that does not vote by its name's id in the raft configuration); `unknown` runs on the
+  // daemon's thread when no member has that name. Both may be called from any thread.
+  void send_member(std::uint64_t to, proto::jobs::Message m);
+  void send_node(const std::string& node, proto::jobs::Message m, std::function<void()> unknown);
+
+  // Runs `fn` on the mesh thread (soon; never inline). Any thread may call it.
   void post(std::function<void()> fn);
   // Readable when replies wait: the daemon then calls run_replies().
   int wake_fd() const { return reply_fd_; }
@@ -99,6 +106,8 @@ class MeshLink {
   void publish_status();  // on the mesh thread
   void on_jobs_message(std::string_view bytes);
   void send_to(std::uint64_t id, std::string bytes);
+  void deliver(std::uint64_t to, proto::jobs::Message m);  // on the mesh thread
+  std::uint64_t member_named(const std::string& node) const;
 
   MeshConfig cfg_;
   std::unique_ptr<Member> m_;

@@ -264,6 +264,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.env["CORRAL_QUEUE"] = rec.spec.queue;
   ls.env["CORRAL_O_WORKDIR"] = rec.spec.cwd;
   ls.env["CORRAL_NCPUS"] = std::to_string(want);
+  ls.env["CORRAL_SOCKET"] = cfg_.socket;  // this node's agent, for `corral exec` and the other commands
   // PBS's and Grid Engine's names for the same, so their scripts run unchanged.
   ls.env["PBS_JOBID"] = ls.env["JOB_ID"] = std::to_string(rec.id);
   ls.env["PBS_JOBNAME"] = ls.env["JOB_NAME"] = rec.spec.name;

@@ -9,7 +9,8 @@
 // not lead. The forwarder resends until it has an answer; a submission keeps
 // its token, so one that reached a coordinator which then died gets its first
 // id. The coordinator pushes its start decisions to the nodes (StartJob), and
-// each node acknowledges (StartAck).
+// each node acknowledges (StartAck). `corral exec` travels as ExecStart,
+// ExecOutput and ExecEnd (mesh_exec.hpp).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "proto/mesh.hpp"
+#include "proto/mesh_exec.hpp"
 
 namespace corral::proto::jobs {
 
@@ -152,7 +154,8 @@ struct JobOrder {
   MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, action, reason, pba_preemption, held)
 };
 
-using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder>;
+using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder, ExecStart, ExecOutput,
+                             ExecEnd>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);

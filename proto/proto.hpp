@@ -471,6 +471,24 @@ struct MeshRep {
   MeshStatus mesh;
   MSGPACK_DEFINE_MAP(mesh)
 };
+// `corral exec NODE COMMAND` from a process of running job `job` (added after version 1): the
+// agent answers with the command's output as it comes (ExecOut, any number) and then its end
+// (ExecRep), or an ErrorRep when it refuses.
+struct ExecReq {
+  std::uint64_t job = 0;         // the caller's CORRAL_JOBID
+  std::string node;
+  std::string command;           // run by /bin/sh -c on the node
+  MSGPACK_DEFINE_MAP(job, node, command)
+};
+struct ExecOut {
+  std::int32_t stream = 1;       // 1 stdout, 2 stderr
+  std::string data;
+  MSGPACK_DEFINE_MAP(stream, data)
+};
+struct ExecRep {
+  std::int32_t exit_code = 0;    // the command's exit status; 128+N when signal N killed it
+  MSGPACK_DEFINE_MAP(exit_code)
+};
 struct ErrorRep {
   std::string code;              // invalid | not_found | permission | busy | internal | proto | disk_full
   std::string message;
@@ -518,7 +536,8 @@ struct Event {
 using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, CancelRep, WaitReq,
                              WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
                              ReportReq, ReportRep, MeshReq, MeshRep, NodeAdminReq, NodeAdminRep,
-                             NodesReq, NodesRep, AcctReq, AcctRep, AllocReq, AllocRep>;
+                             NodesReq, NodesRep, AcctReq, AcctRep, AllocReq, AllocRep, ExecReq, ExecOut,
+                             ExecRep>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);

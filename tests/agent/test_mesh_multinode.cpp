@@ -4,8 +4,11 @@
 // coordinator places it on two, both start their share in their own cgroups,
 // the script on the first sees both hosts in CORRAL_NODEFILE (and PBS_NODEFILE,
 // PE_HOSTFILE), and when the script ends the other node's share is stopped.
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -44,6 +47,38 @@ std::map<std::string, std::string> procs_of(const Agent& a) {
   return out;
 }
 
+// The agents the job's running run is on, as `corral stat` comments it ("on FIRST,OTHER"): the
+// first node's (the script's) and the other's, by index.
+std::pair<unsigned, unsigned> run_agents(const Mesh& m, const Json& j) {
+  std::string on = j["runs"][0]["comment"];
+  REQUIRE(on.rfind("on ", 0) == 0);
+  std::string first = on.substr(3, on.find(',') - 3), other = on.substr(on.find(',') + 1);
+  unsigned lead_i = 0, share_i = 0;
+  for (unsigned i = 0; i < m.names.size(); ++i) {
+    if (m.names[i] == first) lead_i = i;
+    if (m.names[i] == other) share_i = i;
+  }
+  REQUIRE(lead_i != share_i);
+  return {lead_i, share_i};
+}
+
+// Waits until `path` exists.
+bool appears(const std::string& path, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    if (std::filesystem::exists(path)) return true;
+  return false;
+}
+
+constexpr int kNobody = 65534;
+
+// Submits `script` on agent 0 as a job of two nodes (2 cpus on each) of user nobody; its id.
+std::string submit_two_nodes(const Mesh& m, const std::string& script) {
+  Result r = m.agents[0]->submit({"-l", "select=2:ncpus=2,walltime=120", "--wrap", script}, kNobody);
+  INFO(r.out << r.err);
+  REQUIRE(r.rc == 0);
+  return trim(r.out);
+}
+
 }  // namespace
 
 TEST_CASE("mesh: a job larger than a node runs across two, each node's share in its cgroups", "[mesh]") {
@@ -64,20 +99,11 @@ TEST_CASE("mesh: a job larger than a node runs across two, each node's share in 
   INFO(j.dump() << m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
   REQUIRE(j.is_object());
   REQUIRE(j["runs"].size() == 1);
-  std::string on = j["runs"][0]["comment"];
-  REQUIRE(on.rfind("on ", 0) == 0);
-  std::string first = on.substr(3, on.find(',') - 3), other = on.substr(on.find(',') + 1);
-  unsigned lead_i = 0, share_i = 0;
-  for (unsigned i = 0; i < 3; ++i) {
-    if (m.names[i] == first) lead_i = i;
-    if (m.names[i] == other) share_i = i;
-  }
-  REQUIRE(lead_i != share_i);
+  const auto [lead_i, share_i] = run_agents(m, j);
+  const std::string first = m.names[lead_i], other = m.names[share_i];
 
   // The script's host files: two slots on each node, the script's node first.
-  for (double end = now_ms() + 10000; now_ms() < end && !std::filesystem::exists(out + "/same");)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  CHECK(std::filesystem::exists(out + "/same"));
+  CHECK(appears(out + "/same", 10000));
   CHECK(slurp(out + "/nodes") == first + "\n" + first + "\n" + other + "\n" + other + "\n");
   CHECK(slurp(out + "/pe") == first + " 2 normal@" + first + " UNDEFINED\n" + other + " 2 normal@" + other +
                                   " UNDEFINED\n");
@@ -103,4 +129,102 @@ TEST_CASE("mesh: a job larger than a node runs across two, each node's share in 
   CHECK(j["end_reason"] == "completed");
   CHECK(leftovers(*m.agents[share_i], {}, 15000) == "");
   CHECK(leftovers(*m.agents[lead_i], {}, 15000) == "");
+}
+
+// `corral exec` from inside a 2-node job, run as a user (nobody): the command runs on the other
+// node in that node's cgroups for the job as the job's user, its output and exit status come
+// back; a process outside the job and a node outside the run are refused; the job's end stops
+// what it started there.
+TEST_CASE("mesh: corral exec runs a job's process on its other node, only from inside the job", "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  m.elect();
+  const std::string out = m.agents[0]->dir + "/work";
+  const std::string c = std::filesystem::absolute(m.agents[0]->corral()).string();
+  const std::string script =
+      "first=$(head -n 1 \"$CORRAL_NODEFILE\"); other=$(grep -vx \"$first\" \"$CORRAL_NODEFILE\" | head -n 1); " +
+      c + " exec \"$other\" 'cat /proc/self/cgroup; id -u; echo on-stderr >&2; exit 7' > " + out + "/x.out 2> " +
+      out + "/x.err; echo $? > " + out + "/x.rc; " + c + " exec nosuchnode true 2> " + out + "/bad.err; echo $? > " +
+      out + "/bad.rc; " + c + " exec \"$other\" exec sleep 300 > /dev/null 2>&1 & touch " + out +
+      "/ready; while [ ! -e " + out + "/go ]; do sleep 0.05; done";
+  const std::string id = submit_two_nodes(m, script);
+  Json j = job_when(m, 1, std::stoull(id), 20000, [](const Json& x) { return x["state"] == "running"; });
+  INFO(j.dump() << m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
+  REQUIRE(j.is_object());
+  const auto [lead_i, share_i] = run_agents(m, j);
+  const Agent& share = *m.agents[share_i];
+
+  // The command ran on the other node, in its cgroups for the job, as the job's user.
+  REQUIRE(appears(out + "/ready", 20000));
+  INFO("out: " << slurp(out + "/x.out") << "err: " << slurp(out + "/x.err"));
+  CHECK(trim(slurp(out + "/x.rc")) == "7");
+  CHECK(slurp(out + "/x.out").find("/" + share.cgparent + "/job." + id + "\n") != std::string::npos);
+  CHECK(slurp(out + "/x.out").find("\n" + std::to_string(kNobody) + "\n") != std::string::npos);
+  CHECK(slurp(out + "/x.err") == "on-stderr\n");
+  CHECK(trim(slurp(out + "/bad.rc")) == "255");
+  CHECK(slurp(out + "/bad.err").find("node nosuchnode is not one of the nodes of job " + id) != std::string::npos);
+
+  // A process outside the job naming it is refused, whatever CORRAL_JOBID says.
+  Result outside = run({c, "exec", "--socket", m.agents[lead_i]->socket, m.names[share_i], "true"}, -1, out,
+                       {"CORRAL_JOBID=" + id});
+  CHECK(outside.rc == 255);
+  CHECK(outside.err.find("is not a process of job " + id) != std::string::npos);
+
+  // The backgrounded `sleep 300` runs on the other node in the job's cgroups, as the user.
+  std::string sleeper;
+  for (double end = now_ms() + 10000; now_ms() < end && sleeper.empty(); std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    for (const auto& [pid, cg] : procs_of(share))
+      if (slurp("/proc/" + pid + "/cmdline") == std::string("sleep\0" "300\0", 10)) sleeper = pid;
+  REQUIRE_FALSE(sleeper.empty());
+  CHECK(slurp("/proc/" + sleeper + "/status").find("Uid:\t" + std::to_string(kNobody) + "\t") != std::string::npos);
+
+  // The script ends: the job completes and what it started on the other node is stopped.
+  { std::ofstream(out + "/go").put('\n'); }
+  j = job_when(m, 1, std::stoull(id), 20000, [](const Json& x) { return x["state"] == "ended"; });
+  REQUIRE(j.is_object());
+  CHECK(j["end_reason"] == "completed");
+  CHECK(leftovers(share, {static_cast<pid_t>(std::stol(sleeper))}, 15000) == "");
+}
+
+// Open MPI's mpirun inside a 2-node job (of user nobody) with `corral exec` as its remote
+// launcher: ranks start on both nodes, each in its node's cgroups for the job.
+TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec", "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  if (::access("/usr/bin/mpirun", X_OK) != 0) {
+    CORRAL_SKIP("no /usr/bin/mpirun (Debian's openmpi-bin, tools/setup)");
+    return;
+  }
+  Mesh m(3);
+  m.elect();
+  const std::string out = m.agents[0]->dir + "/work";
+  const std::string c = std::filesystem::absolute(m.agents[0]->corral()).string();
+  {
+    std::ofstream rank(out + "/rank.sh");
+    rank << "#!/bin/sh\necho \"rank=$OMPI_COMM_WORLD_RANK node=$CORRAL_NODE cgroup=$(grep -m 1 /job. /proc/self/cgroup)\"\n";
+  }
+  std::filesystem::permissions(out + "/rank.sh", std::filesystem::perms(0755));
+  // The rsh launcher with `corral exec` (no PBS TM or Grid Engine launcher is picked: the job
+  // sets neither PBS_ENVIRONMENT nor SGE_ROOT); ranks unbound (each node's cpuset is the job's).
+  const std::string script = "mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent '" + c +
+                             " exec' --bind-to none -np 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " + out +
+                             "/mpi.err; echo $? > " + out + "/mpi.rc";
+  const std::string id = submit_two_nodes(m, script);
+  Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
+  INFO(j.dump() << "\nmpirun's stdout:\n" << slurp(out + "/mpi.out") << "mpirun's stderr:\n" << slurp(out + "/mpi.err"));
+  REQUIRE(j.is_object());
+  CHECK(trim(slurp(out + "/mpi.rc")) == "0");
+  const auto [lead_i, share_i] = run_agents(m, j);
+  std::map<std::string, std::string> ranks;  // rank -> its line
+  std::istringstream lines(slurp(out + "/mpi.out"));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("rank=", 0) == 0) ranks[line.substr(5, line.find(' ') - 5)] = line;
+  REQUIRE(ranks.size() == 4);
+  std::map<unsigned, int> per_node;
+  for (const auto& [rank, line] : ranks)
+    for (unsigned i : {lead_i, share_i})
+      if (line.find("node=" + m.names[i] + " ") != std::string::npos &&
+          line.find("/" + m.agents[i]->cgparent + "/job." + id) != std::string::npos)
+        ++per_node[i];
+  CHECK(per_node[lead_i] == 2);
+  CHECK(per_node[share_i] == 2);
 }

@@ -415,7 +415,7 @@ std::string default_socket() {
   return e && *e ? e : "/run/corral/corrald.sock";
 }
 
-proto::Message request(const std::string& path, const proto::Message& req) {
+int connect_corrald(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + path);
@@ -428,6 +428,11 @@ proto::Message request(const std::string& path, const proto::Message& req) {
     throw std::runtime_error("cannot reach corrald at " + path + ": " + std::strerror(err) +
                              " (is corrald running? --socket or CORRAL_SOCKET choose another)");
   }
+  return fd;
+}
+
+proto::Message request(const std::string& path, const proto::Message& req) {
+  int fd = connect_corrald(path);
   // A submit corrald may have made durable before it died: say so, and how to find out.
   auto lost = [&req](const std::string& what) {
     const auto* sub = std::get_if<proto::SubmitReq>(&req);

@@ -35,6 +35,9 @@ void finish_submit(proto::JobSpec& spec, const std::string& cwd, char** env);
 // The socket path: --socket, else $CORRAL_SOCKET, else /run/corral/corrald.sock.
 std::string default_socket();
 
+// A connected socket to corrald at `path`. Throws std::runtime_error saying why not.
+int connect_corrald(const std::string& path);
+
 // One exchange with corrald. Throws std::runtime_error when it cannot be
 // reached or answers garbage.
 proto::Message request(const std::string& socket, const proto::Message& req);

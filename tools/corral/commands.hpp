@@ -18,5 +18,6 @@ int cmd_nodes(int argc, char** argv);    // every node of the mesh
 int cmd_acct(int argc, char** argv);     // cmd_acct.cpp: ended jobs and runs (sacct)
 int cmd_alloc(int argc, char** argv);    // cmd_alloc.cpp: the allocation calendar
 int cmd_keygen(int argc, char** argv);
+int cmd_exec(int argc, char** argv);     // cmd_exec.cpp: a process of the job on another of its nodes
 int cmd_console(int argc, char** argv);  // cmd_console.cpp: the live terminal view (ncurses)   // cmd_keygen.cpp: a node's mesh key pair
 }  // namespace corral::cli

@@ -35,6 +35,7 @@ constexpr Sub kSubs[] = {
     {"acct", corral::cli::cmd_acct, "ended jobs and runs (sacct): corral acct [--user U] [--since T] [--json]"},
     {"alloc", corral::cli::cmd_alloc, "allocation calendar: corral alloc [set PROJECT WEEK SLOTS...] [--json]"},
     {"console", corral::cli::cmd_console, "live terminal view of the mesh with operator keys: corral console"},
+    {"exec", corral::cli::cmd_exec, "from inside a job, run a command on one of its nodes: corral exec NODE CMD"},
     {"keygen", corral::cli::cmd_keygen, "a node's CURVE key pair for the mesh: corral keygen [--out DIR]"},
     {"report", corral::cli::cmd_report, "weekly NCI charging per project: corral report [--week W] [--json]"},
     {"sim", corral::cli::cmd_sim, "replay an SWF trace: corral sim TRACE [--policy P]"},

@@ -1,0 +1,62 @@
+// A process that `corral exec` starts in a running job's cgroups on this
+// node: /bin/sh -c COMMAND as the job's user, joined to the job's cgroups
+// before it runs anything, stdin from /dev/null, stdout and stderr into pipes
+// that ExecWatch relays until it ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace corral::agent {
+
+struct ExecLaunch {
+  std::vector<std::string> procs_files;  // the job's cgroups: the child writes "0" into each
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user;                      // for its group list ("": the gid alone)
+  std::string cwd;                       // "/" when it cannot be entered
+  std::vector<std::string> env;          // KEY=VALUE, the whole environment
+  std::string command;
+};
+
+struct ExecChild {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+};
+
+// Starts the process. Returns "" once it runs the shell, else why it could not
+// (joining the cgroups, becoming the user, exec), with nothing left running.
+std::string spawn_exec(const ExecLaunch& l, ExecChild& child);
+
+// A thread per started process: its output (stream 1 or 2) as it comes, then
+// its exit status (128+N when signal N killed it). The callbacks run on that
+// thread. Destroying an ExecWatch stops every thread (the processes go on:
+// the job's end stops them with its cgroups).
+class ExecWatch {
+ public:
+  using Output = std::function<void(int stream, std::string data)>;
+  using Ended = std::function<void(int exit_code)>;
+  ExecWatch();
+  ~ExecWatch();
+  ExecWatch(const ExecWatch&) = delete;
+  ExecWatch& operator=(const ExecWatch&) = delete;
+  void watch(ExecChild child, Output out, Ended ended);
+
+ private:
+  struct Session {
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+  int stop_fd_ = -1;  // an eventfd: readable once every thread should stop
+  std::list<std::unique_ptr<Session>> sessions_;
+};
+
+}  // namespace corral::agent

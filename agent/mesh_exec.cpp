@@ -1,0 +1,170 @@
+// `corral exec NODE COMMAND`, the daemon's side (as PBS's pbs_tmrsh and Grid
+// Engine's qrsh -inherit). On the caller's node: the caller must be a process
+// of the job it names (its pid, from the socket's peer credentials, is in the
+// job's cgroups here) and NODE one of the nodes of the job's run; the request
+// goes through the mesh to NODE's agent (proto/mesh_exec.hpp), and the
+// connection gets the command's output as it comes, then its exit status. On
+// NODE: the job's run must hold its share here; the command runs in that
+// share's cgroups as the job's user (agent/exec_process.hpp), so the job's end
+// stops it with the rest of the share.
+#include <pwd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "agent/daemon.hpp"
+#include "agent/exec_process.hpp"
+#include "agent/local_socket.hpp"
+#include "agent/mesh_link.hpp"
+#include "agent/node/launcher.hpp"
+
+namespace corral::agent {
+
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+// Whether /proc/PID/cgroup names the job's slot under `parent` (in any hierarchy: only root
+// moves a process between cgroups).
+bool in_job_cgroup(pid_t pid, const std::string& parent, std::uint64_t job) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  const std::string want = "/" + parent + "/" + node::slot_name(job);
+  for (std::string line; std::getline(in, line);) {
+    for (std::size_t at = line.find(want); at != std::string::npos; at = line.find(want, at + 1)) {
+      std::size_t end = at + want.size();
+      if (end == line.size() || line[end] == '/') return true;
+    }
+  }
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+void Daemon::mesh_exec(Client& c, const proto::ExecReq& r) {
+  if (!mesh_) {
+    send(c, proto::ErrorRep{"invalid", "corral exec starts processes on a job's other nodes: this corrald is "
+                                       "standalone (no mesh)"});
+    return;
+  }
+  if (r.job == 0) {
+    send(c, proto::ErrorRep{"permission", "corral exec runs only inside a running job (CORRAL_JOBID is not set)"});
+    return;
+  }
+  const std::string id = std::to_string(r.job);
+  const JobRecord* rec = store_->find(r.job);
+  if (!rec || !active_.count(r.job)) {
+    send(c, proto::ErrorRep{"permission", "job " + id + " does not run on this node (" + node_name() +
+                                              "): corral exec runs only inside a running job"});
+    return;
+  }
+  if (!in_job_cgroup(c.peer.pid, cfg_.cgroup_parent, r.job) || (c.peer.uid != rec->uid && c.peer.uid != 0)) {
+    send(c, proto::ErrorRep{"permission", "pid " + std::to_string(c.peer.pid) + " is not a process of job " + id +
+                                              ": corral exec runs only inside the job"});
+    return;
+  }
+  if (r.node.empty() || r.command.empty()) {
+    send(c, proto::ErrorRep{"invalid", "corral exec needs a node and a command"});
+    return;
+  }
+  const std::int32_t run = rec->requeues + 1;
+  std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  std::string who = user_name(c.peer.uid);
+  if (who.empty()) who = std::to_string(c.peer.uid);
+  // The node must be one of the run's, as the replicated state has it.
+  mesh_->jobs(r.job, [this, fd = c.fd, ticket, r, run, id, who](std::vector<service::MeshJob> jobs) {
+    std::vector<std::string> nodes;
+    if (!jobs.empty() && !jobs.front().runs.empty() && static_cast<std::int32_t>(jobs.front().runs.size()) == run)
+      nodes = jobs.front().runs.back().nodes;
+    if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) {
+      mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "node " + r.node + " is not one of the nodes of job " + id +
+                                                               " (" + (nodes.empty() ? "none known" : joined(nodes)) +
+                                                               ")"});
+      return;
+    }
+    exec_calls_[ticket] = fd;
+    proto::jobs::ExecStart x{"", 0, ticket, r.job, run, r.node, r.command, who};
+    mesh_->send_node(r.node, x, [this, fd, ticket, node = r.node] {
+      exec_calls_.erase(ticket);
+      mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "no member of the mesh is named " + node});
+    });
+  });
+}
+
+void Daemon::mesh_exec_output(const proto::jobs::ExecOutput& o) {
+  auto call = exec_calls_.find(o.request);
+  if (call == exec_calls_.end()) return;
+  auto it = clients_.find(call->second);
+  if (it == clients_.end() || it->second->mesh_ticket != o.request || it->second->dead) return;
+  send(*it->second, proto::ExecOut{o.stream, o.data});
+}
+
+void Daemon::mesh_exec_end(const proto::jobs::ExecEnd& e) {
+  auto call = exec_calls_.find(e.request);
+  if (call == exec_calls_.end()) return;
+  int fd = call->second;
+  exec_calls_.erase(call);
+  if (e.status == "exited") mesh_answer(fd, e.request, proto::ExecRep{e.exit_code});
+  else mesh_answer(fd, e.request, proto::ErrorRep{e.status == "refused" ? "permission" : "internal", e.message});
+}
+
+void Daemon::mesh_exec_start(const proto::jobs::ExecStart& x) {
+  auto end = [this, &x](std::string status, std::string why) {
+    mesh_->send_member(x.from, proto::jobs::ExecEnd{"", 0, x.request, std::move(status), 0, std::move(why)});
+  };
+  const std::string id = std::to_string(x.job);
+  JobRecord* rec = store_->find(x.job);
+  if (!rec || !active_.count(x.job) || rec->requeues + 1 != x.run)
+    return end("refused", "node " + node_name() + " holds no share of run " + std::to_string(x.run) + " of job " + id);
+  if (rec->state != proto::state::kRunning) return end("refused", "job " + id + " is " + rec->state);
+  auto* launcher = dynamic_cast<node::Launcher*>(launcher_.get());
+  if (!launcher) return end("failed", "node " + node_name() + " is emulated: its jobs have no processes");
+  ExecLaunch l;
+  l.procs_files = launcher->cgroups().procs_files(node::slot_name(x.job));
+  if (l.procs_files.empty()) return end("failed", "this node's cgroups cannot take a process of job " + id);
+  l.uid = rec->uid;
+  l.gid = rec->gid;
+  l.user = rec->user == std::to_string(rec->uid) ? "" : rec->user;
+  l.cwd = rec->spec.cwd;
+  l.command = x.command;
+  std::map<std::string, std::string> env;
+  for (std::size_t pos = 0; pos < rec->env_blob.size();) {
+    std::size_t stop = rec->env_blob.find('\0', pos);
+    if (stop == std::string::npos) stop = rec->env_blob.size();
+    std::string kv = rec->env_blob.substr(pos, stop - pos);
+    if (std::size_t eq = kv.find('='); eq != std::string::npos && eq > 0) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    pos = stop + 1;
+  }
+  passwd pw{}, *res = nullptr;
+  char buf[4096];
+  if (getpwuid_r(rec->uid, &pw, buf, sizeof buf, &res) == 0 && res) {
+    env["HOME"] = pw.pw_dir;
+    env["USER"] = env["LOGNAME"] = pw.pw_name;
+  }
+  if (!env.count("PATH")) env["PATH"] = kDefaultPath;
+  env["CORRAL_JOBID"] = env["PBS_JOBID"] = env["JOB_ID"] = id;
+  env["CORRAL_NODE"] = node_name();
+  env["CORRAL_SOCKET"] = cfg_.socket;
+  for (const auto& [k, v] : env) l.env.push_back(k + "=" + v);
+  ExecChild child;
+  if (std::string why = spawn_exec(l, child); !why.empty()) return end("failed", "on " + node_name() + ": " + why);
+  log_line("job " + id + ": corral exec from " + x.who + " (member " + std::to_string(x.from) + "): pid " +
+           std::to_string(child.pid) + ": " + proto::printable(x.command.substr(0, 200)));
+  if (!exec_watch_) exec_watch_ = std::make_unique<ExecWatch>();
+  exec_watch_->watch(
+      child,
+      [mesh = mesh_.get(), to = x.from, request = x.request](int stream, std::string data) {
+        mesh->send_member(to, proto::jobs::ExecOutput{"", 0, request, stream, std::move(data)});
+      },
+      [mesh = mesh_.get(), to = x.from, request = x.request](int code) {
+        mesh->send_member(to, proto::jobs::ExecEnd{"", 0, request, "exited", code, ""});
+      });
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,50 @@
+// `corral exec` between mesh members, on the jobs channel (mesh_jobs.hpp):
+// the caller's node asks the named node to start a process of a running job
+// there (ExecStart); that node starts it in its share of the job's cgroups as
+// the job's user and relays what it writes (ExecOutput, in order) and how it
+// ended (ExecEnd) to the asking member. `request` is the asking member's
+// number for the call: every answer names it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <msgpack.hpp>
+
+namespace corral::proto::jobs {
+
+struct ExecStart {
+  std::string mesh;
+  std::uint64_t from = 0;        // the asking member (the answers go there)
+  std::uint64_t request = 0;
+  std::uint64_t job = 0;
+  std::int32_t run = 0;          // the job's run the caller is a process of
+  std::string node;              // the node asked (its name)
+  std::string command;           // run by /bin/sh -c, as ssh runs its words
+  std::string who;               // the caller, for the node's log
+  MSGPACK_DEFINE_MAP(mesh, from, request, job, run, node, command, who)
+};
+
+struct ExecOutput {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t request = 0;
+  std::int32_t stream = 1;       // 1 stdout, 2 stderr
+  std::string data;
+  MSGPACK_DEFINE_MAP(mesh, from, request, stream, data)
+};
+
+// status: "exited" (exit_code: its exit status, 128+N when signal N killed
+// it), "refused" (the node holds no such run of the job; message says why)
+// or "failed" (it could not be started; message says why).
+struct ExecEnd {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t request = 0;
+  std::string status;
+  std::int32_t exit_code = 0;
+  std::string message;
+  MSGPACK_DEFINE_MAP(mesh, from, request, status, exit_code, message)
+};
+
+}  // namespace corral::proto::jobs
