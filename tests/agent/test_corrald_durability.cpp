@@ -16,6 +16,7 @@
 
 #include "agent/journal_format.hpp"
 #include "harness.hpp"
+#include "tests/effort.hpp"
 
 using harness::Agent;
 using harness::json_field;
@@ -188,7 +189,9 @@ TEST_CASE("crash test: SIGKILL at random points loses no acknowledged job, reuse
   SKIP_UNLESS_ROOT();
   std::uint32_t seed = std::random_device{}();
   if (const char* s = std::getenv("CORRAL_CRASH_SEED")) seed = static_cast<std::uint32_t>(std::stoul(s));
-  const int rounds = std::getenv("CORRAL_CRASH_ROUNDS") ? std::atoi(std::getenv("CORRAL_CRASH_ROUNDS")) : 30;
+  // 30 rounds, fewer in the sanitizer build (tests/effort.hpp).
+  const int rounds =
+      std::getenv("CORRAL_CRASH_ROUNDS") ? std::atoi(std::getenv("CORRAL_CRASH_ROUNDS")) : corral_test::scaled(30, 10);
   std::printf("crash test: seed %u (CORRAL_CRASH_SEED=%u to repeat), %d rounds\n", seed, seed, rounds);
   INFO("seed " << seed);
   std::mt19937 rng(seed);

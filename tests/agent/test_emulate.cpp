@@ -15,6 +15,7 @@
 
 #include "agent/node/emulated.hpp"
 #include "tests/agent/harness.hpp"
+#include "tests/effort.hpp"
 
 using corral::node::EmulatedNode;
 using corral::node::EmulatedRun;
@@ -260,7 +261,8 @@ TEST_CASE("corrald refuses a bad --emulate SPEC, naming the bad part", "[emulate
   }
 }
 
-TEST_CASE("an emulated 64-core node runs 200 jobs as the real agent schedules them", "[emulate]") {
+TEST_CASE("an emulated 64-core node runs 200 jobs (60 with the sanitizers) as the real agent schedules them",
+          "[emulate]") {
   // fcfs, and a scheduling pass every 30 s unless an event calls for one: a start that waits for
   // the pass timer instead of the end (or submit) that made room would show.
   auto a = emulated_agent("emulate200", "cores=64,sockets=2,mem=256G,jobfs=1T",
@@ -273,7 +275,7 @@ TEST_CASE("an emulated 64-core node runs 200 jobs as the real agent schedules th
     CHECK(harness::slurp("/proc/" + std::to_string(a->pid) + "/status").find("\nUid:\t65534\t65534\t65534\t65534\n") !=
           std::string::npos);
 
-  const int kJobs = 200;
+  const int kJobs = corral_test::scaled(200, 60);  // the sanitizer build runs fewer (tests/effort.hpp)
   std::map<std::uint64_t, std::int64_t> runtime_ms;
   std::map<std::uint64_t, int> ncpus;
   for (int i = 0; i < kJobs; ++i) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sim_cluster.hpp"
+#include "tests/effort.hpp"
 
 using namespace corral;
 using namespace corral_test;
@@ -438,7 +439,7 @@ class RandomRun {
 TEST_CASE("sim: mesh invariants hold under random crashes, loss, reordering and partitions",
           "[raft_sim_random]") {
   std::uint64_t first = env_number("CORRAL_SIM_FIRST_SEED", 1);
-  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", 1000);
+  std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", corral_test::scaled<std::uint64_t>(1000, 250));
   std::size_t jobs = 0, starts = 0, refused = 0;
   for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
     RandomRun run(seed);
