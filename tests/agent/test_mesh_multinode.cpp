@@ -203,11 +203,21 @@ TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec"
     rank << "#!/bin/sh\necho \"rank=$OMPI_COMM_WORLD_RANK node=$CORRAL_NODE cgroup=$(grep -m 1 /job. /proc/self/cgroup)\"\n";
   }
   std::filesystem::permissions(out + "/rank.sh", std::filesystem::perms(0755));
+  // The nodes here share one /tmp and one host name, which real nodes do not: each node's Open
+  // MPI daemon gets a session directory of its own (TMPDIR), else two of them race to make the
+  // same one ("mkdir: File exists"). The launcher is `corral exec` all the same.
+  {
+    std::ofstream agent(out + "/agent.sh");
+    agent << "#!/bin/sh\nnode=$1; shift\nd=" << out << "/tmp-$node\nexec " << c
+          << " exec \"$node\" \"mkdir -p $d && TMPDIR=$d\" \"$@\"\n";
+  }
+  std::filesystem::permissions(out + "/agent.sh", std::filesystem::perms(0755));
   // The rsh launcher with `corral exec` (no PBS TM or Grid Engine launcher is picked: the job
   // sets neither PBS_ENVIRONMENT nor SGE_ROOT); ranks unbound (each node's cpuset is the job's).
-  const std::string script = "mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent '" + c +
-                             " exec' --bind-to none -np 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " + out +
-                             "/mpi.err; echo $? > " + out + "/mpi.rc";
+  const std::string script = "mkdir -p " + out + "/tmp-hnp && TMPDIR=" + out +
+                             "/tmp-hnp mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent " +
+                             out + "/agent.sh --bind-to none -np 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " +
+                             out + "/mpi.err; echo $? > " + out + "/mpi.rc";
   const std::string id = submit_two_nodes(m, script);
   Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
   INFO(j.dump() << "\nmpirun's stdout:\n" << slurp(out + "/mpi.out") << "mpirun's stderr:\n" << slurp(out + "/mpi.err"));
