@@ -242,6 +242,10 @@ void set_config_key(Config& c, const std::string& key, const std::string& v) {
   else if (key == "mesh_key") c.mesh_key = v;
   else if (key == "mesh_allowed_keys") c.mesh_allowed_keys = v;
   else if (key == "mesh_insecure") c.mesh_insecure = to_bool(key, v);
+  else if (key == "mesh_submit_wait") {
+    c.mesh_submit_wait = to_duration(key, v);
+    if (c.mesh_submit_wait < 1) throw std::invalid_argument("mesh_submit_wait: at least 1 s, got '" + v + "'");
+  }
   else if (key == "on_restart") {
     if (v != "adopt" && v != "cleanup")
       throw std::invalid_argument("on_restart: expected adopt or cleanup, got '" + v + "'");

@@ -117,6 +117,7 @@ struct Config {
   std::string mesh_key;
   std::string mesh_allowed_keys;
   bool mesh_insecure = false;
+  std::int64_t mesh_submit_wait = 10;         // s a submission waits for a coordinator to commit it
 
   // Not config keys: what the command line asked for, and warnings to print
   // (a deprecated key), "FILE:LINE: " before them when read from a file.

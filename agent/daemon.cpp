@@ -65,6 +65,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     mc.keys = load_mesh_keys({cfg_.mesh_key, cfg_.mesh_allowed_keys, cfg_.mesh_insecure}, cfg_.voters, cfg_.listen);
     mc.allowed_file = cfg_.mesh_allowed_keys;
     mc.fsync = cfg_.fsync;
+    mc.submit_wait_ms = static_cast<std::uint64_t>(cfg_.mesh_submit_wait) * 1000;
     mc.sched = sched_;
     mc.queues = snapshot_queues();
     mc.grants = grants_;

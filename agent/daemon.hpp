@@ -269,7 +269,9 @@ class Daemon {
   // ---- why pending jobs wait (wait_reasons.cpp) ---------------------------
   void note_plan(const Plan& plan);
   void wait_info(const JobRecord& rec, proto::JobInfo& j) const;
-  bool stat_match(const Peer& p, const proto::StatReq& r, const JobRecord& rec) const;
+  static bool stat_match(const Peer& p, const proto::StatReq& r, const JobRecord& rec);
+  static bool stat_match(const Peer& p, const proto::StatReq& r, std::uint32_t uid, const std::string& user,
+                         const std::string& project, const std::string& state);
 
   // ---- NCI charging (charging.cpp) --------------------------------------
   void setup_charging();

@@ -69,8 +69,7 @@ std::string Daemon::dependency_text(const JobRecord& rec) const {
   std::string out;
   for (const proto::Dependency& d : rec.waits_on) {
     const auto it = store_->jobs().find(d.job);
-    out += (out.empty() ? "" : ", ") + d.type + ":" + std::to_string(d.job) +
-           (it == store_->jobs().end() ? "" : " (job " + std::to_string(d.job) + " is " + it->second.state + ")");
+    out += (out.empty() ? "" : ", ") + proto::dependency_item(d, it == store_->jobs().end() ? "" : it->second.state);
   }
   return out;
 }

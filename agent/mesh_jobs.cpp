@@ -13,6 +13,7 @@
 // is proposed to the mesh as JobEnded, sent until the mesh has it. The node's
 // own pass does not run in a mesh.
 #include <ctime>
+#include <map>
 #include <string>
 
 #include "agent/daemon.hpp"
@@ -21,6 +22,7 @@
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
 #include "coordinator/service/mesh_charges.hpp"
+#include "coordinator/wait_text.hpp"
 #include "proto/spec_check.hpp"
 
 namespace corral::agent {
@@ -80,8 +82,7 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   i.su_rate = service::job_su_rate(j);
   if (j.state == proto::state::kPending && !j.hold.empty()) {
     i.wait_reason = proto::wait::kHeld;
-    i.wait_detail = "held by " + j.hold_by + " (" + j.hold + " hold): it starts only after corral release " +
-                    std::to_string(j.id);
+    i.wait_detail = wait_text::held(j.hold_by, j.hold, j.id);
   }
   return i;
 }
@@ -269,16 +270,34 @@ void Daemon::mesh_submit(Client& c, proto::SubmitReq& r) {
 }
 
 void Daemon::mesh_stat(Client& c, const proto::StatReq& r) {
+  if (std::string why = proto::check_states(r.states); !why.empty())
+    return send(c, proto::ErrorRep{"invalid", "-s: " + why});
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  mesh_->jobs(r.id, [this, fd = c.fd, ticket, id = r.id](std::vector<service::MeshJob> jobs) {
-    if (id != 0 && jobs.empty()) {
-      mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "unknown job id " + std::to_string(id)});
+  mesh_->jobs(r.id, [this, fd = c.fd, ticket, r, peer = c.peer](std::vector<service::MeshJob> jobs) {
+    if (r.id != 0 && jobs.empty()) {
+      mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "unknown job id " + std::to_string(r.id)});
       return;
     }
     proto::StatRep rep;
-    rep.jobs.reserve(jobs.size());
-    for (const auto& j : jobs) rep.jobs.push_back(mesh_info(j));
-    mesh_answer(fd, ticket, rep);
+    std::vector<std::uint64_t> waiting;
+    for (const auto& j : jobs) {
+      if (r.id == 0 && !stat_match(peer, r, j.uid, j.user, j.spec.project, j.state)) continue;
+      rep.jobs.push_back(mesh_info(j));
+      if (j.state == proto::state::kPending && j.hold.empty()) waiting.push_back(j.id);
+    }
+    if (waiting.empty()) return mesh_answer(fd, ticket, rep);
+    // Why they wait, from the coordinator's last pass (nothing when it does not answer).
+    mesh_->waits(std::move(waiting), [this, fd, ticket, rep = std::move(rep)](std::vector<proto::jobs::JobWait> w) mutable {
+      std::map<std::uint64_t, const proto::jobs::JobWait*> by_id;
+      for (const auto& x : w) by_id[x.job] = &x;
+      for (proto::JobInfo& i : rep.jobs)
+        if (auto it = by_id.find(i.id); it != by_id.end()) {
+          i.planned_start = it->second->planned_start;
+          i.wait_reason = it->second->reason;
+          i.wait_detail = it->second->detail;
+        }
+      mesh_answer(fd, ticket, rep);
+    });
   });
 }
 

@@ -35,6 +35,7 @@ namespace {
 constexpr std::uint64_t kHelloMs = 200;   // each member's hello to every voter (a voter's to every member)
 constexpr std::uint64_t kStatusMs = 50;   // status() is at most this old while the thread runs
 constexpr std::uint64_t kNodeUnreachableMs = 3000;  // no hello for this long: `corral nodes` says unreachable
+constexpr std::uint64_t kWaitAskMs = 1000;  // a stat's plan not answered by then: listed without it
 
 std::string endpoint(const std::string& host_port) { return "tcp://" + host_port; }
 
@@ -97,6 +98,9 @@ struct MeshLink::Member {
     std::uint64_t at_ms = 0;
   };
   std::map<std::uint64_t, Heard> heard;  // by member id
+  // WaitAsks sent, by request number: their callers (on the mesh thread).
+  std::map<std::uint64_t, std::function<void(std::vector<proto::jobs::JobWait>)>> wait_asks;
+  std::uint64_t next_wait_ask = 0;
   std::uint64_t next_status_ms = 0;
 };
 
@@ -249,6 +253,17 @@ void MeshLink::on_jobs_message(std::string_view bytes) {
   } else if (std::holds_alternative<proto::jobs::StartJob>(msg) || std::holds_alternative<proto::jobs::CancelJob>(msg) ||
              std::holds_alternative<proto::jobs::JobOrder>(msg)) {
     if (cfg_.on_order) reply([fn = cfg_.on_order, msg] { fn(msg); });
+  } else if (auto* w = std::get_if<proto::jobs::WaitAsk>(&msg); w && w->mesh == cfg_.name) {
+    proto::jobs::WaitAnswer a = m.coordinator->waits(w->jobs);
+    a.mesh = cfg_.name;
+    a.from = m.id;
+    a.request = w->request;
+    send_to(w->from, proto::jobs::encode(a));
+  } else if (auto* wa = std::get_if<proto::jobs::WaitAnswer>(&msg); wa && wa->mesh == cfg_.name) {
+    if (auto it = m.wait_asks.find(wa->request); it != m.wait_asks.end()) {
+      it->second(std::move(wa->waits));  // empty unless "ok"
+      m.wait_asks.erase(it);
+    }
   } else if (auto* k = std::get_if<proto::jobs::StartAck>(&msg); k && k->mesh == cfg_.name) {
     if (m.coordinator) m.coordinator->on_ack(*k);
   } else if (std::visit([](const auto& b) { return is_exec(b); }, msg)) {
@@ -289,6 +304,27 @@ std::uint64_t MeshLink::member_named(const std::string& node) const {
   for (const service::Member& mb : m_->node->members())
     if (mb.id == id) return id;
   return 0;
+}
+
+void MeshLink::waits(std::vector<std::uint64_t> jobs, std::function<void(std::vector<proto::jobs::JobWait>)> done) {
+  post([this, jobs = std::move(jobs), done = std::move(done)]() mutable {
+    Member& m = *m_;
+    auto answer = [this, done = std::move(done)](std::vector<proto::jobs::JobWait> w) {
+      reply([done, w = std::move(w)]() mutable { done(std::move(w)); });
+    };
+    if (m.coordinator->deciding()) return answer(m.coordinator->waits(jobs).waits);
+    const std::uint64_t leader = m.node->leader_id();
+    if (leader == 0 || leader == m.id) return answer({});
+    const std::uint64_t request = ++m.next_wait_ask;
+    m.wait_asks[request] = std::move(answer);
+    send_to(leader, proto::jobs::encode(proto::jobs::WaitAsk{cfg_.name, m.id, request, std::move(jobs)}));
+    m.env->post(kWaitAskMs, [this, request] {
+      if (auto it = m_->wait_asks.find(request); it != m_->wait_asks.end()) {
+        it->second({});
+        m_->wait_asks.erase(it);
+      }
+    });
+  });
 }
 
 void MeshLink::propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded) {
@@ -384,14 +420,12 @@ void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
       if (j.state != proto::state::kRunning && j.state != proto::state::kSuspended) continue;
       if (j.runs.empty()) continue;
       const service::MeshRun& run = j.runs.back();
-      const bool shares = run.slots.size() == run.nodes.size() && run.nodes.size() > 1;
       for (std::size_t i = 0; i < run.nodes.size(); ++i) {  // a job across nodes: each its share
         auto it = lines.find(run.nodes[i]);
         if (it == lines.end()) continue;
         it->second.jobs += 1;
-        it->second.mem_used_mb += shares && i < run.mem_mb.size() ? run.mem_mb[i] : j.spec.mem_mb;
-        if (j.state == proto::state::kRunning)
-          it->second.cores_used += shares ? run.slots[i] : j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min;
+        it->second.mem_used_mb += service::share_mem_mb(j, i);
+        if (j.state == proto::state::kRunning) it->second.cores_used += service::share_slots(j, i);
       }
     }
     std::vector<proto::NodeLine> out;

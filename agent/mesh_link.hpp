@@ -75,6 +75,11 @@ class MeshLink {
   // replicated admin states and running jobs.
   void nodes(std::function<void(std::vector<proto::NodeLine>)> done);
 
+  // Why pending jobs wait and their planned starts, from the coordinator's last pass (`corral
+  // stat`): asked of the coordinator, which may be this member; `done` gets what it answered
+  // within kWaitAskMs, or nothing.
+  void waits(std::vector<std::uint64_t> jobs, std::function<void(std::vector<proto::jobs::JobWait>)> done);
+
   // Whether on_ended is called (someone waits for a job).
   void watch_ends(bool on) { watching_.store(on, std::memory_order_relaxed); }
 

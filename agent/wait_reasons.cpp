@@ -11,27 +11,10 @@
 #include "agent/job_accounting.hpp"
 #include "agent/node/launcher.hpp"
 #include "agent/node/topology.hpp"
+#include "coordinator/wait_text.hpp"
 #include "proto/spec_check.hpp"
 
 namespace corral::agent {
-namespace {
-
-std::string clock_text(Time t) {
-  const time_t tt = static_cast<time_t>(t);
-  tm lt{};
-  localtime_r(&tt, &lt);
-  char b[32];
-  std::strftime(b, sizeof b, "%H:%M:%S", &lt);
-  return b;
-}
-
-// "N WHAT (M free)" when `need` is above `free`, else "".
-std::string short_of(std::int64_t need, std::int64_t free, const std::string& what) {
-  if (need <= free) return "";
-  return std::to_string(need) + " " + what + " (" + std::to_string(std::max<std::int64_t>(0, free)) + " free)";
-}
-
-}  // namespace
 
 void Daemon::note_plan(const Plan& plan) {
   reserved_at_.clear();
@@ -43,8 +26,7 @@ void Daemon::wait_info(const JobRecord& rec, proto::JobInfo& j) const {
   if (rec.state != proto::state::kPending) return;
   if (!rec.hold.empty()) {
     j.wait_reason = proto::wait::kHeld;
-    j.wait_detail = "held by " + rec.hold_by + " (" + rec.hold + " hold): it starts only after corral release " +
-                    std::to_string(rec.id);
+    j.wait_detail = wait_text::held(rec.hold_by, rec.hold, rec.id);
     return;
   }
   if (dep_waiting_.count(rec.id)) {
@@ -62,44 +44,45 @@ void Daemon::wait_info(const JobRecord& rec, proto::JobInfo& j) const {
     mem -= r.spec.mem_mb;
     jobfs -= r.spec.jobfs_mb;
   }
-  std::string lacks;
-  for (const std::string& s : {short_of(slot_range(rec.spec).first, cores, "cores"),
-                               topo.mem_mb > 0 ? short_of(rec.spec.mem_mb, mem, "MiB of memory") : "",
-                               topo.jobfs_mb > 0 ? short_of(rec.spec.jobfs_mb, jobfs, "MiB of jobfs") : ""})
-    if (!s.empty()) lacks += (lacks.empty() ? "waits for " : ", ") + s;
+  const std::string lacks = wait_text::lacks({wait_text::short_of(slot_range(rec.spec).first, cores, "cores"),
+                                              topo.mem_mb > 0 ? wait_text::short_of(rec.spec.mem_mb, mem, "MiB of memory") : "",
+                                              topo.jobfs_mb > 0 ? wait_text::short_of(rec.spec.jobfs_mb, jobfs, "MiB of jobfs") : ""},
+                                             "");
   if (!lacks.empty()) {
     j.wait_reason = proto::wait::kResources;
-    j.wait_detail = lacks + " held by running jobs";
+    j.wait_detail = lacks;
     return;
   }
   // It would fit now: a reservation ahead of it keeps the resources, or its project's share.
   for (const auto& [id, at] : reserved_at_) {
     if (id == rec.id) continue;
     j.wait_reason = proto::wait::kReservation;
-    j.wait_detail = "job " + std::to_string(id) + " is reserved from " + clock_text(at) +
-                    " and starting this job now would delay it";
+    j.wait_detail = wait_text::reserved(id, at);
     return;
   }
   if (sched_.pba.enabled && !rec.spec.project.empty()) {
     const Time t = static_cast<Time>(now());
     j.wait_reason = proto::wait::kAllocation;
-    j.wait_detail = "project " + rec.spec.project + " has " +
-                    std::to_string(sched_.pba.plan.allocated_slots(rec.spec.project, t)) +
-                    " slots allocated this week; free slots are kept for projects within their allocation";
+    j.wait_detail = wait_text::allocation(rec.spec.project, sched_.pba.plan.allocated_slots(rec.spec.project, t));
     return;
   }
   j.wait_reason = proto::wait::kPriority;
-  j.wait_detail = "jobs ahead of it in the queue are placed first (or the next pass has not run yet)";
+  j.wait_detail = wait_text::kPriority;
 }
 
-bool Daemon::stat_match(const Peer& p, const proto::StatReq& r, const JobRecord& rec) const {
-  if (r.mine && rec.uid != p.uid) return false;
+bool Daemon::stat_match(const Peer& p, const proto::StatReq& r, const JobRecord& rec) {
+  return stat_match(p, r, rec.uid, rec.user, rec.spec.project, rec.state);
+}
+
+bool Daemon::stat_match(const Peer& p, const proto::StatReq& r, std::uint32_t uid, const std::string& user,
+                        const std::string& project, const std::string& state) {
+  if (r.mine && uid != p.uid) return false;
   if (!r.user.empty()) {
-    const bool uid = std::all_of(r.user.begin(), r.user.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-    if (uid ? std::to_string(rec.uid) != r.user : rec.user != r.user) return false;
+    const bool numeric = std::all_of(r.user.begin(), r.user.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (numeric ? std::to_string(uid) != r.user : user != r.user) return false;
   }
-  if (!r.project.empty() && rec.spec.project != r.project) return false;
-  return proto::state_listed(r.states, rec.state);
+  if (!r.project.empty() && project != r.project) return false;
+  return proto::state_listed(r.states, state);
 }
 
 }  // namespace corral::agent

@@ -28,4 +28,10 @@ inline DependVerdict judge_dependency(const Dependency& d, bool known, bool ende
   return DependVerdict::Never;
 }
 
+// One dependency as `corral stat` tells why a job waits: "afterok:12 (job 12 is running)";
+// `state` empty when the job is not known here.
+inline std::string dependency_item(const Dependency& d, const std::string& state) {
+  return d.type + ":" + std::to_string(d.job) + (state.empty() ? "" : " (job " + std::to_string(d.job) + " is " + state + ")");
+}
+
 }  // namespace corral::proto

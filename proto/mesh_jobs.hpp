@@ -10,7 +10,8 @@
 // its token, so one that reached a coordinator which then died gets its first
 // id. The coordinator pushes its start decisions to the nodes (StartJob), and
 // each node acknowledges (StartAck). `corral exec` travels as ExecStart,
-// ExecOutput and ExecEnd (mesh_exec.hpp).
+// ExecOutput and ExecEnd (mesh_exec.hpp); a pending job's plan as WaitAsk and
+// WaitAnswer (mesh_waits.hpp).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 
 #include "proto/mesh.hpp"
 #include "proto/mesh_exec.hpp"
+#include "proto/mesh_waits.hpp"
 
 namespace corral::proto::jobs {
 
@@ -155,7 +157,7 @@ struct JobOrder {
 };
 
 using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder, ExecStart, ExecOutput,
-                             ExecEnd>;
+                             ExecEnd, WaitAsk, WaitAnswer>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);

@@ -223,7 +223,7 @@ void CoordinatorLoop::pass() {
       decide(d, names);
       ++starts;
     } else if (d.action == Action::Reject && whole) {
-      reject(d);
+      end_pending(d.job, EndReason::Rejected, d.reason);
     }
   if (watch_)
     watch_(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),

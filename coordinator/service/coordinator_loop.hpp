@@ -12,8 +12,9 @@
 //
 // The pass's suspensions, resumptions, requeues and checkpoints (NCI, PBA,
 // checkpoint backfilling) are orders (job_orders.cpp): one JobOrdered entry
-// each, pushed once committed to the run's node until it acknowledges. Its
-// demotions and rejections are not applied in a mesh yet.
+// each, pushed once committed to every node of the run until it acknowledges.
+// Its rejections end jobs (job_fit.cpp), NCI's demotions move them to bonus
+// (coordinator_grants.cpp); PBA's demotions are not applied in a mesh yet.
 #pragma once
 
 #include <cstdint>
@@ -84,6 +85,9 @@ class CoordinatorLoop {
   // job_fit.cpp: why the mesh refuses entry e ("" to propose it): a job no set of the nodes
   // heard from could hold. Nothing is refused before every node has had the time to report.
   std::string admit(const proto::mesh::Entry& e) const;
+  // job_waits.cpp: why each of `jobs` (those pending and not held) waits and when the last pass
+  // plans to start it; "not_leader" unless this member leads and decides.
+  proto::jobs::WaitAnswer waits(const std::vector<std::uint64_t>& jobs) const;
 
  private:
   void tick();
@@ -141,8 +145,16 @@ class CoordinatorLoop {
   // Settled, and every node heard from reports freshly and is up: the plan's "can never run"
   // speaks for the whole mesh.
   bool whole_mesh_reports() const;
-  // A Reject of the plan: the job ends "rejected" with the plan's reason.
-  void reject(const Decision& d);
+  // A pending job ends in the log (run 0) with `reason` and `why` in its comment: a Reject of
+  // the plan, a dependency never met. Once: not while its end or start is being committed.
+  void end_pending(std::uint64_t job, EndReason reason, const std::string& why);
+  // job_waits.cpp: the room the nodes taking jobs have now, and what job j is short of.
+  struct Free {
+    std::int64_t cores = 0, mem_mb = 0;
+    bool mem_known = false;
+  };
+  std::map<std::string, Free> free_room() const;
+  std::string lacks(const MeshJob& j, const std::map<std::string, Free>& free) const;
 
   static constexpr std::uint64_t kResendMs = 500;      // a start, order or cancel not settled: sent again
   static constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long: its report says nothing

@@ -27,14 +27,7 @@ void CoordinatorLoop::settle_dependencies() {
     }
     if (never.empty() && !waiting) continue;
     blocked_.insert(id);
-    if (never.empty() || proposing_.count(id)) continue;
-    proposing_.insert(id);
-    proto::mesh::JobEnded e{id, 0, std::string(name(EndReason::DependencyNeverMet)), -1, env_.wall_s(), never};
-    c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, id](const Proposed&) {
-      if (!*alive) return;
-      proposing_.erase(id);
-      dirty_ = true;
-    });
+    if (!never.empty()) end_pending(id, EndReason::DependencyNeverMet, never);
   }
 }
 

@@ -65,14 +65,14 @@ bool CoordinatorLoop::whole_mesh_reports() const {
   return true;
 }
 
-void CoordinatorLoop::reject(const Decision& d) {
-  const MeshJob* j = state_.job(d.job);
-  if (!j || j->state != proto::state::kPending || proposing_.count(d.job)) return;
-  proposing_.insert(d.job);
-  proto::mesh::JobEnded e{d.job, 0, std::string(name(EndReason::Rejected)), -1, env_.wall_s(), d.reason};
-  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, id = d.job](const Proposed&) {
+void CoordinatorLoop::end_pending(std::uint64_t job, EndReason reason, const std::string& why) {
+  const MeshJob* j = state_.job(job);
+  if (!j || j->state != proto::state::kPending || proposing_.count(job)) return;
+  proposing_.insert(job);
+  proto::mesh::JobEnded e{job, 0, std::string(name(reason)), -1, env_.wall_s(), why};
+  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, job](const Proposed&) {
     if (!*alive) return;
-    proposing_.erase(id);
+    proposing_.erase(job);
     dirty_ = true;
   });
 }

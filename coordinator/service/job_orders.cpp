@@ -31,11 +31,10 @@ DeskAnswer order_refused(std::uint64_t job, std::string why, std::string code) {
 
 // The cores job j's current run holds on `node`.
 int slots_on(const MeshJob& j, const std::string& node) {
-  const MeshRun& run = j.runs.back();
-  if (run.slots.size() == run.nodes.size())
-    for (std::size_t i = 0; i < run.nodes.size(); ++i)
-      if (run.nodes[i] == node) return run.slots[i];
-  return std::max(1, j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min);
+  const auto& nodes = j.runs.back().nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i] == node) return share_slots(j, i);
+  return share_slots(j, nodes.size());
 }
 
 }  // namespace

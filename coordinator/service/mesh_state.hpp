@@ -10,6 +10,7 @@
 // failing apply (libraft wedges a replica whose apply fails).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -75,6 +76,19 @@ struct MeshJob {
   MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
                      hold_by, end_time, work_done, checkpoints, pba_preemptions, end_message)
 };
+
+// The cores and memory the current run of job j holds on its i-th node: that node's share, or
+// the whole request (an entry of version 1 names one node without shares).
+inline std::int32_t share_slots(const MeshJob& j, std::size_t i) {
+  const MeshRun& run = j.runs.back();
+  if (run.slots.size() == run.nodes.size() && i < run.slots.size()) return run.slots[i];
+  return std::max(1, j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min);
+}
+inline std::int64_t share_mem_mb(const MeshJob& j, std::size_t i) {
+  const MeshRun& run = j.runs.back();
+  if (run.mem_mb.size() == run.nodes.size() && i < run.mem_mb.size()) return run.mem_mb[i];
+  return j.spec.mem_mb;
+}
 
 struct MeshNode {
   std::string state = std::string(proto::mesh::admin::kUp);

@@ -61,17 +61,26 @@ Json await_state(const Mesh& m, unsigned i, std::uint64_t id, const char* want) 
   return j;
 }
 
+
+// Every agent of m reads a plan file of `text` (the setting `plan_key`) with `sets` beside it;
+// returns the coordinator elected.
+unsigned with_plan(Mesh& m, const std::string& plan_key, const std::string& text, std::vector<std::string> sets) {
+  const std::string plan = make_tmpdir("meshplan") + "/projects.plan";
+  std::ofstream(plan) << text;
+  sets.insert(sets.end(), {"--set", plan_key + "=" + plan});
+  for (auto& a : m.agents) a->extra.insert(a->extra.end(), sets.begin(), sets.end());
+  return static_cast<unsigned>(m.elect());
+}
+
 }  // namespace
 
 TEST_CASE("mesh: acct lists every ended job after a coordinator SIGKILL; alloc set decides the next pass",
           "[mesh]") {
   SKIP_UNLESS_ROOT();
   Mesh m(3);
-  const std::string plan = make_tmpdir("meshplan") + "/projects.plan";
-  std::ofstream(plan) << "project chip\nmember chip root\nproject soc\nmember soc root\n";
-  for (auto& a : m.agents)
-    a->extra.insert(a->extra.end(), {"--set", "operators=nogroup", "--set", "pba=yes", "--set", "pba_plan=" + plan});
-  const unsigned lead = static_cast<unsigned>(m.elect()), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+  const unsigned lead = with_plan(m, "pba_plan", "project chip\nmember chip root\nproject soc\nmember soc root\n",
+                                  {"--set", "operators=nogroup", "--set", "pba=yes"});
+  const unsigned f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
   const std::string week = corral::pba::format_iso_week(corral::pba::iso_week(static_cast<corral::Time>(std::time(nullptr))));
 
   // Three jobs end, submitted through each member.
@@ -131,13 +140,10 @@ TEST_CASE("mesh: NCI charges each run in the log; report and acct show every nod
           "[mesh]") {
   SKIP_UNLESS_ROOT();
   Mesh m(3);
-  const std::string plan = make_tmpdir("meshgrants") + "/grants.plan";
-  std::ofstream(plan) << "project chem\nproject phys\ngrant chem 2\ngrant phys 1000\n";
   // One service unit per cpu-second in normal, so that seconds of running show in two decimals.
-  for (auto& a : m.agents)
-    a->extra.insert(a->extra.end(), {"--set", "nci=yes", "--set", "nci_require=walltime", "--set",
-                                     "queues=normal:1:3600", "--set", "nci_plan=" + plan});
-  const unsigned lead = static_cast<unsigned>(m.elect()), f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
+  const unsigned lead = with_plan(m, "nci_plan", "project chem\nproject phys\ngrant chem 2\ngrant phys 1000\n",
+                                  {"--set", "nci=yes", "--set", "nci_require=walltime", "--set", "queues=normal:1:3600"});
+  const unsigned f1 = (lead + 1) % 3, f2 = (lead + 2) % 3;
 
   // Two jobs of 2 cpus (a whole node each) run side by side, so on two nodes; chem's job of one
   // cpu uses up its grant of 2 units.

@@ -90,3 +90,40 @@ TEST_CASE("coordinator loop: a node that runs a job the log places elsewhere, or
   REQUIRE(a.size() >= 2);
   CHECK(a.front().who == "the job's end");
 }
+
+TEST_CASE("coordinator loop: why pending jobs wait, from the last pass and the nodes' room", "[mesh_state]") {
+  OneVoter w;
+  w.report(1, "a", {});
+  auto submit = [&](int ncpus, std::vector<corral::proto::Dependency> depend, const char* token) {
+    corral::proto::JobSpec spec;
+    spec.ncpus = ncpus;
+    spec.walltime = 600;
+    spec.depend = std::move(depend);
+    bool done = false;
+    w.node.propose(mesh::encode_entry(mesh::JobAccepted{spec, "u", 1000, 1000, 1.0, token}),
+                   [&](const Proposed& p) { done = p.status == Status::ok && p.applied.ok; });
+    REQUIRE(w.net.run_until([&] { return done; }, 5000));
+  };
+  submit(4, {}, "t1");  // job 1 fills "a"
+  REQUIRE(w.net.run_until([&] { return w.fsm.state().job(1)->state == corral::proto::state::kRunning; }, 10000));
+  submit(2, {}, "t2");                                     // job 2 waits for cores
+  submit(1, {corral::proto::Dependency{"afterok", 2}}, "t3");  // job 3 for job 2
+  w.report(1, "a", {1});
+  w.net.run_for(700);  // a pass after both
+  w.report(1, "a", {1});
+
+  jobs::WaitAnswer a = w.loop.waits({1, 2, 3, 42});
+  CHECK(a.status == "ok");
+  REQUIRE(a.waits.size() == 2);  // neither the running job nor an unknown id
+  CHECK(a.waits[0].job == 2);
+  CHECK(a.waits[0].reason == "resources");
+  CHECK(a.waits[0].detail == "waits for 2 cores on one node (0 free) held by running jobs");
+  CHECK(a.waits[0].planned_start >= 600);  // reserved from job 1's end
+  CHECK(a.waits[1].job == 3);
+  CHECK(a.waits[1].reason == "dependency");
+  CHECK(a.waits[1].detail == "afterok:2 (job 2 is pending)");
+
+  // A node that stopped reporting offers no room.
+  w.net.run_for(3500);
+  CHECK(w.loop.waits({2}).waits.at(0).detail == "waits for a node: none that takes jobs (up, not drained) is reporting");
+}
