@@ -79,6 +79,11 @@ const char* kSimHelp =
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
     "                       user's job ends (--no-repredict: at submit only); default\n"
     "                       with --policy corral only\n"
+    "  --burst-gap T        with --predict: a user's jobs submitted less than T apart\n"
+    "                       are a burst; a job is predicted from its burst's ended\n"
+    "                       jobs of the same request and size first, and a burst's\n"
+    "                       first such job is predicted at 1 s until one ends (0: off,\n"
+    "                       the default)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --checkpoint-budget F  once F of the jobs arrived so far were checkpointed,\n"
@@ -183,7 +188,7 @@ struct SimArgs {
   SimPictures pictures;
   Policy policy = Policy::Corral;
   std::optional<Order> order;
-  std::optional<Time> aging, aging_wide, default_duration, reserve_wait;
+  std::optional<Time> aging, aging_wide, default_duration, reserve_wait, burst_gap;
   std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
   std::optional<double> wide_fraction, split;
   std::optional<bool> predict, repredict, preempt, predict_order_only;
@@ -262,6 +267,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--duration-offset", "T", [&o](const std::string& v) { o.duration_offset = duration("--duration-offset", v); });
   value("--reserve-depth", "N", [&a](const std::string& v) { a.reserve_depth = static_cast<int>(whole("--reserve-depth", v, 1, 1 << 20)); });
   value("--reserve-wait", "T", [&a](const std::string& v) { a.reserve_wait = duration("--reserve-wait", v); });
+  value("--burst-gap", "T", [&a](const std::string& v) { a.burst_gap = duration("--burst-gap", v); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
   value("--predictor", "NAME", [&a](const std::string& v) { a.predictor = named<Predictor>("--predictor", v); });
@@ -344,6 +350,7 @@ void apply_args(SimArgs& a) {
   opt.repredict = a.repredict.value_or(preset.repredict);
   opt.predictor = a.predictor.value_or(preset.predictor);
   opt.predict_order_only = a.predict_order_only.value_or(preset.predict_order_only);
+  opt.burst_gap = a.burst_gap.value_or(0);
   if (a.reserve_depth) opt.sched.planner.reserve_depth = *a.reserve_depth;
   if (a.reserve_wait) opt.sched.planner.reserve_wait = *a.reserve_wait;
   if (a.order) opt.sched.order.policy = *a.order;
@@ -432,6 +439,7 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"predict_order_only", opt.predict_order_only && opt.predict},
       {"preempt", opt.sched.preempt.enabled},
       {"repredict", opt.repredict && opt.predict},
+      {"burst_gap", opt.predict ? opt.burst_gap : 0},
       {"checkpointable", opt.checkpointable},
       {"seed", opt.seed},
       {"checkpoint_budget", opt.checkpoint_budget},

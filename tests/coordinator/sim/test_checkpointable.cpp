@@ -175,6 +175,43 @@ TEST_CASE("predict: mean2 (EASY++), max3 and similar on a hand-built history", "
   REQUIRE_THROWS_AS(parse_name<Predictor>("oracle"), std::invalid_argument);
 }
 
+TEST_CASE("predict: bursts tell apart jobs of one kind submitted apart", "[sim][predict]") {
+  auto job = [](JobId id, Time submit, Time run) {
+    SwfJob s;
+    s.id = id;
+    s.user = 1;
+    s.submit = submit;
+    s.run = run;
+    s.estimate = 5000;
+    s.procs = 4;
+    return s;
+  };
+  RunPredictor p(Predictor::Similar);
+  p.set_burst_gap(600);
+  // Three lone jobs of the kind (4 procs, 5000 s asked), 1000 s apart (a
+  // burst each, no scout), ran 4000 s each.
+  for (JobId i = 1; i <= 3; ++i) {
+    REQUIRE_FALSE(p.arrive(job(i, 1000 * i, 4000)));
+    p.record(job(i, 1000 * i, 4000));
+  }
+  // A burst of two of the same kind at 5000: the kind says 4000 s.
+  const SwfJob a = job(10, 5000, 5), b = job(11, 5010, 5);
+  REQUIRE_FALSE(p.arrive(a));
+  REQUIRE(p.predict(a) == 4000);
+  REQUIRE(p.arrive(b));           // a second one: the first is the scout
+  REQUIRE(p.predict(a) == 1);     // it goes first and tells the run time
+  REQUIRE(p.predict(b) == 4000);  // the others keep the kind's until then
+  p.record(a);
+  REQUIRE(p.predict(b) == 5);     // the burst's own run
+  const SwfJob c = job(12, 5010 + 600, 5);  // 600 s after b: a new burst
+  REQUIRE_FALSE(p.arrive(c));
+  REQUIRE(p.predict(c) == 4000);  // the kind's last three: 4000, 4000, 5
+  RunPredictor off(Predictor::Similar);  // no burst gap: no bursts
+  REQUIRE_FALSE(off.arrive(a));
+  REQUIRE_FALSE(off.arrive(b));
+  REQUIRE(off.predict(a) == 0);
+}
+
 TEST_CASE("predict_order_only: predictions order the queue, requests plan it", "[sim][predict]") {
   // Two processors. User 7's first job runs 5 s of its 1000 s request
   // (history: 5 s). Job 2 (user 1) runs 0..100; job 3 (2 procs) heads the
