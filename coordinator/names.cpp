@@ -28,8 +28,10 @@ PolicyPreset policy_preset(Policy p) {
       // checkpointable jobs, preemption checkpointed more jobs for no gain;
       // the short aging bound and the reservations beyond the head bound the
       // worst waits, and only the six oldest aged jobs go ahead of the
-      // order (a FIFO backlog of aged jobs cost lublin_256 most of its gain); predictions that only order lose no reservation when a
-      // job outlives its prediction.
+      // order (a FIFO backlog of aged jobs cost lublin_256 most of its gain);
+      // beyond the head only aged jobs get reservations (one for a young
+      // job kept cores idle and bought no bound); predictions that only
+      // order lose no reservation when a job outlives its prediction.
       s.backfill = Backfill::Checkpoint;
       s.order = Order::Lxf;
       s.aging = 2 * 86400;
@@ -38,6 +40,7 @@ PolicyPreset policy_preset(Policy p) {
       s.wide_fraction = 0.1;
       s.split_factor = 0.25;
       s.reserve_depth = 3;
+      s.reserve_wait = 2 * 86400;  // as the aging: reservations for aged jobs only
       s.preempt = false;
       s.predict = true;
       s.repredict = true;

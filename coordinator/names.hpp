@@ -119,6 +119,7 @@ struct PolicyPreset {
   double wide_fraction = 0.5;   // OrderConfig's default
   double split_factor = 0.5;    // PlannerConfig::checkpoint_split's default
   int reserve_depth = 1;        // PlannerConfig::reserve_depth's default
+  std::int64_t reserve_wait = 0;  // s; PlannerConfig::reserve_wait
   bool preempt = false;         // selective preemption (planner/preempt.hpp)
   // Run-time prediction: the simulator only (corrald has no history).
   bool predict = false;

@@ -8,6 +8,7 @@ void apply_policy(Policy p, SchedConfig& cfg) {
   cfg.planner.backfill = s.backfill;
   cfg.planner.checkpoint_split = s.split_factor;
   cfg.planner.reserve_depth = s.reserve_depth;
+  cfg.planner.reserve_wait = s.reserve_wait;
   cfg.order.policy = s.order;
   cfg.order.aging = s.aging;
   cfg.order.aging_wide = s.aging_wide;

@@ -470,7 +470,10 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
     }
     if (pol == Backfill::Fcfs) break;
     if (pol == Backfill::Checkpoint && !blocked && checkpoint_for(plan, j, req, d)) continue;
-    const bool wants = pol != Backfill::Reserve || j.reserve;
+    // Beyond the head, the checkpoint policy reserves only for old jobs
+    // (PlannerConfig::reserve_wait).
+    const bool young = blocked && pol == Backfill::Checkpoint && now - j.submit < cfg->reserve_wait;
+    const bool wants = (pol != Backfill::Reserve || j.reserve) && !young;
     if (reservations_left != 0 && wants) {
       Time at = kForever;
       if (reserve(plan, j, req, d, &at)) {

@@ -88,6 +88,11 @@ struct PlannerConfig {
   // blocked jobs' in the order (conservative backfilling's guarantee for the
   // first few); 1: the head only.
   int reserve_depth = 1;
+  // checkpoint policy: beyond the head's, reservations go only to jobs that
+  // have waited at least this long (0: to any blocked job, up to
+  // reserve_depth). Reservations bound the waits of the old jobs; for a
+  // young job they only keep cores idle ahead of it.
+  Time reserve_wait = 0;
   // false: the caller's checkpoint budget is spent; only jobs checkpointed
   // before (Job::requeues > 0) may be backfilled at their split estimate or
   // chosen as preemption victims, so no further job is ever checkpointed.

@@ -22,6 +22,7 @@ void Simulator::arrive(std::size_t idx) {
   }
   j.submit = s.submit;
   j.walltime = s.estimate;
+  const bool scout = opt_.predict && predictor_.arrive(s);
   set_prediction(j, s);
   j.slots_min = j.slots_max = s.procs;
   j.checkpointable = ckpt_mark_[idx] != 0;
@@ -48,6 +49,7 @@ void Simulator::arrive(std::size_t idx) {
   count_pending(idx, +1);
   set_odd(idx, j);
   if (swap_pending_) fifo_insert(snap_.pending.size() - 1);
+  if (scout) repredict(s.user);  // the scout is queued: predicted anew
 }
 
 void Simulator::repredict(long user) {

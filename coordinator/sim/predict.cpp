@@ -20,10 +20,38 @@ std::uint64_t RunPredictor::similar_key(const SwfJob& s) {
   return h;
 }
 
+std::uint64_t RunPredictor::burst_key(const SwfJob& s) const {
+  auto it = burst_of_.find(s.id);
+  const std::uint64_t b = it == burst_of_.end() ? 0 : it->second;
+  return similar_key(s) ^ ((b + 1) * 0xD6E8FEB86659FD93ULL);
+}
+
+bool RunPredictor::arrive(const SwfJob& s) {
+  if (burst_gap_ <= 0 || s.user < 0) return false;
+  UserBursts& u = bursts_[s.user];
+  if (u.n == 0 || s.submit - u.last_submit >= burst_gap_) ++u.n;
+  u.last_submit = s.submit;
+  burst_of_[s.id] = u.n;
+  BurstFirst& f = burst_first_[burst_key(s)];
+  if (f.first == 0) {
+    f.first = s.id;
+    return false;
+  }
+  if (f.scout) return false;
+  f.scout = true;
+  scout_[f.first] = true;
+  return true;
+}
+
 Time RunPredictor::predict(const SwfJob& s) const {
   if (s.user < 0) return 0;
   Time p = 0;
-  if (kind_ == Predictor::Similar) {
+  if (burst_gap_ > 0) {
+    const auto it = burst_runs_.find(burst_key(s));
+    if (it != burst_runs_.end()) p = it->second.longest();
+    else if (scout_.count(s.id)) p = 1;
+  }
+  if (p == 0 && kind_ == Predictor::Similar) {
     if (auto it = similar_.find(similar_key(s)); it != similar_.end()) p = it->second.longest();
   }
   if (p == 0) {
@@ -43,6 +71,11 @@ void RunPredictor::record(const SwfJob& s) {
   Runs& u = user_[s.user];
   u.r[u.n % 3] = s.run;
   ++u.n;
+  if (burst_gap_ > 0) {
+    Runs& b = burst_runs_[burst_key(s)];
+    b.r[b.n % 3] = s.run;
+    ++b.n;
+  }
   if (kind_ == Predictor::Similar) {
     Runs& m = similar_[similar_key(s)];
     m.r[m.n % 3] = s.run;

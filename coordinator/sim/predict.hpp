@@ -11,6 +11,9 @@
 //            application: SWF rarely names executables; the "similar jobs"
 //            templates of Smith, Foster, Taylor 1998); a job with no such
 //            history falls back to max3.
+// With a burst gap (set_burst_gap), each of them first looks at the job's
+// burst (bench/sim/RESULTS.md: on HPC2N one user sent 135 jobs of 5 s with
+// the request and size of the 29-h jobs sent 52 min before).
 // Every prediction is capped by the request and at least 1 s; a user with no
 // history gets 0 (the request is the estimate).
 #pragma once
@@ -29,6 +32,15 @@ namespace corral::sim {
 class RunPredictor {
  public:
   explicit RunPredictor(Predictor kind = Predictor::Mean2) : kind_(kind) {}
+  // Bursts: a user's jobs submitted less than `gap` apart are one burst
+  // (0: off). A job is predicted from the runs of its burst's jobs with the
+  // same request and size first; until one has ended, the burst's first
+  // such job (the scout, once a second arrives) is predicted at 1 s, so it
+  // runs early and tells its siblings' run time.
+  void set_burst_gap(Time gap) { burst_gap_ = gap; }
+  // `s` arrived (before predict(s)); true: an earlier queued job of its
+  // user became a scout (its prediction changed).
+  bool arrive(const SwfJob& s);
   // The estimate for `s` (0: no history; its request stands).
   Time predict(const SwfJob& s) const;
   // `s` ended after running s.run seconds.
@@ -43,7 +55,22 @@ class RunPredictor {
     Time longest() const;
   };
   static std::uint64_t similar_key(const SwfJob& s);
+  std::uint64_t burst_key(const SwfJob& s) const;
+  struct UserBursts {
+    Time last_submit = 0;
+    std::uint32_t n = 0;  // bursts so far
+  };
+  struct BurstFirst {
+    JobId first = 0;
+    bool scout = false;
+  };
   Predictor kind_;
+  Time burst_gap_ = 0;
+  std::unordered_map<long, UserBursts> bursts_;
+  std::unordered_map<JobId, std::uint32_t> burst_of_;
+  std::unordered_map<std::uint64_t, BurstFirst> burst_first_;
+  std::unordered_map<std::uint64_t, Runs> burst_runs_;
+  std::unordered_map<JobId, bool> scout_;
   std::unordered_map<long, Runs> user_;
   std::unordered_map<std::uint64_t, Runs> similar_;
 };

@@ -40,6 +40,8 @@ struct SimOptions {
   // With `predict`: when a user's job ends, that user's queued jobs are
   // predicted again from the new history (EASY++ predicts only at submit).
   bool repredict = false;
+  // With `predict`: RunPredictor::set_burst_gap (0: off).
+  Time burst_gap = 0;
   Time checkpoint_cost = 60;   // s a checkpointed job holds its resources longer
   Time restart_cost = 60;      // s more a restarted job needs
   std::uint64_t seed = 1;

@@ -78,6 +78,7 @@ TEST_CASE("names: a textbook policy sets its planner policy alone; corral the be
     CHECK(c.planner.checkpoint_split == plain.planner.checkpoint_split);
     CHECK_FALSE(c.preempt.enabled);
     CHECK(c.planner.reserve_depth == plain.planner.reserve_depth);
+    CHECK(c.planner.reserve_wait == 0);
     CHECK_FALSE(policy_preset(p).predict);
     CHECK_FALSE(policy_preset(p).repredict);
     CHECK(policy_preset(p).predictor == Predictor::Mean2);
@@ -93,6 +94,7 @@ TEST_CASE("names: a textbook policy sets its planner policy alone; corral the be
   CHECK(c.order.wide_fraction == 0.1);
   CHECK(c.planner.checkpoint_split == 0.25);
   CHECK(c.planner.reserve_depth == 3);
+  CHECK(c.planner.reserve_wait == 2 * 86400);
   CHECK_FALSE(c.preempt.enabled);
   CHECK(policy_preset(Policy::Corral).predict);
   CHECK(policy_preset(Policy::Corral).repredict);

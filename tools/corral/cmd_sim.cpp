@@ -79,6 +79,11 @@ const char* kSimHelp =
     "  --repredict          with --predict: queued jobs are predicted again when their\n"
     "                       user's job ends (--no-repredict: at submit only); default\n"
     "                       with --policy corral only\n"
+    "  --burst-gap T        with --predict: a user's jobs submitted less than T apart\n"
+    "                       are a burst; a job is predicted from its burst's ended\n"
+    "                       jobs of the same request and size first, and a burst's\n"
+    "                       first such job is predicted at 1 s until one ends (0: off,\n"
+    "                       the default)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --checkpoint-budget F  once F of the jobs arrived so far were checkpointed,\n"
@@ -93,6 +98,9 @@ const char* kSimHelp =
     "  --reserve-depth N    checkpoint policy: reservations per pass, the head's and\n"
     "                       the next N - 1 blocked jobs' in queue order (default 3\n"
     "                       with --policy corral, else 1)\n"
+    "  --reserve-wait T     checkpoint policy: beyond the head's, reservations only for\n"
+    "                       jobs that have waited T (0: any blocked job; default 2d\n"
+    "                       with --policy corral, else 0)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
     "                       default with --policy corral only\n"
     "  --no-preempt         no selective preemption\n"
@@ -158,9 +166,9 @@ const char* kSimHelp =
     "--policy corral (the default) is --policy checkpoint --order lxf --aging 2d\n"
     "--aging-wide 0 --aged-ahead 6 --wide-fraction 0.1 --predict --predictor similar\n"
     "--predict-order-only --repredict --no-preempt --split-factor 0.25\n"
-    "--reserve-depth 3, the best setting measured on every trace with 30 % and\n"
-    "with no job checkpointable (bench/sim/RESULTS.md); the options above change\n"
-    "any part of it.\n"
+    "--reserve-depth 3 --reserve-wait 2d, the best setting measured on every trace\n"
+    "with 30 % and with no job checkpointable (bench/sim/RESULTS.md); the options\n"
+    "above change any part of it.\n"
     "\n"
     "JSON figures (besides the settings): wait = first start - submit; max_wait,\n"
     "p99_wait (99th percentile, nearest rank) over the started jobs; mean_bsld =\n"
@@ -180,7 +188,7 @@ struct SimArgs {
   SimPictures pictures;
   Policy policy = Policy::Corral;
   std::optional<Order> order;
-  std::optional<Time> aging, aging_wide, default_duration;
+  std::optional<Time> aging, aging_wide, default_duration, reserve_wait, burst_gap;
   std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
   std::optional<double> wide_fraction, split;
   std::optional<bool> predict, repredict, preempt, predict_order_only;
@@ -258,6 +266,8 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--split-threshold", "S", [&o](const std::string& v) { o.sched.planner.checkpoint_threshold = duration("--split-threshold", v); });
   value("--duration-offset", "T", [&o](const std::string& v) { o.duration_offset = duration("--duration-offset", v); });
   value("--reserve-depth", "N", [&a](const std::string& v) { a.reserve_depth = static_cast<int>(whole("--reserve-depth", v, 1, 1 << 20)); });
+  value("--reserve-wait", "T", [&a](const std::string& v) { a.reserve_wait = duration("--reserve-wait", v); });
+  value("--burst-gap", "T", [&a](const std::string& v) { a.burst_gap = duration("--burst-gap", v); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
   value("--predictor", "NAME", [&a](const std::string& v) { a.predictor = named<Predictor>("--predictor", v); });
@@ -340,7 +350,9 @@ void apply_args(SimArgs& a) {
   opt.repredict = a.repredict.value_or(preset.repredict);
   opt.predictor = a.predictor.value_or(preset.predictor);
   opt.predict_order_only = a.predict_order_only.value_or(preset.predict_order_only);
+  opt.burst_gap = a.burst_gap.value_or(0);
   if (a.reserve_depth) opt.sched.planner.reserve_depth = *a.reserve_depth;
+  if (a.reserve_wait) opt.sched.planner.reserve_wait = *a.reserve_wait;
   if (a.order) opt.sched.order.policy = *a.order;
   if (a.aging) opt.sched.order.aging = *a.aging;
   if (a.aging_wide) opt.sched.order.aging_wide = *a.aging_wide;
@@ -421,11 +433,13 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"wide_fraction", opt.sched.order.wide_fraction},
       {"split_factor", opt.sched.planner.checkpoint_split},
       {"reserve_depth", opt.sched.planner.reserve_depth},
+      {"reserve_wait", opt.sched.planner.reserve_wait},
       {"predict", opt.predict},
       {"predictor", name(opt.predictor)},
       {"predict_order_only", opt.predict_order_only && opt.predict},
       {"preempt", opt.sched.preempt.enabled},
       {"repredict", opt.repredict && opt.predict},
+      {"burst_gap", opt.predict ? opt.burst_gap : 0},
       {"checkpointable", opt.checkpointable},
       {"seed", opt.seed},
       {"checkpoint_budget", opt.checkpoint_budget},

@@ -175,6 +175,43 @@ TEST_CASE("predict: mean2 (EASY++), max3 and similar on a hand-built history", "
   REQUIRE_THROWS_AS(parse_name<Predictor>("oracle"), std::invalid_argument);
 }
 
+TEST_CASE("predict: bursts tell apart jobs of one kind submitted apart", "[sim][predict]") {
+  auto job = [](JobId id, Time submit, Time run) {
+    SwfJob s;
+    s.id = id;
+    s.user = 1;
+    s.submit = submit;
+    s.run = run;
+    s.estimate = 5000;
+    s.procs = 4;
+    return s;
+  };
+  RunPredictor p(Predictor::Similar);
+  p.set_burst_gap(600);
+  // Three lone jobs of the kind (4 procs, 5000 s asked), 1000 s apart (a
+  // burst each, no scout), ran 4000 s each.
+  for (JobId i = 1; i <= 3; ++i) {
+    REQUIRE_FALSE(p.arrive(job(i, 1000 * i, 4000)));
+    p.record(job(i, 1000 * i, 4000));
+  }
+  // A burst of two of the same kind at 5000: the kind says 4000 s.
+  const SwfJob a = job(10, 5000, 5), b = job(11, 5010, 5);
+  REQUIRE_FALSE(p.arrive(a));
+  REQUIRE(p.predict(a) == 4000);
+  REQUIRE(p.arrive(b));           // a second one: the first is the scout
+  REQUIRE(p.predict(a) == 1);     // it goes first and tells the run time
+  REQUIRE(p.predict(b) == 4000);  // the others keep the kind's until then
+  p.record(a);
+  REQUIRE(p.predict(b) == 5);     // the burst's own run
+  const SwfJob c = job(12, 5010 + 600, 5);  // 600 s after b: a new burst
+  REQUIRE_FALSE(p.arrive(c));
+  REQUIRE(p.predict(c) == 4000);  // the kind's last three: 4000, 4000, 5
+  RunPredictor off(Predictor::Similar);  // no burst gap: no bursts
+  REQUIRE_FALSE(off.arrive(a));
+  REQUIRE_FALSE(off.arrive(b));
+  REQUIRE(off.predict(a) == 0);
+}
+
 TEST_CASE("predict_order_only: predictions order the queue, requests plan it", "[sim][predict]") {
   // Two processors. User 7's first job runs 5 s of its 1000 s request
   // (history: 5 s). Job 2 (user 1) runs 0..100; job 3 (2 procs) heads the
@@ -213,21 +250,30 @@ TEST_CASE("predict_order_only: predictions order the queue, requests plan it", "
   REQUIRE(unpredicted.per_job[2].first_start == 10);  // 1000 s beats 100000 s
 }
 
-TEST_CASE("checkpoint policy: reserve_depth reserves for the next blocked job too", "[sim][reserve]") {
-  // Four processors. Job 1 (3 procs) runs 0..1000; job 2 (2 procs, 1000 s)
-  // heads the queue, reserved at 1000; job 3 (4 procs) is blocked next;
-  // job 4 (1 proc, 3000 s) fits now beside job 2's reservation. With the
-  // head's reservation only it starts at once and job 3 waits for it
-  // (3003); with depth 2 job 3 is reserved at 2000, which job 4 may not
-  // delay: it waits until job 3 is done.
+namespace {
+
+// Four processors. Job 1 (3 procs) runs 0..1000; job 2 (2 procs, 1000 s)
+// heads the queue, reserved at 1000; job 3 (4 procs) is blocked next; job 4
+// (1 proc, 3000 s) fits now beside job 2's reservation. With the head's
+// reservation only it starts at once and job 3 waits for it (3003); with a
+// reservation for job 3 too (at 2000), job 4 may not delay it: it waits
+// until job 3 is done. The checkpoint policy, no job checkpointable.
+std::string second_reservation_trace(SimOptions& opt) {
   std::string text = "; MaxProcs: 4\n";
   text += line(1, 0, 1000, 3, 1000, 1);
   text += line(2, 1, 1000, 2, 1000, 2);
   text += line(3, 2, 100, 4, 100, 3);
   text += line(4, 3, 3000, 1, 3000, 4);
-  SimOptions opt;
   opt.sched.planner.backfill = Backfill::Checkpoint;
   opt.checkpointable = 0;
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint policy: reserve_depth reserves for the next blocked job too", "[sim][reserve]") {
+  SimOptions opt;
+  const std::string text = second_reservation_trace(opt);
   SimResult one = simulate(parse_swf(text), opt);
   REQUIRE(one.per_job[3].first_start == 3);
   REQUIRE(one.per_job[2].first_start == 3003);
@@ -236,6 +282,25 @@ TEST_CASE("checkpoint policy: reserve_depth reserves for the next blocked job to
   REQUIRE(two.per_job[2].first_start == 2000);
   REQUIRE(two.per_job[3].first_start == 2100);
   REQUIRE(two.max_wait < one.max_wait);
+}
+
+TEST_CASE("checkpoint policy: reserve_wait reserves beyond the head for old jobs only", "[sim][reserve]") {
+  // Depth 2. Job 3 (blocked behind the head) has waited 1 s when job 4
+  // arrives at 3: with reserve_wait 10 s it is too young for a reservation,
+  // so job 4 backfills at once as under depth 1; with reserve_wait 1 s it is
+  // old enough and job 4 waits for it.
+  SimOptions opt;
+  const std::string text = second_reservation_trace(opt);
+  opt.sched.planner.reserve_depth = 2;
+  opt.sched.planner.reserve_wait = 10;
+  SimResult young = simulate(parse_swf(text), opt);
+  REQUIRE(young.per_job[1].first_start == 1000);  // the head keeps its reservation
+  REQUIRE(young.per_job[3].first_start == 3);
+  REQUIRE(young.per_job[2].first_start == 3003);
+  opt.sched.planner.reserve_wait = 1;
+  SimResult old = simulate(parse_swf(text), opt);
+  REQUIRE(old.per_job[2].first_start == 2000);
+  REQUIRE(old.per_job[3].first_start == 2100);
 }
 
 TEST_CASE("checkpoint budget: once spent, no further job is checkpointed", "[sim][checkpointable]") {

@@ -384,6 +384,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(bare["repredict"] == false);
   CHECK(bare["preempt"] == false);
   CHECK(bare["reserve_depth"] == 1);
+  CHECK(bare["reserve_wait"] == 0);
   CHECK(bare["predictor"] == "mean2");
   CHECK(bare["checkpointable"] == 1);
   r = corral_sim(kSample + " --policy easy --order fifo --aging 0 --no-predict --no-preempt --starts " + (tmp / "full.csv"));
@@ -406,6 +407,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(def["preempt"] == false);
   CHECK(def["split_factor"] == 0.25);
   CHECK(def["reserve_depth"] == 3);
+  CHECK(def["reserve_wait"] == 2 * 86400);
   def.erase("sim_seconds");
   r = corral_sim(kSample + " --policy corral");
   auto named = nlohmann::json::parse(r.out);
