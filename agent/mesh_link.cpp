@@ -8,12 +8,14 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <type_traits>
 
 #include <zmq.hpp>
 
 #include "agent/log.hpp"
+#include "agent/mesh_feed.hpp"
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/service/curve_auth.hpp"
 #include "coordinator/service/job_desk.hpp"
@@ -32,12 +34,14 @@ using namespace corral::service;
 
 namespace {
 
-constexpr std::uint64_t kHelloMs = 200;   // each member's hello to every voter (a voter's to every member)
+constexpr std::uint64_t kHeartbeatMs = 200;  // each member's heartbeat, published (and its hello: tick())
+constexpr std::uint64_t kHelloTicks = 5;  // an admitted member's hello: every 5 heartbeats
 constexpr std::uint64_t kStatusMs = 50;   // status() is at most this old while the thread runs
-constexpr std::uint64_t kNodeUnreachableMs = 3000;  // no hello for this long: `corral nodes` says unreachable
+constexpr std::uint64_t kNodeUnreachableMs = 3000;  // not heard for this long: `corral nodes` says unreachable
 constexpr std::uint64_t kWaitAskMs = 1000;  // a stat's plan not answered by then: listed without it
 
 std::string endpoint(const std::string& host_port) { return "tcp://" + host_port; }
+std::string bare(const std::string& ep) { return ep.rfind("tcp://", 0) == 0 ? ep.substr(6) : ep; }
 
 std::string role_text(Role r) {
   switch (r) {
@@ -72,6 +76,11 @@ std::string check_mesh_config(const MeshConfig& cfg) {
     return "voters: a mesh needs 3 or 5 voters (host:port, the same list on every node)";
   if (cfg.listen.empty()) return "listen: this node's host:port (a voter's, or a member's own) is not set";
   if (!is_voter(cfg) && cfg.node_name.empty()) return "node_name: a member that does not vote needs a name";
+  for (const std::string& a : cfg.voters)
+    if (proto::link::publish_address(a).empty())
+      return "voters: " + a + " is not host:port with a port below 65535 (a member publishes on the port above)";
+  if (proto::link::publish_address(cfg.listen).empty())
+    return "listen: " + cfg.listen + " is not host:port with a port below 65535 (a member publishes on the port above)";
   return "";
 }
 
@@ -82,6 +91,7 @@ struct MeshLink::Member {
   zmq::socket_t wake_pull{loop.context(), zmq::socket_type::pull};
   zmq::socket_t wake_push{loop.context(), zmq::socket_type::push};  // the daemon thread's
   std::unique_ptr<CurveAuth> curve;
+  std::unique_ptr<MeshFeed> feed;  // the published channel: this node's reports, and those followed
   std::unique_ptr<ZmqEnv> zmq;
   std::unique_ptr<LinkEnv> env;
   std::unique_ptr<RaftFiles> files;
@@ -93,15 +103,11 @@ struct MeshLink::Member {
   std::unique_ptr<CoordinatorLoop> coordinator;  // decides while this member leads
   std::unique_ptr<MemberAdmit> admit;            // adds the members heard while this member leads
   std::uint64_t id = 0;
-  struct Heard {
-    proto::link::Hello hello;
-    std::uint64_t at_ms = 0;
-  };
-  std::map<std::uint64_t, Heard> heard;  // by member id
   // WaitAsks sent, by request number: their callers (on the mesh thread).
   std::map<std::uint64_t, std::function<void(std::vector<proto::jobs::JobWait>)>> wait_asks;
   std::uint64_t next_wait_ask = 0;
   std::uint64_t next_status_ms = 0;
+  std::uint64_t ticks = 0;  // heartbeats so far
 };
 
 MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<Member>()) {
@@ -129,23 +135,21 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
   } catch (const zmq::error_t& e) {
     throw std::runtime_error("listen " + cfg_.listen + ": " + e.what());
   }
-  m.env = std::make_unique<LinkEnv>(*m.zmq, [this](std::string_view b) {
-    proto::link::Message msg;
-    try {
-      msg = proto::link::decode(b);
-    } catch (const proto::ProtoError& e) {
-      // Dropped as a lost message; logged (on corrald's thread) so that a hostile sender shows.
-      std::string why = e.what();
-      reply([why] { log_limited("bad mesh message", "mesh: bad link message dropped: " + why); });
-      return;
-    }
-    if (auto* h = std::get_if<proto::link::Hello>(&msg); h && h->mesh == cfg_.name && h->id > 0) {
-      std::uint64_t now = m_->loop.now_ms();
-      m_->heard[h->id] = Member::Heard{*h, now};
-      m_->coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, now});
-      if (h->id > cfg_.voters.size()) m_->admit->heard(h->id, endpoint(h->address), h->name);
-    }
-  }, [this](std::string_view b) { on_jobs_message(b); });
+  const std::string publish = proto::link::publish_address(cfg_.listen);
+  try {
+    m.feed = std::make_unique<MeshFeed>(
+        m.loop, m.curve.get(), cfg_.name, m.id, endpoint(publish),
+        [this](std::uint64_t id) { ask_snapshot(id); },
+        [this](std::uint64_t id, const FeedReport& r) {
+          // The coordinator takes a report only while no event of it may be missing.
+          if (r.current && m_->coordinator)
+            m_->coordinator->node(NodeReport{id, r.name, r.cores, r.mem_mb, r.jobfs_mb, r.running, r.at_ms});
+        });
+  } catch (const zmq::error_t& e) {
+    throw std::runtime_error("publish " + publish + " (the listen port + 1): " + e.what());
+  }
+  m.env = std::make_unique<LinkEnv>(*m.zmq, [this](std::string_view b) { on_link(b); },
+                                    [this](std::string_view b) { on_jobs_message(b); });
   m.fsm.observe([this](std::uint64_t, std::string_view, const service::Outcome& o) {
     if (!o.ok || !o.job || !cfg_.on_ended || !watching_.load(std::memory_order_relaxed)) return;
     const MeshJob* j = m_->fsm.state().job(o.job);
@@ -206,6 +210,8 @@ void MeshLink::start_curve() {
   }
   std::map<std::string, std::string> server_keys;
   for (const auto& [address, key] : cfg_.keys.peer_keys) server_keys[endpoint(address)] = key;
+  for (const auto& [address, key] : cfg_.keys.peer_keys)  // its publish address: the same key
+    server_keys.emplace(endpoint(proto::link::publish_address(address)), key);
   m_->curve = std::make_unique<CurveAuth>(m_->loop, cfg_.keys.own, cfg_.keys.allowed, std::move(server_keys),
                                           cfg_.allowed_file, [this](const char* kind, const std::string& line) {
                                             std::string k = std::string("mesh refusal: ") + kind;
@@ -296,8 +302,8 @@ void MeshLink::deliver(std::uint64_t to, proto::jobs::Message m) {
 std::uint64_t MeshLink::member_named(const std::string& node) const {
   if (node.empty()) return 0;
   if (node == cfg_.node_name) return m_->id;
-  for (const auto& [id, h] : m_->heard)
-    if (h.hello.name == node) return id;
+  for (const auto& [id, r] : m_->feed->reports().all())
+    if (r.name == node) return id;
   MeshConfig named;  // a member that does not vote: its id comes from its name
   named.node_name = node;
   std::uint64_t id = mesh_member_id(named);
@@ -344,11 +350,21 @@ void MeshLink::cancel(proto::jobs::CancelAsk ask, std::function<void(const Submi
 }
 
 void MeshLink::set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running) {
-  std::lock_guard<std::mutex> lock(mu_);
-  node_.cores = cores;
-  node_.mem_mb = mem_mb;
-  node_.jobfs_mb = jobfs_mb;
-  node_.running = std::move(running);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    node_.cores = cores;
+    node_.mem_mb = mem_mb;
+    node_.jobfs_mb = jobfs_mb;
+    node_.running = std::move(running);
+  }
+  post([this] {  // published at once, not at the next heartbeat
+    OwnNode n;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      n = node_;
+    }
+    m_->feed->publish(n.cores, n.mem_mb, n.jobfs_mb, n.running);
+  });
 }
 
 void MeshLink::start_ack(std::uint64_t to, proto::jobs::StartAck a) {
@@ -387,22 +403,20 @@ void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
     const MeshData& st = m.fsm.state().data();
     std::uint64_t now = m.loop.now_ms();
     std::map<std::string, proto::NodeLine> lines;
-    auto line = [&](const proto::link::Hello& h, std::int64_t ago) {
-      proto::NodeLine& n = lines[h.name];
-      n.name = h.name;
-      n.cores = h.cores;
-      n.mem_mb = h.mem_mb;
+    auto line = [&](const std::string& name, int cores, std::int64_t mem_mb, std::int64_t ago) {
+      proto::NodeLine& n = lines[name];
+      n.name = name;
+      n.cores = cores;
+      n.mem_mb = mem_mb;
       n.last_contact_ms = ago;
       n.state = ago > static_cast<std::int64_t>(kNodeUnreachableMs) ? "unreachable" : "up";
     };
     {
       std::lock_guard<std::mutex> lock(mu_);
-      proto::link::Hello self = node_;
-      self.name = cfg_.node_name;
-      line(self, 0);
+      line(cfg_.node_name, node_.cores, node_.mem_mb, 0);
     }
-    for (const auto& [id, h] : m.heard)
-      if (!h.hello.name.empty()) line(h.hello, static_cast<std::int64_t>(now - h.at_ms));
+    for (const auto& [id, r] : m.feed->reports().all())
+      if (!r.name.empty()) line(r.name, r.cores, r.mem_mb, static_cast<std::int64_t>(now - r.at_ms));
     for (const auto& [name, admin] : st.nodes) {
       if (admin.state == proto::mesh::admin::kRemoved) {  // gone for good: not listed
         lines.erase(name);
@@ -499,29 +513,11 @@ void MeshLink::thread_main() {
     reply([why] { log_line(why); });
     return;
   }
-  std::function<void()> hello = [this, &m, &hello] {
-    proto::link::Hello h;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      h = node_;
-    }
-    h.mesh = cfg_.name;
-    h.id = m.id;
-    h.name = cfg_.node_name;
-    h.address = cfg_.listen;
-    h.state = std::string(m.node->state_name());
-    h.term = m.node->term();
-    h.commit_index = m.node->commit_index();
-    m.coordinator->node(NodeReport{m.id, h.name, h.cores, h.mem_mb, h.jobfs_mb, h.running, m.loop.now_ms()});
-    std::string bytes = proto::link::encode(h);
-    for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
-      if (i + 1 != m.id) m.env->send(i + 1, endpoint(cfg_.voters[i]), bytes);
-    if (m.id <= cfg_.voters.size())  // a voter: to the members too, which so see it (not to one another)
-      for (const service::Member& mb : m.node->members())
-        if (mb.role != Role::voter) m.env->send(mb.id, mb.address, bytes);
-    m.env->post(kHelloMs, hello);
+  std::function<void()> beat = [this, &m, &beat] {
+    tick();
+    m.env->post(kHeartbeatMs, beat);
   };
-  hello();
+  beat();
   while (!stop_) {
     m.loop.run_once(kStatusMs);
     if (m.loop.now_ms() >= m.next_status_ms) {
@@ -550,7 +546,7 @@ void MeshLink::publish_status() {
   for (const service::Member& mb : n.members()) {
     proto::MeshMember pm;
     pm.id = mb.id;
-    pm.address = mb.address.rfind("tcp://", 0) == 0 ? mb.address.substr(6) : mb.address;
+    pm.address = bare(mb.address);
     pm.role = role_text(mb.role);
     if (mb.id == m.id) {
       pm.name = cfg_.node_name;
@@ -558,18 +554,88 @@ void MeshLink::publish_status() {
       pm.term = s.term;
       pm.commit_index = s.commit_index;
       pm.last_contact_ms = 0;
-    } else if (auto it = m.heard.find(mb.id); it != m.heard.end()) {
-      pm.name = it->second.hello.name;
-      pm.state = it->second.hello.state;
-      pm.term = it->second.hello.term;
-      pm.commit_index = it->second.hello.commit_index;
-      pm.last_contact_ms = static_cast<std::int64_t>(now - it->second.at_ms);
+    } else if (const FeedReport* r = m.feed->reports().find(mb.id)) {
+      pm.name = r->name;
+      pm.state = r->state;
+      pm.term = r->term;
+      pm.commit_index = r->commit_index;
+      pm.last_contact_ms = static_cast<std::int64_t>(now - r->at_ms);
+      pm.snapshots_asked = r->snapshots_asked;
     }
     if (mb.id == s.coordinator_id) s.coordinator = pm.name.empty() ? pm.address : pm.name;
     s.members.push_back(std::move(pm));
   }
   std::lock_guard<std::mutex> lock(mu_);
   status_ = std::move(s);
+}
+
+// Every 200 ms: this node's events (a change set_node() posted is published at once) and
+// heartbeat, and the publishers it follows. A member that does not vote also says hello to
+// every voter (MemberAdmit: the published channel cannot introduce it, voters follow the
+// members of the raft configuration only): each time until its configuration holds it,
+// then every kHelloTicks (a member taken out, then let in again, is heard).
+void MeshLink::tick() {
+  Member& m = *m_;
+  OwnNode n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = node_;
+  }
+  m.feed->publish(n.cores, n.mem_mb, n.jobfs_mb, n.running);
+  m.feed->heartbeat(MeshFeed::View{cfg_.node_name, cfg_.listen, std::string(m.node->state_name()), m.node->term(),
+                                   m.node->commit_index()});
+  m.coordinator->node(NodeReport{m.id, cfg_.node_name, n.cores, n.mem_mb, n.jobfs_mb, n.running, m.loop.now_ms()});
+  // A voter follows every member; a member the voters (not one another).
+  std::set<std::string> follow;
+  for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
+    if (i + 1 != m.id) follow.insert(endpoint(proto::link::publish_address(cfg_.voters[i])));
+  bool admitted = false;
+  for (const service::Member& mb : m.node->members()) {
+    admitted = admitted || mb.id == m.id;
+    if (m.id <= cfg_.voters.size() && mb.role != Role::voter && mb.id != m.id)
+      follow.insert(endpoint(proto::link::publish_address(bare(mb.address))));
+  }
+  m.feed->follow(follow);
+  ++m.ticks;
+  if (m.id > cfg_.voters.size() && (!admitted || m.ticks % kHelloTicks == 0)) {
+    std::string hello = proto::link::encode(proto::link::Hello{cfg_.name, m.id, cfg_.node_name, cfg_.listen});
+    for (std::size_t i = 0; i < cfg_.voters.size(); ++i) m.env->send(i + 1, endpoint(cfg_.voters[i]), hello);
+  }
+}
+
+// A link message of the request channel (on the mesh thread).
+void MeshLink::on_link(std::string_view bytes) {
+  proto::link::Message msg;
+  try {
+    msg = proto::link::decode(bytes);
+  } catch (const proto::ProtoError& e) {
+    // Dropped as a lost message; logged (on corrald's thread) so that a hostile sender shows.
+    std::string why = e.what();
+    reply([why] { log_limited("bad mesh message", "mesh: bad link message dropped: " + why); });
+    return;
+  }
+  auto* h = std::get_if<proto::link::Hello>(&msg);
+  if (h && h->mesh == cfg_.name && h->id > cfg_.voters.size())
+    m_->admit->heard(h->id, endpoint(h->address), h->name);
+  else if (auto* a = std::get_if<proto::link::SnapshotAsk>(&msg); a && a->mesh == cfg_.name && a->id != 0)
+    answer_snapshot(*a);
+  else if (std::holds_alternative<proto::link::Snapshot>(msg))
+    m_->feed->on(msg);
+}
+
+void MeshLink::ask_snapshot(std::uint64_t publisher) {
+  send_to(publisher, proto::link::encode(proto::link::SnapshotAsk{cfg_.name, m_->id, cfg_.listen}));
+}
+
+// To the asker as send_to() finds it, else at the address it gave (a member not yet admitted).
+void MeshLink::answer_snapshot(const proto::link::SnapshotAsk& a) {
+  Member& m = *m_;
+  std::string bytes = proto::link::encode(m.feed->snapshot(MeshFeed::View{
+      cfg_.node_name, cfg_.listen, std::string(m.node->state_name()), m.node->term(), m.node->commit_index()}));
+  bool known = a.id <= cfg_.voters.size();
+  for (const service::Member& mb : m.node->members()) known = known || mb.id == a.id;
+  if (known) send_to(a.id, std::move(bytes));
+  else if (!a.address.empty()) m.env->send(a.id, endpoint(a.address), std::move(bytes));
 }
 
 }  // namespace corral::agent

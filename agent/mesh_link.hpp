@@ -71,7 +71,7 @@ class MeshLink {
   void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
   // The whole replicated state as this member applied it (`corral alloc`).
   void data(std::function<void(service::MeshData)> done);
-  // Every node as this member sees the mesh (`corral nodes`): the hellos heard and the
+  // Every node as this member sees the mesh (`corral nodes`): the reports it follows and the
   // replicated admin states and running jobs.
   void nodes(std::function<void(std::vector<proto::NodeLine>)> done);
 
@@ -83,13 +83,13 @@ class MeshLink {
   // Whether on_ended is called (someone waits for a job).
   void watch_ends(bool on) { watching_.store(on, std::memory_order_relaxed); }
 
-  // This node as its hellos report it to the coordinator.
+  // This node as it publishes it (its node and jobs events, agent/mesh_feed.hpp).
   void set_node(int cores, std::int64_t mem_mb, std::int64_t jobfs_mb, std::vector<std::uint64_t> running);
   // A start's acknowledgement, to the coordinator that sent it (member `to`).
   void start_ack(std::uint64_t to, proto::jobs::StartAck a);
 
   // A jobs message to another member (or this one: then to on_order), its `mesh` and `from`
-  // filled in. send_node() finds the member by its node name (a voter by its hellos, a member
+  // filled in. send_node() finds the member by its node name (a voter by its heartbeats, a member
   // that does not vote by its name's id in the raft configuration); `unknown` runs on the
   // daemon's thread when no member has that name. Both may be called from any thread.
   void send_member(std::uint64_t to, proto::jobs::Message m);
@@ -109,6 +109,10 @@ class MeshLink {
   void thread_main();
   void start_curve();
   void publish_status();  // on the mesh thread
+  void tick();            // every 200 ms on the mesh thread: heartbeat, subscriptions, hello
+  void on_link(std::string_view bytes);  // a link message of the request channel
+  void ask_snapshot(std::uint64_t publisher);
+  void answer_snapshot(const proto::link::SnapshotAsk& a);
   void on_jobs_message(std::string_view bytes);
   void send_to(std::uint64_t id, std::string bytes);
   void deliver(std::uint64_t to, proto::jobs::Message m);  // on the mesh thread
@@ -120,7 +124,12 @@ class MeshLink {
   std::atomic<bool> watching_{false};
   mutable std::mutex mu_;
   proto::MeshStatus status_;
-  proto::link::Hello node_;          // this node's fields of the hello (under mu_)
+  struct OwnNode {
+    std::int32_t cores = 0;
+    std::int64_t mem_mb = 0, jobfs_mb = 0;
+    std::vector<std::uint64_t> running;
+  };
+  OwnNode node_;                     // this node as set_node() last said (under mu_)
   std::deque<std::function<void()>> inbox_, replies_;
   int reply_fd_ = -1;                // eventfd
   std::thread thread_;

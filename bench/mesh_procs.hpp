@@ -119,7 +119,7 @@ class MeshProcs {
       n.name = "n" + std::to_string(i + 1);
       n.dir = dir_ + "/" + n.name;
       n.sock = n.dir + "/sock";
-      n.listen = "127.0.0.1:" + std::to_string(corral_test::free_port());
+      n.listen = "127.0.0.1:" + std::to_string(corral_test::free_port_pair());
       std::filesystem::create_directories(n.dir);
       voters_ += (i ? "," : "") + n.listen;
       nodes.push_back(n);

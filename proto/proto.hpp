@@ -253,7 +253,8 @@ struct MeshMember {
   std::uint64_t term = 0;        // as it last said
   std::uint64_t commit_index = 0;
   std::int64_t last_contact_ms = -1;  // since this node last heard from it; -1 never, 0 itself
-  MSGPACK_DEFINE_MAP(id, name, address, role, state, term, commit_index, last_contact_ms)
+  std::uint64_t snapshots_asked = 0;  // of it by this node: a first hearing, a restart, each gap seen
+  MSGPACK_DEFINE_MAP(id, name, address, role, state, term, commit_index, last_contact_ms, snapshots_asked)
 };
 struct MeshStatus {
   std::string mesh;              // the mesh's name; "" when standalone (a mesh of one)

@@ -22,13 +22,15 @@ cli() { local i=$1; shift; "$CORRAL" --socket "$(sock "$i")" "$@"; }
 mesh_field() { cli "$1" mesh --json 2>/dev/null | jq -r ".$2" 2>/dev/null || true; }
 fail() { echo "tools/demo: $*" >&2; exit 1; }
 
-# A TCP port nothing on 127.0.0.1 listens on (and not one we already chose).
+# A TCP port P such that nothing on 127.0.0.1 listens on P or P + 1 (an agent's
+# publish port), and neither is one we already chose.
 free_port() {
   local p
   while :; do
     p=$((20000 + RANDOM % 30000))
-    [[ " ${MESH_ADDR[*]} " == *":$p "* ]] && continue
-    [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ] && { echo "$p"; return; }
+    [[ " ${MESH_ADDR[*]} " == *":$p "* || " ${MESH_ADDR[*]} " == *":$((p - 1)) "* ||
+       " ${MESH_ADDR[*]} " == *":$((p + 1)) "* ]] && continue
+    [ -z "$(ss -Htln "( sport = :$p or sport = :$((p + 1)) )" 2>/dev/null)" ] && { echo "$p"; return; }
   done
 }
 

@@ -99,6 +99,12 @@ void CurveAuth::serve(zmq::socket_t& router) {
   loop_.watch(relay_, [this] { on_monitor(); });
 }
 
+void CurveAuth::serve_publisher(zmq::socket_t& pub) {
+  pub.set(zmq::sockopt::curve_server, 1);
+  pub.set(zmq::sockopt::curve_secretkey, own_.secret_key);
+  pub.set(zmq::sockopt::zap_domain, kDomain);
+}
+
 // The watcher's thread: each monitor event goes to the loop as it came, with
 // a third frame, the peer's address, taken at once for an accepted connection.
 void CurveAuth::watch_events(const std::string& monitor_ep, const std::string& relay_ep,

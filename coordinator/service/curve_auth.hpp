@@ -32,6 +32,9 @@ class CurveAuth {
 
   // Before bind: `router` becomes a CURVE server, and its failed handshakes are logged.
   void serve(zmq::socket_t& router);
+  // Before bind: a member's PUB socket becomes a CURVE server too (subscribers with an allowed
+  // key only; a refused key is logged, a peer without CURVE is not).
+  void serve_publisher(zmq::socket_t& pub);
   // Before connect: `dealer` becomes a CURVE client of the peer at `endpoint`.
   // False (and logged) when no key is known for it: it must not connect.
   bool client(zmq::socket_t& dealer, const std::string& endpoint);

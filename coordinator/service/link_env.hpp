@@ -1,5 +1,5 @@
 // The Env raft runs on in a mesh member: the mesh's own messages on the same
-// sockets (link hellos, proto/mesh_link.hpp; jobs messages, proto/mesh_jobs.hpp)
+// sockets (link messages, proto/mesh_link.hpp; jobs messages, proto/mesh_jobs.hpp)
 // are taken out of the received bytes before raft sees them.
 #pragma once
 

@@ -30,6 +30,7 @@ using namespace harness;
 using Json = nlohmann::json;
 
 using corral_test::free_port;
+using corral_test::free_port_pair;
 
 inline double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -107,7 +108,7 @@ struct Mesh {
   void setup(unsigned n, const mesh_net::Net* net, Keys keys, unsigned members = 0) {
     std::string voters;
     for (unsigned i = 0; i < n + members; ++i) {
-      listen.push_back(net ? net->address(static_cast<int>(i)) + ":7470" : "127.0.0.1:" + std::to_string(free_port()));
+      listen.push_back(net ? net->address(static_cast<int>(i)) + ":7470" : "127.0.0.1:" + std::to_string(free_port_pair()));
       if (i < n) voters += (i ? "," : "") + listen.back();
     }
     for (unsigned i = 0; i < n + members; ++i) {

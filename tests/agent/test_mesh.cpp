@@ -46,6 +46,13 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
     CHECK(mb["last_contact_ms"].get<std::int64_t>() >= 0);  // heard from every member
     CHECK(mb["last_contact_ms"].get<std::int64_t>() < 5000);
   }
+  // Each publisher heard for the first time was asked for a snapshot (docs/mesh.md, "Channels").
+  auto asked_of = [&](unsigned by, const std::string& name) -> std::int64_t {
+    Json s = m.status(by);
+    for (const Json& mb : s.is_object() ? s["members"] : Json::array())
+      if (mb["name"] == name) return mb["snapshots_asked"].get<std::int64_t>();
+    return -1;
+  };
 
   m.agents[static_cast<unsigned>(l)]->stop(SIGKILL);
   double killed = now_ms();
@@ -64,6 +71,9 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
   // coordinator, with every entry the mesh committed meanwhile.
   Json lead = m.status(static_cast<unsigned>(nl));
   std::uint64_t commit = lead["commit_index"].get<std::uint64_t>();
+  const std::string killed_name = m.names[static_cast<unsigned>(l)];
+  const std::int64_t asked = asked_of(static_cast<unsigned>(nl), killed_name);
+  CHECK(asked >= 1);
   m.agents[static_cast<unsigned>(l)]->start();
   Json back;
   for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
@@ -78,6 +88,12 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
   CHECK(back["coordinator"] == m.names[static_cast<unsigned>(nl)]);
   CHECK(back["last_applied"].get<std::uint64_t>() >= commit);
   CHECK(m.agents[static_cast<unsigned>(l)]->log().find("raft log") == std::string::npos);  // nothing cut or damaged
+  // Restarted, it publishes in a new incarnation: the new coordinator asks it for a snapshot again.
+  std::int64_t asked_again = asked;
+  for (double end = now_ms() + 5000; now_ms() < end && asked_again <= asked;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20)))
+    asked_again = asked_of(static_cast<unsigned>(nl), killed_name);
+  CHECK(asked_again > asked);
 }
 
 namespace {

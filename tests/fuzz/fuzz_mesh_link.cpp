@@ -1,4 +1,5 @@
-// proto::link::decode (a member's hello) over any bytes.
+// proto::link::decode (every link message kind: hello, node, jobs, heartbeat,
+// snapshot_ask, snapshot) over any bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

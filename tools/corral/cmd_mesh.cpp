@@ -45,7 +45,8 @@ std::string mesh_json(const proto::MeshStatus& s) {
                                 {"state", m.state},
                                 {"term", m.term},
                                 {"commit_index", m.commit_index},
-                                {"last_contact_ms", m.last_contact_ms}});
+                                {"last_contact_ms", m.last_contact_ms},
+                                {"snapshots_asked", m.snapshots_asked}});
   return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -191,7 +191,9 @@ class MeshSim {
   }
 
   void hello(unsigned i, Process* p) {
-    link::Hello h;
+    // The published channel's whole report (a snapshot), best effort as every message here;
+    // the sequence numbering itself is tested by report_feed.
+    link::Snapshot h;
     h.mesh = kMesh;
     h.id = slots_[i].id;
     h.name = name(i);
@@ -232,7 +234,7 @@ class MeshSim {
 
   void on_link(Process& p, std::string_view b) {
     link::Message msg = link::decode(b);
-    if (auto* h = std::get_if<link::Hello>(&msg); h && h->mesh == kMesh) {
+    if (auto* h = std::get_if<link::Snapshot>(&msg); h && h->mesh == kMesh) {
       p.coordinator->node(NodeReport{h->id, h->name, h->cores, h->mem_mb, h->jobfs_mb, h->running, p.env->now_ms()});
       if (h->id > voters_) p.admit->heard(h->id, h->address, h->name);
     }

@@ -330,22 +330,52 @@ TEST_CASE("a snapshot restores the whole state; bad bytes change nothing", "[mes
   CHECK(copy.data().jobs.size() == 6);
 }
 
-TEST_CASE("link messages: a hello survives its bytes; raft's bytes and bad ones are not taken",
+TEST_CASE("link messages: each kind survives its bytes; raft's bytes and bad ones are not taken",
           "[mesh_state]") {
   namespace link = corral::proto::link;
-  link::Hello h{"rack1", 2, "node2", "10.0.0.2:7470", "follower", 4, 12, 16, 64000, 0, {7, 9}};
-  std::string bytes = link::encode(h);
+  auto back = [](const link::Message& m) { return link::decode(link::encode(m)); };
+  auto h = std::get<link::Hello>(back(link::Hello{"rack1", 1001, "node7", "10.0.0.7:7470"}));
+  CHECK(h.id == 1001);
+  CHECK(h.address == "10.0.0.7:7470");
+  auto n = std::get<link::NodeEvent>(back(link::NodeEvent{"rack1", 2, 77, 1, 16, 64000, 500}));
+  CHECK(n.incarnation == 77);
+  CHECK(n.cores == 16);
+  CHECK(n.jobfs_mb == 500);
+  auto j = std::get<link::JobsEvent>(back(link::JobsEvent{"rack1", 2, 77, 2, {7, 9}}));
+  CHECK(j.seq == 2);
+  CHECK(j.running == std::vector<std::uint64_t>{7, 9});
+  auto b =
+      std::get<link::Heartbeat>(back(link::Heartbeat{"rack1", 2, 77, 2, "node2", "10.0.0.2:7470", "follower", 4, 12}));
+  CHECK(b.seq == 2);
+  CHECK(b.name == "node2");
+  CHECK(b.commit_index == 12);
+  auto a = std::get<link::SnapshotAsk>(back(link::SnapshotAsk{"rack1", 3, "10.0.0.3:7470"}));
+  CHECK(a.address == "10.0.0.3:7470");
+  auto s = std::get<link::Snapshot>(
+      back(link::Snapshot{"rack1", 2, 77, 2, "node2", "10.0.0.2:7470", "leader", 4, 12, 16, 64000, 0, {7, 9}}));
+  CHECK(s.state == "leader");
+  CHECK(s.cores == 16);
+  CHECK(s.running == std::vector<std::uint64_t>{7, 9});
+
+  std::string bytes = link::encode(link::Heartbeat{});
   CHECK(link::is_link(bytes));
-  auto back = std::get<link::Hello>(link::decode(bytes));
-  CHECK(back.mesh == "rack1");
-  CHECK(back.id == 2);
-  CHECK(back.name == "node2");
-  CHECK(back.commit_index == 12);
-  CHECK(back.cores == 16);
-  CHECK(back.running == std::vector<std::uint64_t>{7, 9});
   CHECK_FALSE(link::is_link(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
   CHECK_FALSE(link::is_link(""));
   CHECK_THROWS_WITH(link::decode(bytes.substr(0, bytes.size() - 3)), Catch::Contains("not a link message"));
+  // Version 1 (every report in a hello) is refused, saying so.
+  std::string v1 = bytes;
+  v1[2 + link::kMagic.size()] = 1;
+  CHECK_THROWS_WITH(link::decode(v1), Catch::Contains("of another version"));
+}
+
+TEST_CASE("link: a member publishes on its listen port + 1", "[mesh_state]") {
+  namespace link = corral::proto::link;
+  CHECK(link::publish_address("10.0.0.2:7470") == "10.0.0.2:7471");
+  CHECK(link::publish_address("127.0.0.1:65534") == "127.0.0.1:65535");
+  CHECK(link::publish_address("127.0.0.1:65535").empty());
+  CHECK(link::publish_address("10.0.0.2").empty());
+  CHECK(link::publish_address("10.0.0.2:x").empty());
+  CHECK(link::publish_address("10.0.0.2:").empty());
 }
 
 TEST_CASE("jobs messages: each kind survives its bytes; other messages and bad bytes are not taken",
