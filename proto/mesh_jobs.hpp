@@ -10,7 +10,7 @@
 // its token, so one that reached a coordinator which then died gets its first
 // id. The coordinator pushes its start decisions to the nodes (StartJob), and
 // each node acknowledges (StartAck). `corral exec` travels as ExecStart,
-// ExecOutput and ExecEnd (mesh_exec.hpp).
+// ExecOutput, ExecEnd, ExecAlive and ExecCancel (mesh_exec.hpp).
 #pragma once
 
 #include <cstdint>
@@ -155,7 +155,7 @@ struct JobOrder {
 };
 
 using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder, ExecStart, ExecOutput,
-                             ExecEnd>;
+                             ExecEnd, ExecAlive, ExecCancel>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);
