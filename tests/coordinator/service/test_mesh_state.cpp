@@ -416,6 +416,10 @@ TEST_CASE("jobs messages: each kind survives its bytes; other messages and bad b
   CHECK(std::get<jobs::CancelJob>(jobs::decode(jobs::encode(x))).who == "alice");
   jobs::ForwardAck a{"rack1", 1, 7, "refused", 12, 0, "job 12 belongs to bob", "permission"};
   CHECK(std::get<jobs::ForwardAck>(jobs::decode(jobs::encode(a))).code == "permission");
+  CHECK(std::get<jobs::ExecAlive>(jobs::decode(jobs::encode(jobs::ExecAlive{"rack1", 2, 9}))).request == 9);
+  auto cb = std::get<jobs::ExecCancel>(jobs::decode(jobs::encode(jobs::ExecCancel{"rack1", 2, 9, "its caller went away"})));
+  CHECK(cb.request == 9);
+  CHECK(cb.why == "its caller went away");
 
   CHECK_FALSE(jobs::is_jobs(link::encode(link::Hello{})));
   CHECK_FALSE(jobs::is_jobs(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
