@@ -204,6 +204,7 @@ int Daemon::run() {
       if (re & (POLLIN | POLLHUP | POLLERR)) read_client(c, (re & (POLLHUP | POLLERR)) != 0);
     }
     close_idle(mono_now());
+    if (mesh_) exec_watchdog(mono_now());
     if (!commit_and_reply()) return 1;
     mono = mono_now();
     if (dirty_ || (!pending_.empty() && mono >= next_cycle_)) {

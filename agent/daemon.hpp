@@ -193,6 +193,12 @@ class Daemon {
   void mesh_exec_start(const proto::jobs::ExecStart& x);
   void mesh_exec_output(const proto::jobs::ExecOutput& o);
   void mesh_exec_end(const proto::jobs::ExecEnd& e);
+  void mesh_exec_alive(const proto::jobs::ExecAlive& a);
+  void mesh_exec_cancel(const proto::jobs::ExecCancel& x);
+  // The caller of call `ticket` went away (its connection closed): its process is stopped.
+  void exec_caller_gone(std::uint64_t ticket);
+  // Calls whose node has not been heard of for kExecSilentS fail, and their process is stopped.
+  void exec_watchdog(double mono);
 
   // ---- the job store bridge (job_state.cpp) -----------------------------
   void load_jobs();
@@ -382,7 +388,12 @@ class Daemon {
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mesh_orders_;
   // `corral exec`: the connection each call of this node waits on (by its ticket), and the
   // processes started here for other nodes' calls (its threads use mesh_: reset first).
-  std::map<std::uint64_t, int> exec_calls_;
+  struct ExecCall {
+    int fd = -1;
+    std::string node;
+    double heard = 0;                 // monotonic: the node's last word on it
+  };
+  std::map<std::uint64_t, ExecCall> exec_calls_;
   std::unique_ptr<ExecWatch> exec_watch_;
 };
 

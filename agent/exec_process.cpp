@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <stdexcept>
 
@@ -114,6 +116,19 @@ std::string spawn_exec(const ExecLaunch& l, ExecChild& child) {
   return "";
 }
 
+// One watched process. `m` orders a stop()'s kill against the session's reaping of the pid (a
+// reaped pid may be another process's).
+struct ExecWatch::Session {
+  std::string key;
+  pid_t pid = -1;
+  std::thread thread;
+  std::atomic<bool> done{false};
+  std::mutex m;
+  bool reaped = false;
+  std::int64_t kill_at_ms = -1;  // monotonic ms of the SIGKILL a stop() set (-1: none)
+  int poke_fd = -1;              // an eventfd: stop() wakes the thread
+};
+
 ExecWatch::ExecWatch() : stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
   if (stop_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
 }
@@ -121,11 +136,20 @@ ExecWatch::ExecWatch() : stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
 ExecWatch::~ExecWatch() {
   std::uint64_t one = 1;
   (void)!::write(stop_fd_, &one, sizeof one);  // never read: every thread sees it readable
-  for (auto& s : sessions_) s->thread.join();
+  for (auto& s : sessions_) {
+    s->thread.join();
+    ::close(s->poke_fd);
+  }
   ::close(stop_fd_);
 }
 
 namespace {
+
+std::int64_t mono_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
+}
 
 // Reads what `fd` has now (it is non-blocking); false at its end.
 bool relay(int fd, int stream, const ExecWatch::Output& out) {
@@ -147,29 +171,60 @@ int exit_code(int status) {
   return 255;
 }
 
+// The poll timeout: the next sign of life, or a stop()'s SIGKILL when sooner.
+int next_wake(ExecWatch::Session& s, std::int64_t next_alive) {
+  std::lock_guard<std::mutex> lock(s.m);
+  std::int64_t at = s.kill_at_ms >= 0 ? std::min(next_alive, s.kill_at_ms) : next_alive;
+  return static_cast<int>(std::max<std::int64_t>(0, at - mono_ms()));
+}
+
 // The session: output until the process has ended and its pipes are drained (a process it left
 // behind holding them open does not keep the caller waiting), then its status.
-void run_session(ExecChild c, int stop_fd, const ExecWatch::Output& out, const ExecWatch::Ended& ended) {
+void run_session(ExecChild c, ExecWatch::Session& s, int stop_fd, const ExecWatch::Output& out,
+                 const ExecWatch::Ended& ended, const ExecWatch::Alive& alive) {
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0));
   for (int fd : {c.out_fd, c.err_fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   bool open_out = true, open_err = true, exited = false;
   int status = 0;
+  std::int64_t next_alive = mono_ms() + ExecWatch::kAliveMs;
   while (!exited) {
-    pollfd p[4] = {{stop_fd, POLLIN, 0}, {pidfd, POLLIN, 0}, {open_out ? c.out_fd : -1, POLLIN, 0},
-                   {open_err ? c.err_fd : -1, POLLIN, 0}};
+    pollfd p[5] = {{stop_fd, POLLIN, 0}, {pidfd, POLLIN, 0}, {open_out ? c.out_fd : -1, POLLIN, 0},
+                   {open_err ? c.err_fd : -1, POLLIN, 0}, {s.poke_fd, POLLIN, 0}};
     // Without a pidfd, the end of both pipes stands for the end of the process.
     if (pidfd < 0 && !open_out && !open_err) break;
-    if (::poll(p, 4, -1) < 0 && errno != EINTR) break;
+    if (::poll(p, 5, next_wake(s, next_alive)) < 0 && errno != EINTR) break;
     if (p[0].revents) {
       if (pidfd >= 0) ::close(pidfd);
       ::close(c.out_fd), ::close(c.err_fd);
       return;
     }
+    if (p[4].revents) {
+      std::uint64_t n;
+      (void)!::read(s.poke_fd, &n, sizeof n);
+    }
     if (p[2].revents) open_out = relay(c.out_fd, 1, out);
     if (p[3].revents) open_err = relay(c.err_fd, 2, out);
     if (p[1].revents) exited = true;
+    const std::int64_t now = mono_ms();
+    {
+      std::lock_guard<std::mutex> lock(s.m);
+      if (s.kill_at_ms >= 0 && now >= s.kill_at_ms && !exited) {
+        ::kill(-c.pid, SIGKILL);
+        s.kill_at_ms = -1;
+      }
+    }
+    if (!exited && now >= next_alive) {
+      alive();
+      next_alive = now + ExecWatch::kAliveMs;
+    }
   }
-  while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+  {
+    std::lock_guard<std::mutex> lock(s.m);  // the pid stays this process's while a stop() may kill it
+    // Stopped: what the shell left in its group goes with it (its unreaped pid keeps the group's).
+    if (s.kill_at_ms >= 0) ::kill(-c.pid, SIGKILL);
+    while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    s.reaped = true;
   }
   if (open_out) relay(c.out_fd, 1, out);
   if (open_err) relay(c.err_fd, 2, out);
@@ -180,19 +235,39 @@ void run_session(ExecChild c, int stop_fd, const ExecWatch::Output& out, const E
 
 }  // namespace
 
-void ExecWatch::watch(ExecChild child, Output out, Ended ended) {
+void ExecWatch::watch(std::string key, ExecChild child, Output out, Ended ended, Alive alive) {
   sessions_.remove_if([](const std::unique_ptr<Session>& s) {
     if (!s->done.load()) return false;
     s->thread.join();
+    ::close(s->poke_fd);
     return true;
   });
   auto s = std::make_unique<Session>();
+  s->key = std::move(key);
+  s->pid = child.pid;
+  s->poke_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   Session* raw = s.get();
-  s->thread = std::thread([child, stop = stop_fd_, out = std::move(out), ended = std::move(ended), raw] {
-    run_session(child, stop, out, ended);
+  s->thread = std::thread([child, raw, stop = stop_fd_, out = std::move(out), ended = std::move(ended),
+                           alive = std::move(alive)] {
+    run_session(child, *raw, stop, out, ended, alive);
     raw->done.store(true);
   });
   sessions_.push_back(std::move(s));
+}
+
+// The shell leads its own process group (setsid in the child): the group is what it started.
+bool ExecWatch::stop(const std::string& key) {
+  for (auto& s : sessions_) {
+    if (s->key != key || s->done.load()) continue;
+    std::lock_guard<std::mutex> lock(s->m);
+    if (s->reaped) return false;
+    ::kill(-s->pid, SIGTERM);
+    if (s->kill_at_ms < 0) s->kill_at_ms = mono_ms() + kKillGraceMs;
+    std::uint64_t one = 1;
+    (void)!::write(s->poke_fd, &one, sizeof one);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace corral::agent

@@ -10,6 +10,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,25 +37,31 @@ struct ExecChild {
 // (joining the cgroups, becoming the user, exec), with nothing left running.
 std::string spawn_exec(const ExecLaunch& l, ExecChild& child);
 
-// A thread per started process: its output (stream 1 or 2) as it comes, then
-// its exit status (128+N when signal N killed it). The callbacks run on that
-// thread. Destroying an ExecWatch stops every thread (the processes go on:
-// the job's end stops them with its cgroups).
+// A thread per started process: its output (stream 1 or 2) as it comes, a
+// sign of life every kAliveMs while it runs, then its exit status (128+N when
+// signal N killed it). The callbacks run on that thread. Destroying an
+// ExecWatch stops every thread (the processes go on: the job's end stops them
+// with its cgroups).
 class ExecWatch {
  public:
   using Output = std::function<void(int stream, std::string data)>;
   using Ended = std::function<void(int exit_code)>;
+  using Alive = std::function<void()>;
+  static constexpr int kAliveMs = 1000;
+  static constexpr int kKillGraceMs = 3000;  // after stop()'s SIGTERM, SIGKILL
   ExecWatch();
   ~ExecWatch();
   ExecWatch(const ExecWatch&) = delete;
   ExecWatch& operator=(const ExecWatch&) = delete;
-  void watch(ExecChild child, Output out, Ended ended);
+  // `key` names the process for stop().
+  void watch(std::string key, ExecChild child, Output out, Ended ended, Alive alive);
+  // SIGTERM to the process group of the process named `key` (its shell and what it started
+  // there), SIGKILL kKillGraceMs later if the shell still runs. False when no such process runs.
+  bool stop(const std::string& key);
+
+  struct Session;
 
  private:
-  struct Session {
-    std::thread thread;
-    std::atomic<bool> done{false};
-  };
   int stop_fd_ = -1;  // an eventfd: readable once every thread should stop
   std::list<std::unique_ptr<Session>> sessions_;
 };

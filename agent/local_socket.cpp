@@ -257,6 +257,7 @@ void Daemon::reap_clients() {
       ++it;
       continue;
     }
+    if (c.mesh_ticket) exec_caller_gone(c.mesh_ticket);  // a `corral exec` killed: its process too
     c.reader = proto::FrameReader{};
     account(c);
     if (!c.privileged) {

@@ -7,6 +7,13 @@
 // NODE: the job's run must hold its share here; the command runs in that
 // share's cgroups as the job's user (agent/exec_process.hpp), so the job's end
 // stops it with the rest of the share.
+//
+// Neither side waits for ever on the other: NODE says every second that the
+// process still runs (ExecAlive), and the caller's node fails a call it has
+// not heard of for kExecSilentS. The caller's node stops the process (ExecCancel)
+// when the caller's connection closes (`corral exec` killed), when it fails a
+// call for silence, and when NODE speaks of a call it does not know (its agent
+// restarted meanwhile).
 #include <pwd.h>
 
 #include <algorithm>
@@ -24,6 +31,11 @@ namespace corral::agent {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr double kExecSilentS = 5;  // five of NODE's signs of life missed: the call fails
+
+std::string exec_key(std::uint64_t from, std::uint64_t request) {
+  return std::to_string(from) + "/" + std::to_string(request);
+}
 
 // Whether /proc/PID/cgroup names the job's slot under `parent` (in any hierarchy: only root
 // moves a process between cgroups).
@@ -88,7 +100,7 @@ void Daemon::mesh_exec(Client& c, const proto::ExecReq& r) {
                                                                ")"});
       return;
     }
-    exec_calls_[ticket] = fd;
+    exec_calls_[ticket] = ExecCall{fd, r.node, mono_now()};
     proto::jobs::ExecStart x{"", 0, ticket, r.job, run, r.node, r.command, who};
     mesh_->send_node(r.node, x, [this, fd, ticket, node = r.node] {
       exec_calls_.erase(ticket);
@@ -98,17 +110,65 @@ void Daemon::mesh_exec(Client& c, const proto::ExecReq& r) {
 }
 
 void Daemon::mesh_exec_output(const proto::jobs::ExecOutput& o) {
+  mesh_exec_alive(proto::jobs::ExecAlive{o.mesh, o.from, o.request});
   auto call = exec_calls_.find(o.request);
   if (call == exec_calls_.end()) return;
-  auto it = clients_.find(call->second);
+  auto it = clients_.find(call->second.fd);
   if (it == clients_.end() || it->second->mesh_ticket != o.request || it->second->dead) return;
   send(*it->second, proto::ExecOut{o.stream, o.data});
+}
+
+// NODE's word on a call: heard; a call this node does not know (ended here, or this agent
+// restarted since) is stopped there.
+void Daemon::mesh_exec_alive(const proto::jobs::ExecAlive& a) {
+  auto call = exec_calls_.find(a.request);
+  if (call != exec_calls_.end()) {
+    call->second.heard = mono_now();
+    return;
+  }
+  mesh_->send_member(a.from, proto::jobs::ExecCancel{"", 0, a.request, "its caller's node no longer waits for it"});
+}
+
+void Daemon::exec_caller_gone(std::uint64_t ticket) {
+  auto call = exec_calls_.find(ticket);
+  if (call == exec_calls_.end()) return;
+  mesh_->send_node(call->second.node, proto::jobs::ExecCancel{"", 0, ticket, "its caller went away"}, [] {});
+  exec_calls_.erase(call);
+}
+
+void Daemon::exec_watchdog(double mono) {
+  for (auto it = exec_calls_.begin(); it != exec_calls_.end();) {
+    const auto& [ticket, call] = *it;
+    auto c = clients_.find(call.fd);
+    if (c == clients_.end() || c->second->mesh_ticket != ticket) {  // gone before it was sent
+      mesh_->send_node(call.node, proto::jobs::ExecCancel{"", 0, ticket, "its caller went away"}, [] {});
+      it = exec_calls_.erase(it);
+      continue;
+    }
+    if (mono - call.heard < kExecSilentS) {
+      ++it;
+      continue;
+    }
+    mesh_->send_node(call.node, proto::jobs::ExecCancel{"", 0, ticket, "its caller's node heard nothing of it"}, [] {});
+    mesh_answer(call.fd, ticket,
+                proto::ErrorRep{"internal", "node " + call.node + " has not answered for " +
+                                                std::to_string(static_cast<int>(kExecSilentS)) +
+                                                " s (its agent restarted, or the mesh lost a message): the "
+                                                "command's end is unknown; it is stopped if it still runs"});
+    it = exec_calls_.erase(it);
+  }
+}
+
+void Daemon::mesh_exec_cancel(const proto::jobs::ExecCancel& x) {
+  if (exec_watch_ && exec_watch_->stop(exec_key(x.from, x.request)))
+    log_line("corral exec of member " + std::to_string(x.from) + " (call " + std::to_string(x.request) +
+             "): stopped: " + proto::printable(x.why));
 }
 
 void Daemon::mesh_exec_end(const proto::jobs::ExecEnd& e) {
   auto call = exec_calls_.find(e.request);
   if (call == exec_calls_.end()) return;
-  int fd = call->second;
+  int fd = call->second.fd;
   exec_calls_.erase(call);
   if (e.status == "exited") mesh_answer(fd, e.request, proto::ExecRep{e.exit_code});
   else mesh_answer(fd, e.request, proto::ErrorRep{e.status == "refused" ? "permission" : "internal", e.message});
@@ -158,12 +218,15 @@ void Daemon::mesh_exec_start(const proto::jobs::ExecStart& x) {
            std::to_string(child.pid) + ": " + proto::printable(x.command.substr(0, 200)));
   if (!exec_watch_) exec_watch_ = std::make_unique<ExecWatch>();
   exec_watch_->watch(
-      child,
+      exec_key(x.from, x.request), child,
       [mesh = mesh_.get(), to = x.from, request = x.request](int stream, std::string data) {
         mesh->send_member(to, proto::jobs::ExecOutput{"", 0, request, stream, std::move(data)});
       },
       [mesh = mesh_.get(), to = x.from, request = x.request](int code) {
         mesh->send_member(to, proto::jobs::ExecEnd{"", 0, request, "exited", code, ""});
+      },
+      [mesh = mesh_.get(), to = x.from, request = x.request] {
+        mesh->send_member(to, proto::jobs::ExecAlive{"", 0, request});
       });
 }
 

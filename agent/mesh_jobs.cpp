@@ -102,6 +102,8 @@ void Daemon::mesh_order(const proto::jobs::Message& m) {
   else if (auto* e = std::get_if<proto::jobs::ExecStart>(&m)) mesh_exec_start(*e);
   else if (auto* eo = std::get_if<proto::jobs::ExecOutput>(&m)) mesh_exec_output(*eo);
   else if (auto* ee = std::get_if<proto::jobs::ExecEnd>(&m)) mesh_exec_end(*ee);
+  else if (auto* ea = std::get_if<proto::jobs::ExecAlive>(&m)) mesh_exec_alive(*ea);
+  else if (auto* ec = std::get_if<proto::jobs::ExecCancel>(&m)) mesh_exec_cancel(*ec);
 }
 
 // The coordinator's cancel of a run here: stopped as a standalone cancel stops it.

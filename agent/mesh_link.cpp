@@ -55,7 +55,8 @@ std::string role_text(Role r) {
 template <class T>
 constexpr bool is_exec(const T&) {
   return std::is_same_v<T, proto::jobs::ExecStart> || std::is_same_v<T, proto::jobs::ExecOutput> ||
-         std::is_same_v<T, proto::jobs::ExecEnd>;
+         std::is_same_v<T, proto::jobs::ExecEnd> || std::is_same_v<T, proto::jobs::ExecAlive> ||
+         std::is_same_v<T, proto::jobs::ExecCancel>;
 }
 
 bool is_voter(const MeshConfig& cfg) {

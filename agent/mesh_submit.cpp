@@ -1,6 +1,7 @@
 #include "agent/mesh_submit.hpp"
 
 #include <limits>
+#include <vector>
 
 namespace corral::agent {
 
@@ -108,6 +109,7 @@ void SubmitForwarder::answer(std::uint64_t key, const service::DeskAnswer& a) {
 
 void SubmitForwarder::tick() {
   std::uint64_t now = env_.now_ms();
+  std::vector<std::uint64_t> due;  // tried after the walk: the leader's own desk may answer (and erase) at once
   for (auto it = pending_.begin(); it != pending_.end();) {
     std::uint64_t key = it->first;
     Pending& p = it->second;
@@ -124,9 +126,11 @@ void SubmitForwarder::tick() {
       done(r);
       continue;
     }
-    if (now >= p.next_try) attempt(key);
+    if (now >= p.next_try) due.push_back(key);
     ++it;
   }
+  for (std::uint64_t key : due)
+    if (pending_.count(key)) attempt(key);
   if (pending_.empty()) {
     ticking_ = false;
     return;

@@ -177,8 +177,19 @@ struct JobOrdered {
   MSGPACK_DEFINE_MAP(job, run, action, reason, decision, term, time, pba_preemption, held)
 };
 
+// A user's cancel of run `run` of a running or suspended job, by `who` (added after version
+// 1). Replicated so that a new coordinator goes on sending it to the run's nodes until the
+// run's end is committed; a run being requeued meanwhile ends the job "cancelled".
+struct CancelAsked {
+  std::uint64_t job = 0;
+  std::int32_t run = 0;
+  std::string who;
+  double time = 0;
+  MSGPACK_DEFINE_MAP(job, run, who, time)
+};
+
 using Entry = std::variant<JobAccepted, JobStarted, JobEnded, JobRequeued, JobSuspended, NodeAdmin,
-                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved, JobOrdered>;
+                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved, JobOrdered, CancelAsked>;
 
 // Wire name of each alternative, in variant order.
 std::string_view kind_name(const Entry& e);

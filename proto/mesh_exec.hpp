@@ -3,7 +3,10 @@
 // there (ExecStart); that node starts it in its share of the job's cgroups as
 // the job's user and relays what it writes (ExecOutput, in order) and how it
 // ended (ExecEnd) to the asking member. `request` is the asking member's
-// number for the call: every answer names it.
+// number for the call: every answer names it. While the process runs, its
+// node says so every second (ExecAlive): the asking member fails a call it has
+// not heard of for some seconds. The asking member stops a call whose caller
+// went away, or that it no longer knows (ExecCancel).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +48,24 @@ struct ExecEnd {
   std::int32_t exit_code = 0;
   std::string message;
   MSGPACK_DEFINE_MAP(mesh, from, request, status, exit_code, message)
+};
+
+// From the node running the process, every second while it runs.
+struct ExecAlive {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t request = 0;
+  MSGPACK_DEFINE_MAP(mesh, from, request)
+};
+
+// From the asking member: stop the process of call `request` (SIGTERM to its process group,
+// SIGKILL a few seconds later). A call the node does not run is ignored.
+struct ExecCancel {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t request = 0;
+  std::string why;               // for the node's log
+  MSGPACK_DEFINE_MAP(mesh, from, request, why)
 };
 
 }  // namespace corral::proto::jobs

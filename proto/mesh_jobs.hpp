@@ -10,8 +10,8 @@
 // its token, so one that reached a coordinator which then died gets its first
 // id. The coordinator pushes its start decisions to the nodes (StartJob), and
 // each node acknowledges (StartAck). `corral exec` travels as ExecStart,
-// ExecOutput and ExecEnd (mesh_exec.hpp); a pending job's plan as WaitAsk and
-// WaitAnswer (mesh_waits.hpp).
+// ExecOutput, ExecEnd, ExecAlive and ExecCancel (mesh_exec.hpp); a pending
+// job's plan as WaitAsk and WaitAnswer (mesh_waits.hpp).
 #pragma once
 
 #include <cstdint>
@@ -157,7 +157,7 @@ struct JobOrder {
 };
 
 using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder, ExecStart, ExecOutput,
-                             ExecEnd, WaitAsk, WaitAnswer>;
+                             ExecEnd, WaitAsk, WaitAnswer, ExecAlive, ExecCancel>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);

@@ -51,7 +51,6 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
   ready_ = false;
   proposing_.clear();
   unacked_.clear();
-  cancels_.clear();
   ordering_.clear();
   demoted_.clear();
   if (!leader) return;
@@ -365,9 +364,19 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
     });
     return;
   }
-  if (!push_cancel(*j, ask.who)) return done(DeskAnswer{"error", 0, 0, "its node has not reported", ""});
-  cancels_[ask.job] = ask.who;
-  done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
+  // Running: the cancel is committed first, so that a new coordinator goes on sending it.
+  if (!j->runs.back().cancel_by.empty()) {
+    push_cancel(*j, j->runs.back().cancel_by);
+    return done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
+  }
+  proto::mesh::CancelAsked e{ask.job, static_cast<std::int32_t>(j->runs.size()), ask.who, env_.wall_s()};
+  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, done, job = ask.job](const Proposed& p) {
+    if (p.status != Status::ok || !p.applied.ok)
+      return done(DeskAnswer{"error", 0, 0, p.status == Status::ok ? p.applied.reason : std::string(status_name(p.status)), ""});
+    const MeshJob* j = *alive ? state_.job(job) : nullptr;
+    if (j && c_.is_leader()) push_cancel(*j, j->runs.back().cancel_by);
+    done(DeskAnswer{"ok", job, 0, j ? j->state : std::string(proto::state::kRunning), ""});
+  });
 }
 
 }  // namespace corral::service

@@ -60,7 +60,8 @@ class CoordinatorLoop {
   void node(const NodeReport& r);
   void on_ack(const proto::jobs::StartAck& a);
   // A user's cancel: a pending job ends "cancelled" in the log; a running
-  // one is stopped by its node, whose end reaches the log as any end. `done`
+  // one gets a CancelAsked entry (a new coordinator knows of it) and is
+  // stopped by its nodes, whose end reaches the log as any end. `done`
   // says "ok" (message: the job's state) or why not; the owner, root and
   // operators may cancel, as on a standalone node.
   // The other requests (ask.action set) go to operate().
@@ -110,7 +111,8 @@ class CoordinatorLoop {
   // node acknowledges it or the run it is for is over.
   void send_until_acked(std::uint64_t job, const std::string& node, proto::jobs::Message m);
   void resend_unacked();
-  // A cancel of a running job, to every node of its run again every kResendMs until it ends.
+  // A committed cancel of a running job (its run's cancel_by), to every node of its run again
+  // every kResendMs until it ends: also a cancel an earlier coordinator committed.
   void resend_cancels();
   void reconcile();
   // job_shares.cpp: a job a node reports that the log does not place there (a run across nodes
@@ -188,7 +190,6 @@ class CoordinatorLoop {
   };
   // By job, node and kind (false: its start, true: its order).
   std::map<std::tuple<std::uint64_t, std::string, bool>, Unacked> unacked_;
-  std::map<std::uint64_t, std::string> cancels_;  // running jobs being cancelled, by whom
   std::uint64_t next_cancel_ms_ = 0;
   std::set<std::uint64_t> ordering_;           // jobs whose order is being committed
   std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)

@@ -66,20 +66,17 @@ bool CoordinatorLoop::shares_released(const MeshJob& j, const std::set<std::uint
   return true;
 }
 
-// A cancel already sent may be lost: again to every node of the run until the job's end is
-// in the log (a node that stopped the job already does nothing).
+// A committed cancel may be lost on its way, or committed by an earlier coordinator: again to
+// every node of the run until the job's end is in the log (a node stopping the job already
+// does nothing).
 void CoordinatorLoop::resend_cancels() {
   const std::uint64_t now = env_.now_ms();
   if (now < next_cancel_ms_) return;
   next_cancel_ms_ = now + kResendMs;
-  for (auto it = cancels_.begin(); it != cancels_.end();) {
-    const MeshJob* j = state_.job(it->first);
-    if (!j || (j->state != proto::state::kRunning && j->state != proto::state::kSuspended)) {
-      it = cancels_.erase(it);
-      continue;
-    }
-    push_cancel(*j, it->second);
-    ++it;
+  for (std::uint64_t id : state_.live()) {
+    const MeshJob& j = *state_.job(id);
+    if ((j.state == proto::state::kRunning || j.state == proto::state::kSuspended) && !j.runs.back().cancel_by.empty())
+      push_cancel(j, j.runs.back().cancel_by);
   }
 }
 

@@ -157,6 +157,23 @@ Outcome MeshState::on(const proto::mesh::JobRequeued& e) {
   j.checkpoints = std::max(j.checkpoints, e.checkpoints);
   j.work_done = std::max(j.work_done, e.work_done);
   j.state = std::string(st::kPending);
+  if (!r.cancel_by.empty()) {  // cancelled while being stopped: it never waits again
+    j.state = std::string(st::kEnded);
+    j.end_reason = "cancelled";
+    j.end_time = e.time;
+    j.end_message = "cancelled by " + r.cancel_by + " while its run was being stopped (" + e.reason + ")";
+  }
+  return done(e.job);
+}
+
+Outcome MeshState::on(const proto::mesh::CancelAsked& e) {
+  auto it = d_.jobs.find(e.job);
+  if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
+  MeshJob& j = it->second;
+  if (std::string why = not_current_run(j, e.run); !why.empty()) return refused(e.job, why);
+  if (e.who.empty()) return refused(e.job, "a cancel needs who asked it");
+  MeshRun& r = j.runs.back();
+  if (r.cancel_by.empty()) r.cancel_by = e.who;  // the first cancel stays: it is being carried out
   return done(e.job);
 }
 

@@ -50,9 +50,11 @@ struct MeshRun {
   double charge = 0;
   std::int64_t charged_s = -1;
   double su = 0;
+  // Whose cancel of it is committed (CancelAsked; "" none): sent to its nodes until it ends.
+  std::string cancel_by;
   MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
                      suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
-                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su)
+                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su, cancel_by)
 };
 
 struct MeshJob {
@@ -160,6 +162,7 @@ class MeshState {
   Outcome on(const proto::mesh::JobHeld& e);
   Outcome on(const proto::mesh::JobMoved& e);
   Outcome on(const proto::mesh::JobOrdered& e);
+  Outcome on(const proto::mesh::CancelAsked& e);
   // Why a decision (term, decision) is refused (empty: it is not), and taking it.
   std::string stale(std::uint64_t term, std::uint64_t decision) const;
   void take(std::uint64_t term, std::uint64_t decision);

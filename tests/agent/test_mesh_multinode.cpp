@@ -4,6 +4,7 @@
 // coordinator places it on two, both start their share in their own cgroups,
 // the script on the first sees both hosts in CORRAL_NODEFILE (and PBS_NODEFILE,
 // PE_HOSTFILE), and when the script ends the other node's share is stopped.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -71,6 +72,22 @@ bool appears(const std::string& path, int ms) {
 
 constexpr int kNobody = 65534;
 
+// The pid of `sleep SECONDS` in agent a's cgroups ("" when none within 10 s).
+std::string process_of(const Agent& a, const std::string& seconds) {
+  const std::string cmdline = std::string("sleep") + '\0' + seconds + '\0';
+  for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    for (const auto& [pid, cg] : procs_of(a))
+      if (slurp("/proc/" + pid + "/cmdline") == cmdline) return pid;
+  return "";
+}
+
+// Waits until process `pid` is gone (reaped).
+bool gone(const std::string& pid, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    if (!std::filesystem::exists("/proc/" + pid)) return true;
+  return false;
+}
+
 // Submits `script` on agent 0 as a job of two nodes (2 cpus on each) of user nobody; its id.
 std::string submit_two_nodes(const Mesh& m, const std::string& script) {
   Result r = m.agents[0]->submit({"-l", "select=2:ncpus=2,walltime=120", "--wrap", script}, kNobody);
@@ -133,8 +150,9 @@ TEST_CASE("mesh: a job larger than a node runs across two, each node's share in 
 
 // `corral exec` from inside a 2-node job, run as a user (nobody): the command runs on the other
 // node in that node's cgroups for the job as the job's user, its output and exit status come
-// back; a process outside the job and a node outside the run are refused; the job's end stops
-// what it started there.
+// back; a process outside the job and a node outside the run are refused; a caller killed has
+// its process there stopped; a call whose node goes silent fails, and its process is stopped once
+// the node answers again; the job's end stops what it started there.
 TEST_CASE("mesh: corral exec runs a job's process on its other node, only from inside the job", "[mesh]") {
   SKIP_UNLESS_ROOT();
   Mesh m(3);
@@ -145,8 +163,11 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
       "first=$(head -n 1 \"$CORRAL_NODEFILE\"); other=$(grep -vx \"$first\" \"$CORRAL_NODEFILE\" | head -n 1); " +
       c + " exec \"$other\" 'cat /proc/self/cgroup; id -u; echo on-stderr >&2; exit 7' > " + out + "/x.out 2> " +
       out + "/x.err; echo $? > " + out + "/x.rc; " + c + " exec nosuchnode true 2> " + out + "/bad.err; echo $? > " +
-      out + "/bad.rc; " + c + " exec \"$other\" exec sleep 300 > /dev/null 2>&1 & touch " + out +
-      "/ready; while [ ! -e " + out + "/go ]; do sleep 0.05; done";
+      out + "/bad.rc; " + c + " exec \"$other\" exec sleep 301 > /dev/null 2>&1 & echo $! > " + out +
+      "/caller.pid; (" + c + " exec \"$other\" exec sleep 302 > /dev/null 2> " + out + "/lost.err; echo $? > " + out +
+      "/lost.rc) & (while [ ! -e " + out + "/again ]; do sleep 0.05; done; " + c +
+      " exec \"$other\" exec sleep 300 > /dev/null 2>&1) & touch " + out + "/ready; while [ ! -e " + out +
+      "/go ]; do sleep 0.05; done";
   const std::string id = submit_two_nodes(m, script);
   Json j = job_when(m, 1, std::stoull(id), 20000, [](const Json& x) { return x["state"] == "running"; });
   INFO(j.dump() << m.agents[0]->log() << m.agents[1]->log() << m.agents[2]->log());
@@ -170,11 +191,34 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
   CHECK(outside.rc == 255);
   CHECK(outside.err.find("is not a process of job " + id) != std::string::npos);
 
-  // The backgrounded `sleep 300` runs on the other node in the job's cgroups, as the user.
-  std::string sleeper;
-  for (double end = now_ms() + 10000; now_ms() < end && sleeper.empty(); std::this_thread::sleep_for(std::chrono::milliseconds(50)))
-    for (const auto& [pid, cg] : procs_of(share))
-      if (slurp("/proc/" + pid + "/cmdline") == std::string("sleep\0" "300\0", 10)) sleeper = pid;
+  // Its caller killed (`corral exec` of `sleep 301` gets SIGTERM): what it started on the other
+  // node is stopped; the job goes on.
+  const std::string stopped = process_of(share, "301");
+  REQUIRE_FALSE(stopped.empty());
+  REQUIRE(appears(out + "/caller.pid", 10000));
+  double t0 = now_ms();
+  REQUIRE(::kill(std::stoi(slurp(out + "/caller.pid")), SIGTERM) == 0);
+  CHECK(gone(stopped, 10000));
+  WARN("the process of a killed corral exec gone after " << now_ms() - t0 << " ms");
+  CHECK(share.log().find("): stopped: its caller went away") != std::string::npos);
+
+  // The other node's agent silent (SIGSTOP) for longer than 5 s: the call of `sleep 302` fails
+  // with why; once that agent runs again, the process of the failed call is stopped.
+  const std::string lost = process_of(share, "302");
+  REQUIRE_FALSE(lost.empty());
+  t0 = now_ms();
+  REQUIRE(::kill(share.pid, SIGSTOP) == 0);
+  const bool failed = appears(out + "/lost.rc", 15000);
+  ::kill(share.pid, SIGCONT);
+  REQUIRE(failed);
+  WARN("a corral exec whose node went silent failed after " << now_ms() - t0 << " ms");
+  CHECK(trim(slurp(out + "/lost.rc")) == "255");
+  CHECK(slurp(out + "/lost.err").find("node " + m.names[share_i] + " has not answered for 5 s") != std::string::npos);
+  CHECK(gone(lost, 15000));
+
+  // A backgrounded `sleep 300` runs on the other node in the job's cgroups, as the user.
+  { std::ofstream(out + "/again").put('\n'); }
+  const std::string sleeper = process_of(share, "300");
   REQUIRE_FALSE(sleeper.empty());
   CHECK(slurp("/proc/" + sleeper + "/status").find("Uid:\t" + std::to_string(kNobody) + "\t") != std::string::npos);
 

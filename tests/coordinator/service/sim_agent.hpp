@@ -37,6 +37,7 @@ class SimAgent {
     int cores = 0;
     bool not_started = false;  // given back (did not fit, or lost with the agent): a requeue was asked
     bool share = false;        // of a job across nodes whose script runs elsewhere: held until stopped
+    bool cancelled = false;    // stopped by the coordinator: its end is "cancelled"
   };
   // How the agent reaches the mesh while it is up: propose an entry (sent
   // until committed), acknowledge a start, run `fn` after `ms`.
@@ -93,7 +94,7 @@ class SimAgent {
         requeue(s);  // given back: the requeue again, never a start
         return answer(s.from, ack, "failed");
       }
-      if (had->second.ended) propose_end(s.job, had->second);
+      if (had->second.ended && !had->second.share) propose_end(s.job, had->second);  // a share's end is not the job's
       return answer(s.from, ack, "started");
     }
     // Daemon::mesh_share: this node's share of a job across nodes; the first node runs it.
@@ -119,12 +120,16 @@ class SimAgent {
   }
 
   // Daemon::mesh_stop: the coordinator stops a run here (a share of a run across nodes that is over).
+  // Its end is proposed as a user's cancel's is (refused when the log has the run over already).
   void stop(const jobs::CancelJob& c) {
     if (c.term < term_) return;
     auto it = journal_.find(c.job);
     if (it == journal_.end() || it->second.ended || it->second.run > c.run) return;  // an older run: stale too
     it->second.ended = true;
-    if (!it->second.share) watch_.killed(name_, c.job, c.run);
+    if (it->second.share) return;
+    it->second.cancelled = true;
+    watch_.killed(name_, c.job, c.run);
+    if (is_up()) propose_end(c.job, it->second);
   }
 
   // The jobs this node runs, as its hello reports them.
@@ -176,7 +181,8 @@ class SimAgent {
   }
   // Daemon::mesh_ended: sent until the mesh has it (or refuses it).
   void propose_end(std::uint64_t job, const Record& r) {
-    up_.propose(mesh::JobEnded{job, r.run, "completed", 0, up_.wall_s()});
+    if (r.cancelled) up_.propose(mesh::JobEnded{job, r.run, "cancelled", -1, up_.wall_s()});
+    else up_.propose(mesh::JobEnded{job, r.run, "completed", 0, up_.wall_s()});
   }
 
   std::string name_;

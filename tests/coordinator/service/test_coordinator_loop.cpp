@@ -2,6 +2,7 @@
 // nodes whose reports disagree with the log.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <vector>
 
 #include "coordinator/service/coordinator_loop.hpp"
@@ -16,18 +17,29 @@ using namespace corral::service;
 namespace jobs = corral::proto::jobs;
 namespace mesh = corral::proto::mesh;
 
+using Pushed = std::vector<std::pair<std::uint64_t, jobs::Message>>;
+
+std::vector<corral::Queue> one_queue() {
+  corral::Queue q;
+  q.name = "normal";
+  return {q};
+}
+
+// The CancelJob messages in `pushed` to `member` for `job`.
+std::vector<jobs::CancelJob> stops_in(const Pushed& pushed, std::uint64_t member, std::uint64_t job) {
+  std::vector<jobs::CancelJob> out;
+  for (const auto& [to, m] : pushed)
+    if (const auto* c = std::get_if<jobs::CancelJob>(&m); c && to == member && c->job == job) out.push_back(*c);
+  return out;
+}
+
 struct OneVoter {
   SimNet net{7};
   RaftDisk disk;
   MeshMachine fsm;
   RaftNode node{1, "n1", net.env(1), disk, fsm};
-  std::vector<std::pair<std::uint64_t, jobs::Message>> pushed;
-  CoordinatorLoop loop{net.env(1), node, fsm.state(), "m", corral::SchedConfig{},
-                       std::vector<corral::Queue>{[] {
-                         corral::Queue q;
-                         q.name = "normal";
-                         return q;
-                       }()},
+  Pushed pushed;
+  CoordinatorLoop loop{net.env(1), node, fsm.state(), "m", corral::SchedConfig{}, one_queue(),
                        [this](std::uint64_t to, const jobs::Message& m) { pushed.emplace_back(to, m); }};
 
   OneVoter() {
@@ -41,10 +53,19 @@ struct OneVoter {
   }
   // The CancelJob messages pushed to `member` for `job`.
   std::vector<jobs::CancelJob> stops(std::uint64_t member, std::uint64_t job) const {
-    std::vector<jobs::CancelJob> out;
-    for (const auto& [to, m] : pushed)
-      if (const auto* c = std::get_if<jobs::CancelJob>(&m); c && to == member && c->job == job) out.push_back(*c);
-    return out;
+    return stops_in(pushed, member, job);
+  }
+  // Accepts a job of one cpu and runs the passes until it runs on "a"; its id.
+  std::uint64_t running_job() {
+    corral::proto::JobSpec spec;
+    spec.ncpus = 1;
+    spec.walltime = 600;
+    bool accepted = false;
+    node.propose(mesh::encode_entry(mesh::JobAccepted{spec, "u", 1000, 1000, 1.0, "t1"}),
+                 [&](const Proposed& p) { accepted = p.status == Status::ok && p.applied.ok; });
+    REQUIRE(net.run_until([&] { return accepted && fsm.state().job(1)->state == corral::proto::state::kRunning; }, 10000));
+    REQUIRE(fsm.state().job(1)->runs.back().nodes == std::vector<std::string>{"a"});
+    return 1;
   }
 };
 
@@ -54,16 +75,8 @@ TEST_CASE("coordinator loop: a node that runs a job the log places elsewhere, or
           "[mesh_state]") {
   OneVoter w;
   w.report(1, "a", {});
-  corral::proto::JobSpec spec;
-  spec.ncpus = 1;
-  spec.walltime = 600;
-  bool accepted = false;
-  w.node.propose(mesh::encode_entry(mesh::JobAccepted{spec, "u", 1000, 1000, 1.0, "t1"}),
-                 [&](const Proposed& p) { accepted = p.status == Status::ok && p.applied.ok; });
-  const std::uint64_t job = 1;
   // The pass starts it on "a", the only node.
-  REQUIRE(w.net.run_until([&] { return accepted && w.fsm.state().job(job)->state == corral::proto::state::kRunning; }, 10000));
-  REQUIRE(w.fsm.state().job(job)->runs.back().nodes == std::vector<std::string>{"a"});
+  const std::uint64_t job = w.running_job();
 
   // "b" says it runs the job too; "a", where the log places it, and "c", which runs an id the
   // log never gave, are left alone.
@@ -126,4 +139,65 @@ TEST_CASE("coordinator loop: why pending jobs wait, from the last pass and the n
   // A node that stopped reporting offers no room.
   w.net.run_for(3500);
   CHECK(w.loop.waits({2}).waits.at(0).detail == "waits for a node: none that takes jobs (up, not drained) is reporting");
+}
+
+// A user's cancel of a running job is committed before it is sent: a coordinator elected after
+// it (nothing of its predecessor in memory) sends it again to the run's node until the job's
+// end is committed.
+TEST_CASE("coordinator loop: a cancel of a running job survives a change of coordinator", "[mesh_state]") {
+  OneVoter w;
+  w.report(1, "a", {});
+  const std::uint64_t job = w.running_job();
+  w.report(1, "a", {job});
+  w.net.run_for(500);  // its start settled (a cancel meanwhile is answered "being committed")
+
+  jobs::CancelAsk ask;
+  ask.job = job;
+  ask.uid = 1000;
+  ask.who = "u";
+  std::optional<DeskAnswer> answer;
+  w.loop.cancel(ask, [&](const DeskAnswer& a) { answer = a; });
+  REQUIRE(w.net.run_until([&] { return answer.has_value(); }, 5000));
+  INFO(answer->message);
+  CHECK(answer->status == "ok");
+  CHECK(w.fsm.state().job(job)->runs.back().cancel_by == "u");
+  auto first = w.stops(1, job);
+  REQUIRE_FALSE(first.empty());
+  CHECK(first.front().who == "u");
+
+  // The coordinator goes before "a" stops the job; a new one is elected on the same log.
+  w.loop.leadership(false, 0);
+  const std::size_t old_sent = w.stops(1, job).size();
+  Pushed pushed;
+  CoordinatorLoop fresh{w.net.env(1), w.node, w.fsm.state(), "m", corral::SchedConfig{}, one_queue(),
+                        [&](std::uint64_t to, const jobs::Message& m) { pushed.emplace_back(to, m); }};
+  fresh.leadership(true, w.node.term());
+  REQUIRE(w.net.run_until([&] { return fresh.deciding(); }, 5000));
+  fresh.node(NodeReport{1, "a", 4, 1024, 0, {job}, w.net.env(1).now_ms()});
+  w.net.run_for(1200);
+  auto again = stops_in(pushed, 1, job);
+  REQUIRE(again.size() >= 2);  // sent again every 500 ms
+  CHECK(again.front().who == "u");
+  CHECK(again.front().run == 1);
+  CHECK(again.front().term == w.node.term());
+  CHECK(w.stops(1, job).size() == old_sent);  // the old coordinator sent nothing more
+
+  // A second cancel while it is being carried out: answered, nothing new in the log.
+  const std::uint64_t applied = w.fsm.state().data().applied;
+  ask.who = "root";
+  answer.reset();
+  fresh.cancel(ask, [&](const DeskAnswer& a) { answer = a; });
+  REQUIRE(answer.has_value());
+  CHECK(answer->status == "ok");
+  CHECK(w.fsm.state().data().applied == applied);
+
+  // Its end is committed ("a" no longer runs it): no more cancels.
+  bool ended = false;
+  w.node.propose(mesh::encode_entry(mesh::JobEnded{job, 1, "cancelled", -1, 3.0}),
+                 [&](const Proposed& p) { ended = p.status == Status::ok && p.applied.ok; });
+  REQUIRE(w.net.run_until([&] { return ended; }, 5000));
+  fresh.node(NodeReport{1, "a", 4, 1024, 0, {}, w.net.env(1).now_ms()});
+  const std::size_t sent = stops_in(pushed, 1, job).size();
+  w.net.run_for(1200);
+  CHECK(stops_in(pushed, 1, job).size() == sent);
 }

@@ -14,8 +14,11 @@
 // launch is a start the mesh committed, on the node it names (so a minority
 // starts nothing of its own); every acknowledged submission is in the final
 // state and completes, exactly once; every member's state is identical
-// after healing. A failing seed prints itself: CORRAL_SIM_FIRST_SEED=S
-// CORRAL_SIM_SEEDS=1 replays it.
+// after healing. One job in ten runs for ever and root cancels it, on random
+// members, through the crashes: once a cancel is answered ok it is never
+// asked again, so the mesh must carry it out whatever coordinator follows;
+// such a job ends cancelled and never completes. A failing seed prints
+// itself: CORRAL_SIM_FIRST_SEED=S CORRAL_SIM_SEEDS=1 replays it.
 #include <catch2/catch.hpp>
 
 #include "tests/effort.hpp"
@@ -51,6 +54,8 @@ namespace link = corral::proto::link;
 constexpr char kMesh[] = "sim";
 constexpr std::uint64_t kHelloMs = 200;
 constexpr int kCores = 4;
+// A job that runs for longer than any simulation: only a cancel ends it.
+constexpr char kForever[] = "t100000000";
 
 std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   const char* v = std::getenv(name);
@@ -121,6 +126,7 @@ class MeshSim {
     for (int step = 0; step < 120 && broken_.empty(); ++step) {
       chaos();
       if (net_.chance(0.5)) submit();
+      if (net_.chance(0.2)) cancel_forever();
       net_.run_for(net_.uniform(10, 40));
     }
     if (broken_.empty()) settle();
@@ -129,7 +135,7 @@ class MeshSim {
   }
 
   std::size_t jobs = 0, launches = 0, crashes = 0, isolations = 0, squeezes = 0, requeues = 0, killed = 0;
-  std::size_t member_launches = 0;
+  std::size_t member_launches = 0, cancels = 0;
 
  private:
   static std::string name(unsigned i) { return "n" + std::to_string(i + 1); }
@@ -246,10 +252,12 @@ class MeshSim {
     if (auto* a = std::get_if<jobs::ForwardAck>(&msg)) {
       p.forward->on_ack(*a);
     } else if (auto* f = std::get_if<jobs::Forward>(&msg)) {
-      p.desk->accept(mesh::decode_entry(f->entry), [this, i, from = f->from, request = f->request](const DeskAnswer& a) {
+      auto answer = [this, i, from = f->from, request = f->request](const DeskAnswer& a) {
         send(i, from, jobs::encode(jobs::ForwardAck{kMesh, slots_[i].id, request, a.status, a.job, a.leader,
                                                     a.message, a.code}));
-      });
+      };
+      if (f->cancel.asked()) p.coordinator->cancel(f->cancel, answer);
+      else p.desk->accept(mesh::decode_entry(f->entry), answer);
     } else if (std::holds_alternative<jobs::StartJob>(msg) || std::holds_alternative<jobs::CancelJob>(msg)) {
       post_order(i, p.alive, msg);
     } else if (auto* k = std::get_if<jobs::StartAck>(&msg)) {
@@ -262,7 +270,8 @@ class MeshSim {
     unsigned i = static_cast<unsigned>(net_.uniform(0, slots_.size() - 1));
     if (!slots_[i].p) return;
     mesh::JobAccepted job;
-    job.spec.name = "t" + std::to_string(net_.uniform(50, 1500));
+    const bool forever = net_.chance(0.1);
+    job.spec.name = forever ? std::string(kForever) : "t" + std::to_string(net_.uniform(50, 1500));
     job.spec.queue = "normal";
     job.spec.ncpus = static_cast<std::int32_t>(net_.uniform(1, 3));
     job.spec.walltime = 3600;
@@ -270,10 +279,30 @@ class MeshSim {
     job.uid = 1000;
     job.submit_time = slots_[i].p->env->wall_s();
     std::uint64_t n = ++submissions_;
-    slots_[i].p->forward->submit(std::move(job), [this, n](const corral::agent::SubmitResult& r) {
+    slots_[i].p->forward->submit(std::move(job), [this, n, forever](const corral::agent::SubmitResult& r) {
       if (!r.ok) return;  // timed out: the client was told it is not accepted
       if (!acked_.emplace(r.job, n).second) fail("id " + std::to_string(r.job) + " answered to two submissions");
+      if (forever) forever_.push_back(r.job);
     });
+  }
+
+  // root cancels a job that runs for ever (or waits), on a random member that is up. Once the
+  // answer is ok, the cancel is never asked again: the mesh must carry it out through any
+  // crash of its coordinator.
+  void cancel_forever(unsigned i, std::uint64_t job) {
+    jobs::CancelAsk ask;
+    ask.job = job;
+    ask.admin = true;
+    ask.who = "root";
+    slots_[i].p->forward->cancel(ask, [this, job](const corral::agent::SubmitResult& r) {
+      if (r.ok) cancelled_.insert(job);
+    });
+  }
+  void cancel_forever() {
+    unsigned i = static_cast<unsigned>(net_.uniform(0, slots_.size() - 1));
+    if (forever_.empty() || !slots_[i].p) return;
+    std::uint64_t job = forever_[net_.uniform(0, forever_.size() - 1)];
+    if (!cancelled_.count(job)) cancel_forever(i, job);
   }
 
   void launched(const std::string& node, const jobs::StartJob& s) {
@@ -347,18 +376,26 @@ class MeshSim {
         make(i);
         boot(i);
       }
-    bool ok = net_.run_until(
-        [&] {
-          int l = leader();
-          if (l < 0 || !slots_[l].p->coordinator->deciding()) return false;  // its barrier committed
-          const RaftNode& ln = *slots_[l].p->node;
-          for (const auto& [id, j] : slots_[l].p->fsm.state().data().jobs)
-            if (j.state != corral::proto::state::kEnded) return false;
-          for (const auto& s : slots_)
-            if (s.p->node->last_applied() < ln.commit_index()) return false;
-          return true;
-        },
-        120000);
+    // Each second until every job ended: every job that runs for ever whose cancel no one was
+    // told is ok yet (or whose submission timed out but was committed) is cancelled.
+    auto settled = [&] {
+      int l = leader();
+      if (l < 0 || !slots_[l].p->coordinator->deciding()) return false;  // its barrier committed
+      const RaftNode& ln = *slots_[l].p->node;
+      for (const auto& [id, j] : slots_[l].p->fsm.state().data().jobs)
+        if (j.state != corral::proto::state::kEnded) return false;
+      for (const auto& s : slots_)
+        if (s.p->node->last_applied() < ln.commit_index()) return false;
+      return true;
+    };
+    bool ok = false;
+    for (int second = 0; second < 120 && !ok; ++second) {
+      if (int l = leader(); l >= 0)
+        for (const auto& [id, j] : slots_[l].p->fsm.state().data().jobs)
+          if (j.spec.name == kForever && j.state != corral::proto::state::kEnded && !cancelled_.count(id))
+            cancel_forever(static_cast<unsigned>(l), id);
+      ok = net_.run_until(settled, 1000);
+    }
     if (!ok) fail("not settled within 120 s of healing: " + describe());
   }
 
@@ -380,6 +417,9 @@ class MeshSim {
           const SimAgent::Record* r = slots_[std::stoul(on.substr(1)) - 1].agent->record(id);
           out << (!r ? " (its agent has no record of it)"
                      : " (its agent holds run " + std::to_string(r->run) + (r->ended ? ", ended)" : ", running)"));
+          if (j.spec.name == kForever)
+            out << "; runs for ever, cancel " << (j.runs.back().cancel_by.empty() ? "not committed" : "committed")
+                << (cancelled_.count(id) ? ", answered ok" : "");
         }
     return out.str();
   }
@@ -399,7 +439,13 @@ class MeshSim {
       if (!ref.job(id)) return fail("acknowledged job " + std::to_string(id) + " lost");
     for (const auto& [id, j] : ref.data().jobs) {
       std::string job = "job " + std::to_string(id);
-      if (j.end_reason != "completed") return fail(job + " ended " + j.end_reason);
+      const bool forever = j.spec.name == kForever;
+      if (j.end_reason != (forever ? "cancelled" : "completed")) {
+        std::string runs;
+        for (const MeshRun& r : j.runs) runs += " [" + r.nodes.front() + " " + r.end_reason + " " + r.cancel_by + "]";
+        return fail(job + " (" + j.spec.name + ") ended " + j.end_reason + ":" + runs);
+      }
+      cancels += forever;
       std::size_t ran = 0;
       for (std::size_t k = 0; k < j.runs.size(); ++k) {
         const MeshRun& r = j.runs[k];
@@ -414,7 +460,7 @@ class MeshSim {
                       " is not the start the mesh committed");
         ran += r.end_reason == "completed";
       }
-      if (ran != 1) return fail(job + " completed " + std::to_string(ran) + " times");
+      if (ran != (forever ? 0u : 1u)) return fail(job + " completed " + std::to_string(ran) + " times");
       if (runs_[id].size() > j.runs.size()) return fail(job + " launched a run the mesh does not hold");
     }
     jobs += ref.data().jobs.size();
@@ -430,6 +476,8 @@ class MeshSim {
   std::map<std::uint64_t, std::uint64_t> acked_;                       // id -> submission
   std::map<std::uint64_t, std::map<std::int32_t, Launch>> runs_;       // job -> run -> launch
   std::map<std::uint64_t, int> exits_;
+  std::vector<std::uint64_t> forever_;                                 // acknowledged jobs that run for ever
+  std::set<std::uint64_t> cancelled_;                                  // their cancels answered ok
 };
 
 }  // namespace
@@ -439,7 +487,7 @@ TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reorderi
   std::uint64_t first = env_number("CORRAL_SIM_FIRST_SEED", 1);
   std::uint64_t seeds = env_number("CORRAL_SIM_SEEDS", corral_test::scaled<std::uint64_t>(300, 100));
   std::size_t jobs = 0, launches = 0, crashes = 0, isolations = 0, squeezes = 0, requeues = 0, killed = 0;
-  std::size_t member_launches = 0;
+  std::size_t member_launches = 0, cancels = 0;
   std::vector<std::string> broken;
   for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
     MeshSim sim(seed);
@@ -453,6 +501,7 @@ TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reorderi
     requeues += sim.requeues;
     killed += sim.killed;
     member_launches += sim.member_launches;
+    cancels += sim.cancels;
     if (broken.size() >= 5) break;
   }
   for (const auto& b : broken) UNSCOPED_INFO(b << "  (replay: CORRAL_SIM_FIRST_SEED=" << b.substr(5, b.find(':') - 5)
@@ -461,10 +510,11 @@ TEST_CASE("mesh sim: every job runs exactly once through crashes, loss, reorderi
   WARN(seeds << " seeds: " << jobs << " jobs, " << launches << " launches, " << crashes << " crashes, " << isolations
              << " minorities isolated, " << squeezes << " nodes squeezed, " << requeues
              << " starts given back, " << killed << " runs lost with their agent, " << member_launches
-             << " launches on the member that does not vote");
+             << " launches on the member that does not vote, " << cancels << " jobs cancelled");
   if (seeds >= 100) {
     CHECK(member_launches > seeds);
     CHECK(jobs > seeds);
     CHECK(crashes > seeds);
+    CHECK(cancels > seeds / 2);
   }
 }

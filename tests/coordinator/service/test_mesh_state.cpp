@@ -32,6 +32,13 @@ mesh::JobStarted started(std::uint64_t job, std::int32_t run, std::uint64_t term
   return mesh::JobStarted{job, run, std::move(nodes), decision, term, 200};
 }
 
+// A run as a snapshot of an older version holds it (no cancel_by).
+struct OlderRun {
+  std::vector<std::string> nodes;
+  double start = 0;
+  MSGPACK_DEFINE_MAP(nodes, start)
+};
+
 // The jobs of `st` that have not ended, from the whole job table.
 std::set<std::uint64_t> not_ended(const MeshState& st) {
   std::set<std::uint64_t> out;
@@ -208,6 +215,41 @@ TEST_CASE("runs end, requeue, suspend and resume only as the current run", "[mes
   CHECK(j->runs.at(1).end == 400);
   CHECK(st.jobs_on("n2").empty());
   CHECK(st.apply(mesh::JobEnded{id, 2, "completed", 0, 401}).reason == "job 1 is ended, not running");
+}
+
+TEST_CASE("a running job's cancel is replicated; a run requeued meanwhile ends the job", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  REQUIRE(st.apply(started(id, 1, 1, 1)).ok);
+  CHECK(st.apply(mesh::CancelAsked{id, 2, "alice", 250}).reason == "run 2 is not the current run (1) of job 1");
+  CHECK(st.apply(mesh::CancelAsked{id, 1, "", 250}).reason == "a cancel needs who asked it");
+  REQUIRE(st.apply(mesh::CancelAsked{id, 1, "alice", 250}).ok);
+  REQUIRE(st.apply(mesh::CancelAsked{id, 1, "root", 251}).ok);
+  CHECK(st.job(id)->runs.back().cancel_by == "alice");  // the first, being carried out
+  CHECK(st.job(id)->state == "running");                // its nodes stop it; its end comes as any end
+
+  mesh::Entry back = mesh::decode_entry(mesh::encode_entry(mesh::CancelAsked{id, 1, "alice", 250}));
+  CHECK(mesh::kind_name(back) == "cancel_asked");
+  CHECK(std::get<mesh::CancelAsked>(back).who == "alice");
+  MeshState copy;
+  copy.restore(st.snapshot());
+  CHECK(copy.job(id)->runs.back().cancel_by == "alice");
+
+  // Its node was requeueing it when the cancel came: the job does not wait again.
+  REQUIRE(st.apply(mesh::JobRequeued{id, 1, "requeued by root", 300}).ok);
+  CHECK(st.job(id)->state == "ended");
+  CHECK(st.job(id)->end_reason == "cancelled");
+  CHECK(st.job(id)->end_message == "cancelled by alice while its run was being stopped (requeued by root)");
+  CHECK(st.job(id)->runs.back().end_reason == "preempted");
+  CHECK(st.live().empty());
+  CHECK(st.apply(mesh::CancelAsked{id, 1, "alice", 301}).reason == "job 1 is ended, not running");
+
+  // A run of an older snapshot (no cancel_by) reads as not cancelled.
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, OlderRun{{"n1", "n2"}, 5});
+  MeshRun run = msgpack::unpack(buf.data(), buf.size()).get().as<MeshRun>();
+  CHECK(run.nodes == std::vector<std::string>{"n1", "n2"});
+  CHECK(run.cancel_by.empty());
 }
 
 TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh_state]") {
@@ -404,6 +446,10 @@ TEST_CASE("jobs messages: each kind survives its bytes; other messages and bad b
   CHECK(std::get<jobs::CancelJob>(jobs::decode(jobs::encode(x))).who == "alice");
   jobs::ForwardAck a{"rack1", 1, 7, "refused", 12, 0, "job 12 belongs to bob", "permission"};
   CHECK(std::get<jobs::ForwardAck>(jobs::decode(jobs::encode(a))).code == "permission");
+  CHECK(std::get<jobs::ExecAlive>(jobs::decode(jobs::encode(jobs::ExecAlive{"rack1", 2, 9}))).request == 9);
+  auto cb = std::get<jobs::ExecCancel>(jobs::decode(jobs::encode(jobs::ExecCancel{"rack1", 2, 9, "its caller went away"})));
+  CHECK(cb.request == 9);
+  CHECK(cb.why == "its caller went away");
 
   CHECK_FALSE(jobs::is_jobs(link::encode(link::Hello{})));
   CHECK_FALSE(jobs::is_jobs(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
