@@ -30,7 +30,7 @@ proto::JobInfo mesh_array_info(const MeshJob& arr, const std::vector<const MeshJ
   if (arr.state != proto::state::kEnded) i.state = n.running > 0 ? proto::state::kRunning : proto::state::kPending;
   i.wait_reason.clear();  // its tasks wait, each for its own reason
   i.wait_detail.clear();
-  if (arr.state == proto::state::kEnded) i.comment = arr.end_message;
+  if (arr.state == proto::state::kEnded) i.comment = arr.end_message, i.end_time = arr.end_time;
   return i;
 }
 

@@ -291,6 +291,7 @@ TEST_CASE("mesh control: a job array through a follower: each task once with its
   CHECK(a["comment"] == "1 of 6 tasks did not complete");
   CHECK(a["array_tasks"]["ended"] == 6);
   CHECK(a["array_tasks"]["failed"] == 1);
+  CHECK(a["end_time"].is_number());
   Result w = waited.get();
   INFO(w.err);
   CHECK(w.rc == 1);  // answered when the array ended: its exit code
