@@ -321,7 +321,7 @@ TEST_CASE("mesh control: a job array through a follower: each task once with its
   CHECK(starts == std::map<int, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}});
   std::sort(edges.begin(), edges.end());
   int at_once = 0, peak = 0;
-  for (auto [t, d] : edges) peak = std::max(peak, at_once += d);
+  for (const auto& edge : edges) peak = std::max(peak, at_once += edge.second);
   CHECK(peak <= 2);
   for (int i = 1; i <= 5; ++i) CHECK(slurp(work + "/arr.o" + sid + "." + std::to_string(i)) == std::to_string(i) + "\n");
 

@@ -413,9 +413,9 @@ TEST_CASE("an array's cancel ends its waiting tasks; its hold holds them; all ta
   const std::uint64_t arr = st.apply(array_of(0, 9, 3, 0)).job;  // tasks 0, 3, 6, 9
   REQUIRE(st.apply(mesh::JobHeld{arr, "user", "alice"}).ok);
   REQUIRE(st.apply(mesh::TasksHanded{arr, -1, 2}).ok);
-  for (auto [index, id] : tasks_of(st, arr)) CHECK(st.job(id)->hold == "user");
+  for (const auto& task : tasks_of(st, arr)) CHECK(st.job(task.second)->hold == "user");
   REQUIRE(st.apply(mesh::JobHeld{arr, "", "alice"}).ok);
-  for (auto [index, id] : tasks_of(st, arr)) CHECK(st.job(id)->hold.empty());
+  for (const auto& task : tasks_of(st, arr)) CHECK(st.job(task.second)->hold.empty());
   REQUIRE(st.apply(mesh::JobMoved{arr, "express", "alice"}).ok);
   CHECK(st.job(tasks_of(st, arr).at(3))->spec.queue == "express");
   REQUIRE(st.apply(started(tasks_of(st, arr).at(0), 1, 1, 1)).ok);
@@ -432,9 +432,9 @@ TEST_CASE("an array's cancel ends its waiting tasks; its hold holds them; all ta
   const std::uint64_t ok = st.apply(array_of(1, 2, 1, 0)).job;
   REQUIRE(st.apply(mesh::TasksHanded{ok, -1, 64}).ok);
   std::uint64_t decision = 1;
-  for (auto [index, id] : tasks_of(st, ok)) {
-    REQUIRE(st.apply(started(id, 1, 1, ++decision)).ok);
-    REQUIRE(st.apply(mesh::JobEnded{id, 1, "completed", 0, 60}).ok);
+  for (const auto& task : tasks_of(st, ok)) {
+    REQUIRE(st.apply(started(task.second, 1, 1, ++decision)).ok);
+    REQUIRE(st.apply(mesh::JobEnded{task.second, 1, "completed", 0, 60}).ok);
   }
   CHECK(st.job(ok)->end_reason == "completed");
   CHECK(st.job(ok)->end_message == "all 2 tasks completed");
