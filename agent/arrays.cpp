@@ -10,6 +10,7 @@
 #include "agent/daemon.hpp"
 #include "agent/local_socket.hpp"
 #include "agent/node/launcher.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral::agent {
 namespace {
@@ -162,11 +163,8 @@ std::optional<proto::ErrorRep> Daemon::find_task(const Peer& p, std::uint64_t& i
   const std::string named = task_name(id, index);
   if (!arr) return proto::ErrorRep{"not_found", "unknown job id " + std::to_string(id)};
   if (!arr->is_array()) return proto::ErrorRep{"invalid", "job " + std::to_string(id) + " is not a job array (no " + named + ")"};
-  const proto::ArraySpec& a = arr->spec.array;
-  if (index < a.first || index > a.last || (index - a.first) % a.step != 0)
-    return proto::ErrorRep{"not_found", named + ": array " + std::to_string(id) + " has no task " + std::to_string(index) +
-                                            " (its tasks: " + std::to_string(a.first) + "-" + std::to_string(a.last) +
-                                            (a.step > 1 ? ":" + std::to_string(a.step) : "") + ")"};
+  if (std::string why = proto::check_task_index(id, arr->spec.array, index); !why.empty())
+    return proto::ErrorRep{"not_found", why};
   if (auto t = array_tasks_.find({id, index}); t != array_tasks_.end() && store_->find(t->second)) {
     id = t->second;
     return std::nullopt;
@@ -213,7 +211,7 @@ bool Daemon::name_task(Client& c, proto::Message& m) {
   else if (auto* ct = std::get_if<proto::ControlReq>(&m)) id = &ct->id, index = &ct->index;
   if (!index || *index < 0) return true;
   if (mesh_) {
-    send(c, proto::ErrorRep{"invalid", "job arrays are not supported in a mesh yet (only with --standalone)"});
+    mesh_name_task(c, m, *id, *index);
     return false;
   }
   const std::uint64_t array = *id;

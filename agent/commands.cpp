@@ -38,8 +38,6 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
   auto bad = [](std::string msg) { return proto::ErrorRep{"invalid", std::move(msg)}; };
   // Every field as strictly as `corral submit` checks it, with the same limits and words.
   if (std::string why = proto::check_spec(s); !why.empty()) return bad(why);
-  if (mesh_ && s.array.on())
-    return bad("-J / -t: job arrays are not supported in a mesh yet (only with --standalone)");
   const int node_cores = static_cast<int>(topo.cores.size());
   // In a mesh a job may span nodes: the coordinator's planner places it; the sizes of this node
   // bound nothing but an open -pe range ("n-").

@@ -62,6 +62,10 @@ struct Topology;
 struct JobEnd;
 }  // namespace corral::node
 
+namespace corral::service {
+struct MeshJob;
+}  // namespace corral::service
+
 namespace corral::agent {
 
 class MeshLink;
@@ -187,6 +191,10 @@ class Daemon {
   // its environment. Returns "" or why this node cannot take its part.
   std::string mesh_share(JobRecord& rec, const proto::jobs::StartJob& s);
   void remove_host_files(std::uint64_t id);
+  // Job arrays through the mesh (mesh_arrays.cpp): request `m` naming task `index` of `array`
+  // (ID[INDEX]): a stat answered from this member's replica, any other request sent on with the
+  // task's own id, which the coordinator gives.
+  void mesh_name_task(Client& c, proto::Message m, std::uint64_t array, std::int64_t index);
 
   // ---- `corral exec` (mesh_exec.cpp) ------------------------------------
   void mesh_exec(Client& c, const proto::ExecReq& r);
@@ -408,6 +416,14 @@ std::string user_name(uid_t uid);
 
 // A request to the mesh's coordinator as this node's local socket saw its user (mesh_operator.cpp).
 proto::jobs::CancelAsk mesh_ask(const Peer& p, std::string action);
+// A replicated job as users see it (mesh_jobs.cpp); an array's counts are mesh_arrays.cpp's.
+proto::JobInfo mesh_info(const service::MeshJob& j);
+// A replicated job's -o (err false) or -e file: as submitted, else NAME.oID in its directory; a
+// task's is its array's made its own (task_path).
+std::string mesh_output(const proto::JobSpec& s, bool err, std::uint64_t id, std::uint64_t array_id, std::int64_t index);
+// `corral stat` of the replicated jobs `jobs` (mesh_arrays.cpp): an array with its tasks' counts,
+// its tasks listed under it only with -t (r.tasks).
+proto::StatRep mesh_stat_list(const proto::StatReq& r, const std::vector<service::MeshJob>& jobs);
 
 // The node as corrald sees it: the emulated node (emulate), the declared shape (declare_cores),
 // the recorded XML (topology_xml), else hwloc's discovery (jobfs_dir: where its scratch space is measured; "" for

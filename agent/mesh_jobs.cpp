@@ -34,8 +34,14 @@ namespace {
 // and never starts it.
 constexpr std::string_view kGivenBack = "given_back";
 
-std::string default_output(const proto::JobSpec& s, const char* kind, std::uint64_t id) {
-  return s.cwd + "/" + s.name + kind + std::to_string(id);
+}  // namespace
+
+std::string mesh_output(const proto::JobSpec& s, bool err, std::uint64_t id, std::uint64_t array_id, std::int64_t index) {
+  if (err && s.join) return mesh_output(s, false, id, array_id, index);  // -j oe: one file, as qsub's
+  const std::string& given = err ? s.stderr_path : s.stdout_path;
+  const std::uint64_t named = array_id ? array_id : id;  // a task's files are named for its array
+  std::string path = given.empty() ? s.cwd + "/" + s.name + (err ? ".e" : ".o") + std::to_string(named) : given;
+  return array_id ? task_path(path, index) : path;
 }
 
 // A replicated job as users see it (as info() shows a local one).
@@ -56,8 +62,11 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   i.ncpus = s.ncpus;
   i.mem_mb = s.mem_mb;
   i.jobfs_mb = s.jobfs_mb;
-  i.stdout_path = s.stdout_path.empty() ? default_output(s, ".o", j.id) : s.stdout_path;
-  i.stderr_path = s.stderr_path.empty() ? default_output(s, ".e", j.id) : s.stderr_path;
+  i.stdout_path = mesh_output(s, false, j.id, j.array_id, j.array_index);
+  i.stderr_path = mesh_output(s, true, j.id, j.array_id, j.array_index);
+  i.array = s.array;
+  i.array_id = j.array_id;
+  i.array_index = j.array_index;
   i.pe = s.pe;
   i.slots_min = s.slots_min;
   i.slots_max = s.slots_max;
@@ -86,8 +95,6 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   }
   return i;
 }
-
-}  // namespace
 
 void Daemon::mesh_report_node() {
   const node::Topology& topo = launcher_->topology();
@@ -170,8 +177,10 @@ void Daemon::mesh_start(const proto::jobs::StartJob& s) {
     rec.env_blob.push_back('\0');
   }
   rec.spec.env.clear();
-  if (rec.spec.stdout_path.empty()) rec.spec.stdout_path = default_output(rec.spec, ".o", rec.id);
-  if (rec.spec.stderr_path.empty()) rec.spec.stderr_path = default_output(rec.spec, ".e", rec.id);
+  rec.spec.stdout_path = mesh_output(rec.spec, false, rec.id, s.array_id, s.array_index);
+  rec.spec.stderr_path = mesh_output(rec.spec, true, rec.id, s.array_id, s.array_index);
+  rec.array_id = s.array_id;  // a task: its index variables in its environment (array_env)
+  rec.array_index = s.array_index;
   rec.uid = s.spec.uid;
   rec.gid = s.spec.gid;
   rec.user = s.spec.user;
@@ -282,10 +291,12 @@ void Daemon::mesh_stat(Client& c, const proto::StatReq& r) {
     }
     proto::StatRep rep;
     std::vector<std::uint64_t> waiting;
-    for (const auto& j : jobs) {
-      if (r.id == 0 && !stat_match(peer, r, j.uid, j.user, j.spec.project, j.state)) continue;
-      rep.jobs.push_back(mesh_info(j));
-      if (j.state == proto::state::kPending && j.hold.empty()) waiting.push_back(j.id);
+    proto::StatRep all = mesh_stat_list(r, jobs);  // an array as one job with its tasks' counts
+    for (proto::JobInfo& i : all.jobs) {
+      if (r.id == 0 && !stat_match(peer, r, i.uid, i.user, i.project, i.state)) continue;
+      const bool array = i.array.on() && i.array_id == 0;  // its tasks wait, each for its own reason
+      if (i.state == proto::state::kPending && i.wait_reason.empty() && !array) waiting.push_back(i.id);
+      rep.jobs.push_back(std::move(i));
     }
     if (waiting.empty()) return mesh_answer(fd, ticket, rep);
     // Why they wait, from the coordinator's last pass (nothing when it does not answer).
@@ -310,7 +321,8 @@ void Daemon::mesh_wait(Client& c, const proto::WaitReq& r) {
   mesh_->watch_ends(true);
   mesh_->jobs(r.id, [this, fd = c.fd, ticket, id = r.id](std::vector<service::MeshJob> jobs) {
     if (jobs.empty()) return mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "unknown job id " + std::to_string(id)});
-    if (jobs.front().state == proto::state::kEnded) return mesh_answer(fd, ticket, proto::WaitRep{mesh_info(jobs.front())});
+    if (jobs.front().state == proto::state::kEnded)
+      return mesh_answer(fd, ticket, proto::WaitRep{mesh_stat_list(proto::StatReq{id}, jobs).jobs.front()});
     auto it = clients_.find(fd);
     if (it == clients_.end() || it->second->mesh_ticket != ticket) return;
     it->second->mesh_ticket = 0;
@@ -324,7 +336,7 @@ void Daemon::mesh_wait_ended(std::uint64_t job) {
   if (!waited) return;
   mesh_->jobs(job, [this, job](std::vector<service::MeshJob> jobs) {
     if (jobs.empty()) return;
-    proto::JobInfo info = mesh_info(jobs.front());
+    proto::JobInfo info = mesh_stat_list(proto::StatReq{job}, jobs).jobs.front();
     for (auto& [fd, c] : clients_) {
       if (c->waiting != job) continue;
       send(*c, proto::WaitRep{info});

@@ -155,6 +155,9 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     if (!o.ok || !o.job || !cfg_.on_ended || !watching_.load(std::memory_order_relaxed)) return;
     const MeshJob* j = m_->fsm.state().job(o.job);
     if (j && j->state == proto::state::kEnded) reply([fn = cfg_.on_ended, job = o.job] { fn(job); });
+    // An array ends with its last task, in the same entry.
+    const MeshJob* a = j && j->array_id ? m_->fsm.state().job(j->array_id) : nullptr;
+    if (a && a->state == proto::state::kEnded) reply([fn = cfg_.on_ended, job = a->id] { fn(job); });
   });
   m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
   if (is_voter(cfg_) && m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
@@ -383,6 +386,7 @@ void MeshLink::jobs(std::uint64_t id, std::function<void(std::vector<service::Me
     const MeshState& st = m_->fsm.state();
     if (id != 0) {
       if (const MeshJob* j = st.job(id)) out.push_back(*j);
+      for (std::uint64_t t : st.tasks(id)) out.push_back(*st.job(t));  // an array's tasks after it
     } else {
       out.reserve(st.data().jobs.size());
       for (const auto& [jid, j] : st.data().jobs) out.push_back(j);

@@ -64,7 +64,7 @@ class MeshLink {
   // propose(): once the mesh committed the entry (a JobAccepted: the new id),
   // or why not, after at most submit_wait_ms (unbounded: sent until it is
   // committed). jobs(): the replicated jobs as this member applied them (one,
-  // or every job when `id` is 0).
+  // an array followed by its tasks handed out, or every job when `id` is 0).
   void propose(proto::mesh::Entry e, std::function<void(const SubmitResult&)> done, bool bounded = true);
   // A user's cancel, through the coordinator (SubmitResult::message: the job's state).
   void cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done);

@@ -8,7 +8,7 @@ namespace {
 constexpr KindNames<Entry> kKinds = {
     "job_accepted", "job_started", "job_ended",  "job_requeued",  "job_suspended",
     "node_admin",   "grant_set",   "charge",     "allocation_set", "job_held",
-    "job_moved",    "job_ordered", "cancel_asked",
+    "job_moved",    "job_ordered", "cancel_asked", "tasks_handed",
 };
 
 }  // namespace

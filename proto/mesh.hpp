@@ -188,8 +188,22 @@ struct CancelAsked {
   MSGPACK_DEFINE_MAP(job, run, who, time)
 };
 
+// Tasks of job array `array` handed to the pass (a JobAccepted whose spec.array is on: the array
+// itself never runs). Each task becomes a job of its own, its id from the state machine's
+// counter: the `count` next ones in index order (index -1), or the one task `index`, ahead of its
+// turn (a user named it). A task is handed out once: naming one handed out already changes
+// nothing (the outcome is its id). The coordinator hands out a few at a time, so that an array of
+// 100,000 tasks is one entry at submit.
+struct TasksHanded {
+  std::uint64_t array = 0;
+  std::int64_t index = -1;
+  std::int32_t count = 0;
+  MSGPACK_DEFINE_MAP(array, index, count)
+};
+
 using Entry = std::variant<JobAccepted, JobStarted, JobEnded, JobRequeued, JobSuspended, NodeAdmin,
-                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved, JobOrdered, CancelAsked>;
+                           GrantSet, Charge, AllocationSet, JobHeld, JobMoved, JobOrdered, CancelAsked,
+                           TasksHanded>;
 
 // Wire name of each alternative, in variant order.
 std::string_view kind_name(const Entry& e);

@@ -44,7 +44,9 @@ struct CancelAsk {
   std::string node{};
   std::string reason{};
   std::vector<mesh::AllocationSet> allocs{};  // action alloc_set: the changes, all or none
-  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who, action, queue, node, reason, allocs)
+  // Action "task": the id of task `index` of array `job` (handed out ahead of its turn if not yet).
+  std::int64_t index = -1;
+  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who, action, queue, node, reason, allocs, index)
   // Whether this is a request at all (a Forward without one carries an entry).
   bool asked() const { return job != 0 || !action.empty(); }
 };
@@ -99,8 +101,11 @@ struct StartJob {
   // Each node's share, in the order of `nodes` (JobStarted's); empty: one node, the whole job.
   std::vector<std::int32_t> slots{};
   std::vector<std::int64_t> mem_mb{};
+  // A task of a job array: the array's id and the task's index (array_id 0: not a task).
+  std::uint64_t array_id = 0;
+  std::int64_t array_index = -1;
   MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, work_done, checkpoints,
-                     slots, mem_mb)
+                     slots, mem_mb, array_id, array_index)
 };
 
 struct StartAck {

@@ -117,6 +117,13 @@ static std::string check_dependencies(const JobSpec& s) {
   return "";
 }
 
+std::string check_task_index(std::uint64_t id, const ArraySpec& a, std::int64_t index) {
+  if (a.on() && index >= a.first && index <= a.last && (index - a.first) % a.step == 0) return "";
+  const std::string n = std::to_string(id);
+  return n + "[" + std::to_string(index) + "]: array " + n + " has no task " + std::to_string(index) + " (its tasks: " +
+         std::to_string(a.first) + "-" + std::to_string(a.last) + (a.step > 1 ? ":" + std::to_string(a.step) : "") + ")";
+}
+
 static std::string check_array(const JobSpec& s) {
   const ArraySpec& a = s.array;
   if (a == ArraySpec{}) return "";

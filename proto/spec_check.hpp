@@ -34,6 +34,10 @@ bool state_listed(std::string_view states, std::string_view state);
 // Why `s` cannot be accepted, or "" when it can (empty name, queue and walltime are "not given").
 std::string check_spec(const JobSpec& s);
 
+// Why array `id` (of tasks `a`) has no task `index`, or "" when it has: the words every side
+// answers a user who names ID[INDEX] with.
+std::string check_task_index(std::uint64_t id, const ArraySpec& a, std::int64_t index);
+
 // `text` with control characters and backslashes written as \n, \t, \xHH, \\: safe to print in
 // one line of a log or a table.
 std::string printable(std::string_view text);

@@ -52,6 +52,7 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
   proposing_.clear();
   unacked_.clear();
   ordering_.clear();
+  feeding_.clear();
   demoted_.clear();
   if (!leader) return;
   term_ = term;
@@ -67,6 +68,7 @@ void CoordinatorLoop::leadership(bool leader, std::uint64_t term) {
       if (const MeshJob& j = *state_.job(id); j.state == proto::state::kRunning || j.state == proto::state::kSuspended) {
         push_start(id);
         if (!j.runs.back().order.empty()) push_order(id);
+        stop_cancelled_task(j);
       }
   });
   if (!ticking_) {
@@ -142,13 +144,15 @@ Snapshot CoordinatorLoop::build(Time now, std::vector<std::string>& names) const
     s.nodes.push_back(std::move(n));
     names.push_back(name);
   }
+  std::map<std::uint64_t, std::int64_t> room;  // arrays' starts their %max_running allows
   std::set<std::uint64_t> held;  // jobs some node reports running
   for (const auto& [name, r] : nodes_)
     if (t - r.at_ms <= kNodeStaleMs) held.insert(r.running.begin(), r.running.end());
   for (std::uint64_t id : state_.live()) {
     const MeshJob& j = *state_.job(id);
     if (j.state == proto::state::kPending) {
-      if (!proposing_.count(id) && j.hold.empty() && !blocked_.count(id) && shares_released(j, held))
+      if (!j.is_array() && !proposing_.count(id) && j.hold.empty() && !blocked_.count(id) && shares_released(j, held) &&
+          task_room(j, room))
         s.pending.push_back(to_job(j));
       continue;
     }
@@ -202,6 +206,7 @@ void CoordinatorLoop::pass() {
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = thread_cpu_ms();
   settle_dependencies();
+  feed_arrays();
   std::vector<std::string> names;
   Snapshot snap = build(static_cast<Time>(env_.wall_s()), names);
   if (snap.nodes.empty()) return;
@@ -278,6 +283,8 @@ void CoordinatorLoop::push_start(std::uint64_t job, const std::string& node) {
   s.spec = proto::mesh::JobAccepted{j->spec, j->user, j->uid, j->gid, j->submit_time, ""};
   s.work_done = j->work_done;
   s.checkpoints = j->checkpoints;
+  s.array_id = j->array_id;
+  s.array_index = j->array_index;
   send_until_acked(job, node, proto::jobs::Message{std::move(s)});
 }
 
@@ -356,6 +363,7 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
     return done(DeskAnswer{"refused", ask.job, 0, "job " + id + " has already ended (" + j->end_reason + ")", "invalid"});
   // A start being committed: asked again once it is settled.
   if (proposing_.count(ask.job)) return done(DeskAnswer{"error", 0, 0, "a start of it is being committed", ""});
+  if (j->is_array()) return cancel_array(*j, ask, done);
   if (j->state == proto::state::kPending) {
     proto::mesh::JobEnded e{ask.job, 0, "cancelled", -1, env_.wall_s()};
     c_.propose(proto::mesh::encode_entry(e), [done, job = ask.job](const Proposed& p) {

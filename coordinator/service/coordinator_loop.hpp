@@ -157,6 +157,16 @@ class CoordinatorLoop {
   };
   std::map<std::string, Free> free_room() const;
   std::string lacks(const MeshJob& j, const std::map<std::string, Free>& free) const;
+  // job_arrays.cpp: tasks of each array handed to the pass a few at a time (TasksHanded): at most
+  // kArrayWindow waiting, never more live than its %max_running; whether pending task j may be
+  // offered to this pass (`room`: per array, the starts its limit still allows); an array's
+  // cancel (its running tasks stopped, also by a new coordinator); a user's ID[INDEX] resolved
+  // to the task's id (handed out ahead of its turn when it was not yet).
+  void feed_arrays();
+  bool task_room(const MeshJob& j, std::map<std::uint64_t, std::int64_t>& room) const;
+  void cancel_array(const MeshJob& arr, const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
+  void stop_cancelled_task(const MeshJob& t);
+  void task_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
 
   static constexpr std::uint64_t kResendMs = 500;      // a start, order or cancel not settled: sent again
   static constexpr std::uint64_t kNodeStaleMs = 3000;  // a node not heard from for this long: its report says nothing
@@ -192,6 +202,7 @@ class CoordinatorLoop {
   std::map<std::tuple<std::uint64_t, std::string, bool>, Unacked> unacked_;
   std::uint64_t next_cancel_ms_ = 0;
   std::set<std::uint64_t> ordering_;           // jobs whose order is being committed
+  std::set<std::uint64_t> feeding_;            // arrays whose tasks are being handed out
   std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name

@@ -129,6 +129,7 @@ void CoordinatorLoop::control(const proto::jobs::CancelAsk& ask, const JobDesk::
                         "permission"));
   auto not_now = [&](const std::string& why) { done(order_refused(ask.job, "cannot " + act + " job " + id + ": it is " + why, "invalid")); };
   if (j->state == proto::state::kEnded) return not_now("ended (" + j->end_reason + ")");
+  if (j->is_array()) return not_now("a job array: name one of its tasks, " + id + "[INDEX]");
   if (j->state == proto::state::kPending) return not_now(proposing_.count(ask.job) ? "starting" : "pending (not running)");
   const MeshRun& run = j->runs.back();
   if (!run.stopping.empty() || ordering_.count(ask.job)) return not_now("already being stopped or changed");

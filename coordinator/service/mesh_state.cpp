@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/names.hpp"
 #include "coordinator/nci/ledger.hpp"
 #include "coordinator/service/mesh_charges.hpp"
 
@@ -42,8 +43,14 @@ Outcome MeshState::apply(const proto::mesh::Entry& e) {
 
 void MeshState::track(std::uint64_t id) {
   auto it = d_.jobs.find(id);
-  if (it != d_.jobs.end() && it->second.state != st::kEnded) live_.insert(id);
+  const bool live = it != d_.jobs.end() && it->second.state != st::kEnded;
+  if (live) live_.insert(id);
   else live_.erase(id);
+  if (it == d_.jobs.end() || it->second.array_id == 0) return;
+  std::set<std::uint64_t>& tasks = live_tasks_[it->second.array_id];
+  if (live) tasks.insert(id);
+  else tasks.erase(id);
+  if (tasks.empty()) live_tasks_.erase(it->second.array_id);
 }
 
 Outcome MeshState::apply_bytes(std::string_view bytes) {
@@ -62,6 +69,14 @@ Outcome MeshState::on(const proto::mesh::JobAccepted& e) {
     auto it = d_.tokens.find(e.token);
     if (it != d_.tokens.end()) return done(it->second);  // a retried submission: same id
   }
+  if (e.spec.array.on() && e.spec.array.tasks() <= 0) return refused(0, "a job array needs at least one task");
+  MeshJob& j = add_job(e);
+  if (e.spec.array.on()) j.array_next = e.spec.array.first;
+  if (!e.token.empty()) d_.tokens.emplace(e.token, j.id);
+  return done(j.id);
+}
+
+MeshJob& MeshState::add_job(const proto::mesh::JobAccepted& e) {
   MeshJob j;
   j.id = d_.next_id++;
   j.spec = e.spec;
@@ -70,10 +85,8 @@ Outcome MeshState::on(const proto::mesh::JobAccepted& e) {
   j.gid = e.gid;
   j.submit_time = e.submit_time;
   j.state = std::string(st::kPending);
-  if (!e.token.empty()) d_.tokens.emplace(e.token, j.id);
-  std::uint64_t id = j.id;
-  d_.jobs.emplace(id, std::move(j));
-  return done(id);
+  const std::uint64_t id = j.id;
+  return d_.jobs.emplace(id, std::move(j)).first->second;
 }
 
 Outcome MeshState::on(const proto::mesh::JobStarted& e) {
@@ -81,6 +94,7 @@ Outcome MeshState::on(const proto::mesh::JobStarted& e) {
   if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
   MeshJob& j = it->second;
   if (std::string why = stale(e.term, e.decision); !why.empty()) return refused(e.job, why);
+  if (j.is_array()) return refused(e.job, job_name(e.job) + " is a job array: its tasks run, never the array itself");
   if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
   if (e.run != static_cast<std::int32_t>(j.runs.size()) + 1)
     return refused(e.job, "run " + std::to_string(e.run) + " is not the next run (" +
@@ -138,6 +152,13 @@ Outcome MeshState::on(const proto::mesh::JobEnded& e) {
   j.exit_code = e.exit_code;
   j.end_time = e.time;
   j.end_message = e.message;
+  if (j.is_array()) end_array_tasks(j);
+  if (j.array_id == 0) return done(e.job);
+  track(j.id);
+  auto arr = d_.jobs.find(j.array_id);
+  if (arr == d_.jobs.end() || arr->second.state == st::kEnded) return done(e.job);
+  if (e.reason != name(EndReason::Completed)) arr->second.array_failed += 1;
+  settle_array(arr->second, e.time);
   return done(e.job);
 }
 
@@ -284,8 +305,18 @@ Outcome MeshState::on(const proto::mesh::JobHeld& e) {
   if (!e.hold.empty() && e.hold != proto::hold::kUser && e.hold != proto::hold::kOperator)
     return refused(e.job, "hold '" + e.hold + "' is not user or operator");
   if (e.hold.empty() && j.hold.empty()) return refused(e.job, job_name(e.job) + " is not held");
+  const std::string was = j.hold;
   j.hold = e.hold;
   j.hold_by = e.hold.empty() ? "" : e.who;
+  if (!j.is_array()) return done(e.job);
+  // An array's hold holds its waiting tasks; its release releases those its kind of hold held.
+  for (std::uint64_t id : live_tasks(j.id)) {
+    MeshJob& t = d_.jobs.at(id);
+    if (t.state != st::kPending || t.hold.empty() != !e.hold.empty()) continue;
+    if (e.hold.empty() && t.hold != was && t.hold != proto::hold::kUser) continue;
+    t.hold = j.hold;
+    t.hold_by = j.hold_by;
+  }
   return done(e.job);
 }
 
@@ -296,6 +327,9 @@ Outcome MeshState::on(const proto::mesh::JobMoved& e) {
   if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
   if (e.queue.empty()) return refused(e.job, "no queue named");
   j.spec.queue = e.queue;
+  if (j.is_array())  // its waiting tasks move with it
+    for (std::uint64_t id : live_tasks(j.id))
+      if (MeshJob& t = d_.jobs.at(id); t.state == st::kPending) t.spec.queue = e.queue;
   return done(e.job);
 }
 
@@ -327,8 +361,14 @@ void MeshState::restore(std::string_view bytes) {
   }
   d_ = std::move(d);
   live_.clear();
-  for (const auto& [id, j] : d_.jobs)
+  tasks_.clear();
+  live_tasks_.clear();
+  for (const auto& [id, j] : d_.jobs) {
     if (j.state != st::kEnded) live_.insert(live_.end(), id);
+    if (j.array_id == 0) continue;
+    tasks_[{j.array_id, j.array_index}] = id;
+    if (j.state != st::kEnded) live_tasks_[j.array_id].insert(id);
+  }
 }
 
 const MeshJob* MeshState::job(std::uint64_t id) const {

@@ -75,8 +75,21 @@ struct MeshJob {
   std::int64_t work_done = 0;      // work kept by its checkpoints (s)
   std::int32_t checkpoints = 0;
   std::int32_t pba_preemptions = 0;  // PBA's requeues of it (its requeue bound)
+  // Job arrays. A task: its array and its index (array_id 0: not a task). The array itself
+  // (is_array()) never runs and stays pending until it ends: its tasks are handed out
+  // (TasksHanded) in index order from array_next, or one ahead of its turn (array_ahead, indices
+  // array_next has not reached); array_handed counts them, array_failed those that ended but
+  // completed. It ends when its last task does (completed, or failed when any did not complete).
+  std::uint64_t array_id = 0;
+  std::int64_t array_index = -1;
+  std::int64_t array_next = 0;
+  std::vector<std::int64_t> array_ahead;
+  std::int64_t array_handed = 0;
+  std::int64_t array_failed = 0;
   MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
-                     hold_by, end_time, work_done, checkpoints, pba_preemptions, end_message)
+                     hold_by, end_time, work_done, checkpoints, pba_preemptions, end_message, array_id,
+                     array_index, array_next, array_ahead, array_handed, array_failed)
+  bool is_array() const { return spec.array.on() && array_id == 0; }
 };
 
 // The cores and memory the current run of job j holds on its i-th node: that node's share, or
@@ -148,6 +161,11 @@ class MeshState {
   const std::set<std::uint64_t>& live() const { return live_; }
   // Jobs currently running or suspended with `node` among their nodes.
   std::vector<std::uint64_t> jobs_on(const std::string& node) const;
+  // Job arrays: the id of task `index` of `array` (0: not handed out), the ids of every task of
+  // `array` handed out (by index), and those of them not ended.
+  std::uint64_t task(std::uint64_t array, std::int64_t index) const;
+  std::vector<std::uint64_t> tasks(std::uint64_t array) const;
+  const std::set<std::uint64_t>& live_tasks(std::uint64_t array) const;
 
  private:
   Outcome on(const proto::mesh::JobAccepted& e);
@@ -163,6 +181,14 @@ class MeshState {
   Outcome on(const proto::mesh::JobMoved& e);
   Outcome on(const proto::mesh::JobOrdered& e);
   Outcome on(const proto::mesh::CancelAsked& e);
+  Outcome on(const proto::mesh::TasksHanded& e);
+  // A new pending job of `e` (its token aside): its id from the counter.
+  MeshJob& add_job(const proto::mesh::JobAccepted& e);
+  // Task `index` of `arr`, a new pending job; its id.
+  std::uint64_t hand_out(MeshJob& arr, std::int64_t index);
+  // An array's end once its last task ended; a cancelled array's pending tasks ended with it.
+  void settle_array(MeshJob& arr, double at);
+  void end_array_tasks(const MeshJob& arr);
   // Why a decision (term, decision) is refused (empty: it is not), and taking it.
   std::string stale(std::uint64_t term, std::uint64_t decision) const;
   void take(std::uint64_t term, std::uint64_t decision);
@@ -173,6 +199,8 @@ class MeshState {
 
   MeshData d_;
   std::set<std::uint64_t> live_;  // derived from d_.jobs: not in the snapshot
+  std::map<std::pair<std::uint64_t, std::int64_t>, std::uint64_t> tasks_;  // (array, index) -> task: derived
+  std::map<std::uint64_t, std::set<std::uint64_t>> live_tasks_;             // by array: derived
 };
 
 }  // namespace corral::service

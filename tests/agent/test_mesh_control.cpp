@@ -1,9 +1,12 @@
 // Job control through the mesh, end to end on three corrald: the coordinator's own preemption
 // decisions (an NCI express job suspends a normal one on its node, which resumes when it ends)
 // and users' suspend, resume and requeue from any node, with a standalone node's permissions.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -237,4 +240,106 @@ TEST_CASE("mesh control: suspend and resume reach every node of a job across nod
   INFO(r.out << r.err);
   CHECK(r.rc != 0);
   CHECK(r.err.find("the job asks for 7 cpus; the mesh's 3 node(s) have 6 cores in all") != std::string::npos);
+}
+
+TEST_CASE("mesh control: a job array through a follower: each task once with its index, %2 at once, "
+          "stat and cancel of one task from another node",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3);
+  int l = m.elect();
+  REQUIRE(l >= 0);
+  const Agent& f = *m.agents[(static_cast<unsigned>(l) + 1) % 3];
+  const Agent& other = *m.agents[(static_cast<unsigned>(l) + 2) % 3];
+  const std::string work = f.dir + "/work";
+  // Each task: its index into its own output, its index variables and its start and end (ns) into
+  // a log all tasks share (the nodes share this machine's clock).
+  const std::uint64_t id = submit_ok(f, {"-J", "1-6%2", "-N", "arr", "-l", "ncpus=1,walltime=60", "--wrap",
+                                         "echo $CORRAL_ARRAY_INDEX; "
+                                         "echo \"$CORRAL_ARRAY_INDEX $PBS_ARRAY_INDEX $SGE_TASK_ID start $(date +%s%N)\" >> runs; "
+                                         "sleep 0.4; echo \"$CORRAL_ARRAY_INDEX end $(date +%s%N)\" >> runs"},
+                                     kNobody);
+  const std::string sid = std::to_string(id);
+  // Jobs that depend on the array, as on a standalone node: on all its tasks' ends.
+  const std::uint64_t if_ok = submit_ok(other, {"-W", "depend=afterok:" + sid, "--wrap", "true"}, kNobody);
+  const std::uint64_t if_not = submit_ok(other, {"-W", "depend=afternotok:" + sid, "--wrap", "true"}, kNobody);
+  const Agent& lead = *m.agents[static_cast<unsigned>(l)];
+  auto waited = std::async(std::launch::async, [&lead, sid] {
+    return run({"/usr/bin/timeout", "30", lead.corral(), "wait", sid, "--socket", lead.socket}, -1, lead.dir + "/work");
+  });
+  // Task 6 (not handed out yet: %2), cancelled through another node: by its owner, not by another user.
+  Result no = other.cli({"cancel", sid + "[6]"}, kOther);
+  CHECK(no.rc != 0);
+  CHECK(no.err.find("belongs to nobody") != std::string::npos);
+  Result c6 = other.cli({"cancel", sid + "[6]"}, kNobody);
+  INFO(c6.out << c6.err);
+  CHECK(c6.rc == 0);
+
+  // Never more than 2 tasks running, seen from a third node while the array runs.
+  Json a;
+  std::int64_t most = 0;
+  for (double end = now_ms() + 20000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    a = job_of(m, 0, id);
+    if (!a.is_object()) continue;
+    most = std::max(most, a["array_tasks"]["running"].get<std::int64_t>());
+    if (a["state"] == "ended") break;
+  }
+  INFO(a.dump());
+  REQUIRE(a["state"] == "ended");
+  CHECK(most <= 2);
+  CHECK(a["end_reason"] == "failed");  // task 6 was cancelled
+  CHECK(a["comment"] == "1 of 6 tasks did not complete");
+  CHECK(a["array_tasks"]["ended"] == 6);
+  CHECK(a["array_tasks"]["failed"] == 1);
+  CHECK(a["end_time"].is_number());
+  Result w = waited.get();
+  INFO(w.err);
+  CHECK(w.rc == 1);  // answered when the array ended: its exit code
+  CHECK(w.err.find("1 of 6 tasks did not complete") != std::string::npos);
+
+  // Each of tasks 1-5 ran exactly once with its index in its environment, never more than 2 at once.
+  std::map<int, int> starts;
+  std::vector<std::pair<long long, int>> edges;  // (time, +1 start / -1 end)
+  std::istringstream log(slurp(work + "/runs"));
+  for (std::string line; std::getline(log, line);) {
+    std::istringstream in(line);
+    int i = 0, pbs = 0, sge = 0;
+    std::string what;
+    long long t = 0;
+    in >> i;
+    if (line.find(" start ") != std::string::npos) {
+      in >> pbs >> sge >> what >> t;
+      CHECK(pbs == i);
+      CHECK(sge == i);
+      ++starts[i];
+      edges.emplace_back(t, 1);
+    } else {
+      in >> what >> t;
+      edges.emplace_back(t, -1);
+    }
+  }
+  CHECK(starts == std::map<int, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}});
+  std::sort(edges.begin(), edges.end());
+  int at_once = 0, peak = 0;
+  for (const auto& edge : edges) peak = std::max(peak, at_once += edge.second);
+  CHECK(peak <= 2);
+  for (int i = 1; i <= 5; ++i) CHECK(slurp(work + "/arr.o" + sid + "." + std::to_string(i)) == std::to_string(i) + "\n");
+
+  // One task by name, and every task with -t.
+  Result t3 = other.cli({"stat", sid + "[3]", "--json"});
+  REQUIRE(t3.rc == 0);
+  Json j3 = Json::parse(t3.out);
+  CHECK(j3["array_id"] == id);
+  CHECK(j3["array_index"] == 3);
+  CHECK(j3["end_reason"] == "completed");
+  Json j6 = Json::parse(f.cli({"stat", sid + "[6]", "--json"}).out);
+  CHECK(j6["end_reason"] == "cancelled");
+  CHECK(j6["runs"].empty());
+  Json all = Json::parse(lead.cli({"stat", "-t", sid, "--json"}).out);
+  CHECK(all.size() == 7);
+  CHECK(f.cli({"stat", sid + "[7]"}).rc != 0);
+  Json ok = wait_mesh_state(m, 0, if_ok, "ended");
+  CHECK(ok["end_reason"] == "dependency_never_met");
+  CHECK(ok["comment"] == "afterok:" + sid + " can never be met: job " + sid + " ended failed");
+  CHECK(wait_mesh_state(m, 0, if_not, "ended")["end_reason"] == "completed");
 }

@@ -1,5 +1,7 @@
 // The mesh's replicated state machine alone: entries, refusals, snapshots.
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -346,6 +348,159 @@ TEST_CASE("holds and queue moves apply to pending jobs only, and survive the byt
   REQUIRE(st.apply(started(id, 1, 1, 1)).ok);
   CHECK(st.apply(mesh::JobHeld{id, "user", "alice"}).reason == "job 1 is running, not pending");
   CHECK(st.apply(mesh::JobMoved{id, "normal", "alice"}).reason == "job 1 is running, not pending");
+}
+
+namespace {
+
+mesh::JobAccepted array_of(std::int64_t first, std::int64_t last, std::int64_t step, std::int32_t max_running) {
+  mesh::JobAccepted a = accepted();
+  a.spec.array = proto::ArraySpec{first, last, step, max_running};
+  return a;
+}
+
+// The tasks of `array` in `st`: index -> id.
+std::map<std::int64_t, std::uint64_t> tasks_of(const MeshState& st, std::uint64_t array) {
+  std::map<std::int64_t, std::uint64_t> out;
+  for (std::uint64_t id : st.tasks(array)) out[st.job(id)->array_index] = id;
+  return out;
+}
+
+// `o` packed again without the map keys `drop`, at any depth: the bytes an older writer made.
+void pack_without(msgpack::packer<msgpack::sbuffer>& pk, const msgpack::object& o, const std::set<std::string>& drop) {
+  if (o.type == msgpack::type::ARRAY) {
+    pk.pack_array(o.via.array.size);
+    for (std::uint32_t i = 0; i < o.via.array.size; ++i) pack_without(pk, o.via.array.ptr[i], drop);
+  } else if (o.type == msgpack::type::MAP) {
+    std::uint32_t kept = 0;
+    for (std::uint32_t i = 0; i < o.via.map.size; ++i)
+      kept += !(o.via.map.ptr[i].key.type == msgpack::type::STR && drop.count(o.via.map.ptr[i].key.as<std::string>()));
+    pk.pack_map(kept);
+    for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+      const msgpack::object_kv& kv = o.via.map.ptr[i];
+      if (kv.key.type == msgpack::type::STR && drop.count(kv.key.as<std::string>())) continue;
+      pack_without(pk, kv.key, drop);
+      pack_without(pk, kv.val, drop);
+    }
+  } else {
+    pk.pack(o);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a job array is one entry; each task is handed out once, starts once, and the last ends it",
+          "[mesh_state]") {
+  MeshState st;
+  const std::uint64_t arr = st.apply(array_of(1, 6, 1, 2)).job;
+  REQUIRE(st.job(arr)->is_array());
+  CHECK(st.data().jobs.size() == 1);  // 6 tasks, one job until they are handed out
+  CHECK(st.apply(started(arr, 1, 1, 1)).reason == "job 1 is a job array: its tasks run, never the array itself");
+  mesh::Entry e = mesh::decode_entry(mesh::encode_entry(mesh::TasksHanded{arr, -1, 2}));
+  CHECK(mesh::kind_name(e) == "tasks_handed");
+  REQUIRE(st.apply(e).ok);
+  CHECK(tasks_of(st, arr) == std::map<std::int64_t, std::uint64_t>{{1, 2}, {2, 3}});
+  CHECK(st.live_tasks(arr) == std::set<std::uint64_t>{2, 3});
+  CHECK(st.job(2)->array_id == arr);
+  CHECK(st.job(2)->spec.array.on());
+  CHECK_FALSE(st.job(2)->is_array());
+  // Task 5 ahead of its turn; named again it is the same task.
+  CHECK(st.apply(mesh::TasksHanded{arr, 5, 0}).job == 4);
+  CHECK(st.apply(mesh::TasksHanded{arr, 5, 0}).job == 4);
+  CHECK(st.data().next_id == 5);
+  CHECK(st.apply(mesh::TasksHanded{arr, 7, 0}).reason == "1[7]: array 1 has no task 7 (its tasks: 1-6)");
+  CHECK(st.apply(mesh::TasksHanded{2, -1, 1}).reason == "job 2 is not a job array");
+  CHECK(st.apply(mesh::TasksHanded{arr, -1, 0}).reason == "no tasks to hand out");
+  // A task starts once, as a job does.
+  REQUIRE(st.apply(started(2, 1, 1, 1)).ok);
+  CHECK(st.apply(started(2, 1, 1, 2)).reason == "job 2 is running, not pending");
+  CHECK(st.apply(started(2, 2, 1, 3)).reason == "job 2 is running, not pending");
+  // The rest in index order, task 5 skipped: 3, 4, 6.
+  REQUIRE(st.apply(mesh::TasksHanded{arr, -1, 10}).ok);
+  CHECK(tasks_of(st, arr) == std::map<std::int64_t, std::uint64_t>{{1, 2}, {2, 3}, {3, 5}, {4, 6}, {5, 4}, {6, 7}});
+  CHECK(st.job(arr)->array_handed == 6);
+  CHECK(st.apply(mesh::TasksHanded{arr, -1, 1}).ok);  // nothing left: no new task
+  CHECK(st.data().next_id == 8);
+
+  // The snapshot carries the array and its tasks; the copy refuses what the original refuses.
+  MeshState copy;
+  copy.restore(st.snapshot());
+  CHECK(copy.snapshot() == st.snapshot());
+  CHECK(tasks_of(copy, arr) == tasks_of(st, arr));
+  CHECK(copy.live_tasks(arr) == st.live_tasks(arr));
+  CHECK(copy.apply(started(2, 1, 1, 4)).reason == "job 2 is running, not pending");
+  CHECK(copy.apply(mesh::TasksHanded{arr, 3, 0}).job == 5);
+
+  // Task 2 cancelled while waiting: the array ends failed once its last task ends, in that entry.
+  REQUIRE(st.apply(mesh::JobEnded{3, 0, "cancelled", -1, 300}).ok);
+  REQUIRE(st.apply(mesh::JobEnded{2, 1, "completed", 0, 310}).ok);
+  std::uint64_t decision = 10;
+  for (std::uint64_t t : {4, 5, 6, 7}) {
+    REQUIRE(st.apply(started(t, 1, 1, ++decision)).ok);
+    CHECK(st.job(arr)->state == "pending");
+    REQUIRE(st.apply(mesh::JobEnded{t, 1, "completed", 0, 400.0 + static_cast<double>(t)}).ok);
+  }
+  const MeshJob& a = *st.job(arr);
+  CHECK(a.state == "ended");
+  CHECK(a.end_reason == "failed");
+  CHECK(a.end_message == "1 of 6 tasks did not complete");
+  CHECK(a.end_time == 407);
+  CHECK(st.live().empty());
+  CHECK(st.live_tasks(arr).empty());
+  CHECK(st.apply(mesh::TasksHanded{arr, -1, 1}).reason == "job array 1 has ended (failed): no task of it runs any more");
+}
+
+TEST_CASE("an array's cancel ends its waiting tasks; its hold holds them; all tasks completed: completed",
+          "[mesh_state]") {
+  MeshState st;
+  const std::uint64_t arr = st.apply(array_of(0, 9, 3, 0)).job;  // tasks 0, 3, 6, 9
+  REQUIRE(st.apply(mesh::JobHeld{arr, "user", "alice"}).ok);
+  REQUIRE(st.apply(mesh::TasksHanded{arr, -1, 2}).ok);
+  for (const auto& task : tasks_of(st, arr)) CHECK(st.job(task.second)->hold == "user");
+  REQUIRE(st.apply(mesh::JobHeld{arr, "", "alice"}).ok);
+  for (const auto& task : tasks_of(st, arr)) CHECK(st.job(task.second)->hold.empty());
+  REQUIRE(st.apply(mesh::JobMoved{arr, "express", "alice"}).ok);
+  CHECK(st.job(tasks_of(st, arr).at(3))->spec.queue == "express");
+  REQUIRE(st.apply(started(tasks_of(st, arr).at(0), 1, 1, 1)).ok);
+  REQUIRE(st.apply(mesh::JobEnded{arr, 0, "cancelled", -1, 50, "cancelled by alice"}).ok);
+  const auto t = tasks_of(st, arr);
+  CHECK(st.job(t.at(3))->state == "ended");
+  CHECK(st.job(t.at(3))->end_message == "ended with its array 1: cancelled by alice");
+  CHECK(st.job(t.at(0))->state == "running");  // its node stops it
+  CHECK(st.live_tasks(arr) == std::set<std::uint64_t>{t.at(0)});
+  CHECK(st.apply(mesh::TasksHanded{arr, 6, 0}).reason == "job array 1 has ended (cancelled): no task of it runs any more");
+  REQUIRE(st.apply(mesh::JobEnded{t.at(0), 1, "cancelled", -1, 51}).ok);
+  CHECK(st.job(arr)->end_reason == "cancelled");  // not changed by its last task's end
+
+  const std::uint64_t ok = st.apply(array_of(1, 2, 1, 0)).job;
+  REQUIRE(st.apply(mesh::TasksHanded{ok, -1, 64}).ok);
+  std::uint64_t decision = 1;
+  for (const auto& task : tasks_of(st, ok)) {
+    REQUIRE(st.apply(started(task.second, 1, 1, ++decision)).ok);
+    REQUIRE(st.apply(mesh::JobEnded{task.second, 1, "completed", 0, 60}).ok);
+  }
+  CHECK(st.job(ok)->end_reason == "completed");
+  CHECK(st.job(ok)->end_message == "all 2 tasks completed");
+}
+
+TEST_CASE("a snapshot written before arrays existed still loads", "[mesh_state]") {
+  MeshState st;
+  st.apply(accepted("a"));
+  st.apply(accepted("b"));
+  st.apply(started(1, 1, 1, 1));
+  st.apply(mesh::JobEnded{2, 0, "cancelled", -1, 5});
+  const std::string now = st.snapshot();
+  msgpack::object_handle oh = msgpack::unpack(now.data(), now.size());
+  msgpack::sbuffer old;
+  msgpack::packer<msgpack::sbuffer> pk(old);
+  pack_without(pk, oh.get(),
+               {"array_id", "array_index", "array_next", "array_ahead", "array_handed", "array_failed"});
+  REQUIRE(old.size() < now.size());
+  MeshState copy;
+  copy.restore(std::string_view(old.data(), old.size()));
+  CHECK(copy.snapshot() == now);
+  CHECK(copy.live() == std::set<std::uint64_t>{1});
+  CHECK(copy.job(1)->array_id == 0);
+  CHECK(copy.apply(mesh::JobEnded{1, 1, "completed", 0, 9}).ok);
 }
 
 TEST_CASE("a snapshot restores the whole state; bad bytes change nothing", "[mesh_state]") {
