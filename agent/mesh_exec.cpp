@@ -90,10 +90,7 @@ void Daemon::mesh_exec(Client& c, const proto::ExecReq& r) {
   std::string who = user_name(c.peer.uid);
   if (who.empty()) who = std::to_string(c.peer.uid);
   // The node must be one of the run's, as the replicated state has it.
-  mesh_->jobs(r.job, [this, fd = c.fd, ticket, r, run, id, who](std::vector<service::MeshJob> jobs) {
-    std::vector<std::string> nodes;
-    if (!jobs.empty() && !jobs.front().runs.empty() && static_cast<std::int32_t>(jobs.front().runs.size()) == run)
-      nodes = jobs.front().runs.back().nodes;
+  mesh_->run_nodes(r.job, run, [this, fd = c.fd, ticket, r, id, who, run](std::vector<std::string> nodes) {
     if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) {
       mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "node " + r.node + " is not one of the nodes of job " + id +
                                                                " (" + (nodes.empty() ? "none known" : joined(nodes)) +

@@ -38,6 +38,7 @@ constexpr std::uint64_t kHeartbeatMs = 200;  // each member's heartbeat, publish
 constexpr std::uint64_t kHelloTicks = 5;  // an admitted member's hello: every 5 heartbeats
 constexpr std::uint64_t kStatusMs = 50;   // status() is at most this old while the thread runs
 constexpr std::uint64_t kNodeUnreachableMs = 3000;  // not heard for this long: `corral nodes` says unreachable
+constexpr std::uint64_t kRunWaitMs = 2000;  // run_nodes(): a start this member's replica has not applied
 constexpr std::uint64_t kWaitAskMs = 1000;  // a stat's plan not answered by then: listed without it
 
 std::string endpoint(const std::string& host_port) { return "tcp://" + host_port; }
@@ -393,6 +394,26 @@ void MeshLink::jobs(std::uint64_t id, std::function<void(std::vector<service::Me
     }
     reply([done = std::move(done), out = std::move(out)]() mutable { done(std::move(out)); });
   });
+}
+
+void MeshLink::run_nodes(std::uint64_t job, std::int32_t run, std::function<void(std::vector<std::string>)> done) {
+  post([this, job, run, done = std::move(done)]() mutable { await_run(job, run, std::move(done), kRunWaitMs); });
+}
+
+void MeshLink::await_run(std::uint64_t job, std::int32_t run, std::function<void(std::vector<std::string>)> done,
+                         std::uint64_t left_ms) {
+  const MeshJob* j = m_->fsm.state().job(job);
+  const auto runs = static_cast<std::int32_t>(j ? j->runs.size() : 0);
+  if (runs < run && left_ms > 0) {
+    const std::uint64_t step = std::min<std::uint64_t>(20, left_ms);
+    m_->env->post(step, [this, job, run, done = std::move(done), left = left_ms - step]() mutable {
+      await_run(job, run, std::move(done), left);
+    });
+    return;
+  }
+  std::vector<std::string> nodes;
+  if (runs == run) nodes = j->runs.back().nodes;
+  reply([done = std::move(done), nodes = std::move(nodes)]() mutable { done(std::move(nodes)); });
 }
 
 void MeshLink::data(std::function<void(MeshData)> done) {

@@ -69,6 +69,10 @@ class MeshLink {
   // A user's cancel, through the coordinator (SubmitResult::message: the job's state).
   void cancel(proto::jobs::CancelAsk ask, std::function<void(const SubmitResult&)> done);
   void jobs(std::uint64_t id, std::function<void(std::vector<service::MeshJob>)> done);
+  // The nodes of run `run` of `job` as this member's replica has it, once it has applied that
+  // run's start (a node may start a run before its replica applies it), waiting at most
+  // kRunWaitMs; empty when the run is not the job's current one.
+  void run_nodes(std::uint64_t job, std::int32_t run, std::function<void(std::vector<std::string>)> done);
   // The whole replicated state as this member applied it (`corral alloc`).
   void data(std::function<void(service::MeshData)> done);
   // Every node as this member sees the mesh (`corral nodes`): the reports it follows and the
@@ -116,6 +120,8 @@ class MeshLink {
   void on_jobs_message(std::string_view bytes);
   void send_to(std::uint64_t id, std::string bytes);
   void deliver(std::uint64_t to, proto::jobs::Message m);  // on the mesh thread
+  void await_run(std::uint64_t job, std::int32_t run, std::function<void(std::vector<std::string>)> done,
+                 std::uint64_t left_ms);  // on the mesh thread
   std::uint64_t member_named(const std::string& node) const;
 
   MeshConfig cfg_;

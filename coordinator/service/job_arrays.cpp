@@ -70,15 +70,19 @@ void CoordinatorLoop::cancel_array(const MeshJob& arr, const proto::jobs::Cancel
   });
 }
 
-// A running task of a cancelled array: stopped by its node as a cancelled job is, until it ends.
+// A running task of a cancelled array: its cancel committed (CancelAsked) as a user's cancel of a
+// running job is, so that this coordinator and any after it send it until the task ends.
 void CoordinatorLoop::stop_cancelled_task(const MeshJob& t) {
-  if (t.array_id == 0 || cancels_.count(t.id)) return;
+  if (t.array_id == 0 || !t.runs.back().cancel_by.empty()) return;  // committed: resend_cancels()
   if (t.state != proto::state::kRunning && t.state != proto::state::kSuspended) return;
   const MeshJob* arr = state_.job(t.array_id);
   if (!arr || arr->state != proto::state::kEnded || arr->end_reason != name(EndReason::Cancelled)) return;
-  const std::string who = "the cancel of array " + std::to_string(arr->id);
-  cancels_[t.id] = who;
-  push_cancel(t, who);
+  proto::mesh::CancelAsked e{t.id, static_cast<std::int32_t>(t.runs.size()),
+                             "the cancel of array " + std::to_string(arr->id), env_.wall_s()};
+  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, id = t.id](const Proposed& p) {
+    const MeshJob* j = *alive && p.status == Status::ok && p.applied.ok ? state_.job(id) : nullptr;
+    if (j && c_.is_leader()) push_cancel(*j, j->runs.back().cancel_by);
+  });
 }
 
 void CoordinatorLoop::task_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
