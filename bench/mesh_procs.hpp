@@ -1,5 +1,5 @@
 // A mesh of real corrald processes for the benchmarks: `--emulate` agents (jobs
-// are timers, no root) as voters on 127.0.0.1 ports, each with its CURVE key
+// are timers, no root) as voters, and members that do not vote, on 127.0.0.1 ports, each with its CURVE key
 // pair (`corral keygen`) and one allowed file, as on a rack. Every process it
 // starts is killed at exit, whatever the path (install_signal_handlers()).
 #pragma once
@@ -109,19 +109,19 @@ struct MeshNode {
 
 class MeshProcs {
  public:
-  // `voters` members (3 or 5), each `corrald --emulate EMULATE`, under `dir`; `extra`: more
-  // corrald arguments for every member.
+  // `voters` voters (3 or 5) then `members` members that do not vote, each `corrald --emulate
+  // EMULATE`, under `dir`; `extra`: more corrald arguments for every one.
   MeshProcs(std::string corrald, std::string dir, int voters, std::string emulate,
-            std::vector<std::string> extra = {})
+            std::vector<std::string> extra = {}, int members = 0)
       : corrald_(std::move(corrald)), dir_(std::move(dir)), emulate_(std::move(emulate)), extra_(std::move(extra)) {
-    for (int i = 0; i < voters; ++i) {
+    for (int i = 0; i < voters + members; ++i) {
       MeshNode n;
-      n.name = "n" + std::to_string(i + 1);
+      n.name = i < voters ? "n" + std::to_string(i + 1) : "m" + std::to_string(i - voters + 1);
       n.dir = dir_ + "/" + n.name;
       n.sock = n.dir + "/sock";
       n.listen = "127.0.0.1:" + std::to_string(corral_test::free_port_pair());
       std::filesystem::create_directories(n.dir);
-      voters_ += (i ? "," : "") + n.listen;
+      if (i < voters) voters_ += (i ? "," : "") + n.listen;
       nodes.push_back(n);
     }
   }

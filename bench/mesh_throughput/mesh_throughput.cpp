@@ -19,7 +19,7 @@
 // of them, or completed more than once.
 //
 //   build/bench/mesh_throughput/bench_mesh_throughput [--corrald build/agent/corrald]
-//       [--corral build/tools/corral] [--jobs 5000] [--voters 5] [--clients 16]
+//       [--corral build/tools/corral] [--jobs 5000] [--voters 5] [--members 0] [--clients 16]
 //       [--emulate cores=64] [--fsync yes]
 #include <poll.h>
 
@@ -46,7 +46,7 @@ namespace {
 
 struct Options {
   std::string corrald = "build/agent/corrald", corral = "build/tools/corral", emulate = "cores=64", fsync = "yes";
-  int jobs = 5000, voters = 5, clients = 16;
+  int jobs = 5000, voters = 5, members = 0, clients = 16;  // members: agents that do not vote
 };
 
 struct Submitted {
@@ -130,15 +130,18 @@ std::map<std::uint64_t, proto::JobInfo> wait_ended(const MeshProcs& m, int i, co
 }
 
 int run(const Options& o, const std::string& dir) {
-  MeshProcs m(o.corrald, dir, o.voters, o.emulate, {"--set", "fsync=" + o.fsync});
+  MeshProcs m(o.corrald, dir, o.voters, o.emulate, {"--set", "fsync=" + o.fsync}, o.members);
   m.make_keys(o.corral);
   m.start_all();
   int l = m.coordinator(m.all_but(-1), 30000);
   if (l < 0) throw std::runtime_error("no coordinator elected within 30 s (logs in " + dir + ")");
-  // Every node has reported to the coordinator: its cores are there to schedule.
-  for (double end = wall_s() + 10; wall_s() < end; sleep_ms(50)) {
+  // Every node has reported to the coordinator (the members admitted): its cores are there.
+  for (double end = wall_s() + 20; wall_s() < end; sleep_ms(50)) {
     auto r = m.ask<proto::NodesRep>(l, proto::NodesReq{});
-    if (r && static_cast<int>(r->nodes.size()) >= o.voters) break;
+    if (r && static_cast<int>(std::count_if(r->nodes.begin(), r->nodes.end(), [](const proto::NodeLine& n) {
+               return n.state == "up";
+             })) >= m.size())
+      break;
   }
 
   Burst b = submit_burst(m, o, dir);
@@ -173,11 +176,11 @@ int run(const Options& o, const std::string& dir) {
   }
   double load = 0;
   std::ifstream("/proc/loadavg") >> load;
-  std::printf("{\"bench\":\"mesh_throughput\",\"voters\":%d,\"emulate\":\"%s\",\"fsync\":\"%s\",\"clients\":%d,"
+  std::printf("{\"bench\":\"mesh_throughput\",\"voters\":%d,\"members\":%d,\"emulate\":\"%s\",\"fsync\":\"%s\",\"clients\":%d,"
               "\"jobs\":%d,\"acknowledged\":%zu,\"refused\":%d,\"completed\":%d,"
               "\"jobs_per_s\":%.1f,\"submit_per_s\":%.1f,\"start_p50_ms\":%.1f,\"start_p99_ms\":%.1f,\"decide_p50_ms\":%.1f,"
               "\"burst_s\":%.2f,\"lost\":%d,\"doubled\":%d,\"loadavg_1m\":%.2f%s%s%s}\n",
-              o.voters, o.emulate.c_str(), o.fsync.c_str(), o.clients * m.size(), o.jobs, acked.size(), b.refused,
+              o.voters, o.members, o.emulate.c_str(), o.fsync.c_str(), o.clients * m.size(), o.jobs, acked.size(), b.refused,
               completed_jobs, last_end > first_sent ? completed_jobs / (last_end - first_sent) : 0.0,
               last_ack > first_sent ? static_cast<double>(acked.size()) / (last_ack - first_sent) : 0.0,
               quantile(start_ms, 0.5), quantile(start_ms, 0.99), quantile(decide_ms, 0.5), last_end - first_sent, lost, doubled, load,
@@ -195,6 +198,7 @@ int main(int argc, char** argv) {
     else if (a == "--corral") o.corral = v;
     else if (a == "--jobs") o.jobs = std::atoi(v.c_str());
     else if (a == "--voters") o.voters = std::atoi(v.c_str());
+    else if (a == "--members") o.members = std::atoi(v.c_str());
     else if (a == "--clients") o.clients = std::atoi(v.c_str());
     else if (a == "--emulate") o.emulate = v;
     else if (a == "--fsync") o.fsync = v;
@@ -202,8 +206,8 @@ int main(int argc, char** argv) {
     return true;
   };
   if (!bench::parse_options("bench_mesh_throughput", argc, argv, set)) return 2;
-  if (o.jobs < 1 || o.clients < 1 || (o.voters != 3 && o.voters != 5)) {
-    std::fprintf(stderr, "bench_mesh_throughput: --jobs and --clients at least 1, --voters 3 or 5\n");
+  if (o.jobs < 1 || o.clients < 1 || (o.voters != 3 && o.voters != 5) || o.members < 0 || o.members > 64) {
+    std::fprintf(stderr, "bench_mesh_throughput: --jobs and --clients at least 1, --voters 3 or 5, --members 0 to 64\n");
     return 2;
   }
   return bench::run_in_temp_dir("bench_mesh_throughput", [&o](const std::string& dir) { return run(o, dir); });
