@@ -377,13 +377,20 @@ void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::D
     push_cancel(*j, j->runs.back().cancel_by);
     return done(DeskAnswer{"ok", ask.job, 0, j->state, ""});
   }
-  proto::mesh::CancelAsked e{ask.job, static_cast<std::int32_t>(j->runs.size()), ask.who, env_.wall_s()};
-  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, done, job = ask.job](const Proposed& p) {
+  commit_cancel(*j, ask.who, [done, job = ask.job](const Proposed& p, const MeshJob* now) {
     if (p.status != Status::ok || !p.applied.ok)
       return done(DeskAnswer{"error", 0, 0, p.status == Status::ok ? p.applied.reason : std::string(status_name(p.status)), ""});
-    const MeshJob* j = *alive ? state_.job(job) : nullptr;
-    if (j && c_.is_leader()) push_cancel(*j, j->runs.back().cancel_by);
-    done(DeskAnswer{"ok", job, 0, j ? j->state : std::string(proto::state::kRunning), ""});
+    done(DeskAnswer{"ok", job, 0, now ? now->state : std::string(proto::state::kRunning), ""});
+  });
+}
+
+void CoordinatorLoop::commit_cancel(const MeshJob& j, const std::string& who,
+                                    std::function<void(const Proposed&, const MeshJob*)> after) {
+  proto::mesh::CancelAsked e{j.id, static_cast<std::int32_t>(j.runs.size()), who, env_.wall_s()};
+  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, after = std::move(after), job = j.id](const Proposed& p) {
+    const MeshJob* now = *alive ? state_.job(job) : nullptr;
+    if (now && p.status == Status::ok && p.applied.ok && c_.is_leader()) push_cancel(*now, now->runs.back().cancel_by);
+    if (after) after(p, now);
   });
 }
 

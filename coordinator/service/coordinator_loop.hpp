@@ -126,6 +126,10 @@ class CoordinatorLoop {
   bool shares_released(const MeshJob& j, const std::set<std::uint64_t>& held) const;
   // A cancel of a running job, to every node of its current run; false when none has reported.
   bool push_cancel(const MeshJob& j, const std::string& who);
+  // A cancel of job j's current run by `who`, committed (CancelAsked), then pushed to its nodes
+  // while this member leads; `after` (may be empty) gets the outcome and the job as it is then.
+  void commit_cancel(const MeshJob& j, const std::string& who,
+                     std::function<void(const Proposed&, const MeshJob*)> after);
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void remove_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // member_remove.cpp

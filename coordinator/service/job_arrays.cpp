@@ -77,12 +77,7 @@ void CoordinatorLoop::stop_cancelled_task(const MeshJob& t) {
   if (t.state != proto::state::kRunning && t.state != proto::state::kSuspended) return;
   const MeshJob* arr = state_.job(t.array_id);
   if (!arr || arr->state != proto::state::kEnded || arr->end_reason != name(EndReason::Cancelled)) return;
-  proto::mesh::CancelAsked e{t.id, static_cast<std::int32_t>(t.runs.size()),
-                             "the cancel of array " + std::to_string(arr->id), env_.wall_s()};
-  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, id = t.id](const Proposed& p) {
-    const MeshJob* j = *alive && p.status == Status::ok && p.applied.ok ? state_.job(id) : nullptr;
-    if (j && c_.is_leader()) push_cancel(*j, j->runs.back().cancel_by);
-  });
+  commit_cancel(t, "the cancel of array " + std::to_string(arr->id), {});
 }
 
 void CoordinatorLoop::task_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
