@@ -58,6 +58,8 @@ class CoordinatorLoop {
 
   void leadership(bool leader, std::uint64_t term);
   void node(const NodeReport& r);
+  // A node heard of (its heartbeat), before its report is current: an operator may name it.
+  void heard_of(const std::string& name) { heard_of_.insert(name); }
   void on_ack(const proto::jobs::StartAck& a);
   // A user's cancel: a pending job ends "cancelled" in the log; a running
   // one gets a CancelAsked entry (a new coordinator knows of it) and is
@@ -210,6 +212,7 @@ class CoordinatorLoop {
   std::set<std::uint64_t> blocked_;            // pending jobs waiting for others (this pass)
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
+  std::set<std::string> heard_of_;             // every node heard of, its report current or not
   std::vector<proto::mesh::GrantSet> grants_;  // configured
   std::uint64_t grants_term_ = 0;              // the term that proposed them
   std::map<std::uint64_t, std::string> demoted_;  // pending jobs moved by this pass or one before: queue

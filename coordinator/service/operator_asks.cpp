@@ -73,9 +73,11 @@ void CoordinatorLoop::node_ask(const proto::jobs::CancelAsk& ask, const JobDesk:
   if (!ask.admin) return done(refused(0, "only root or an operator may " + ask.action + " a node", "permission"));
   const bool drain = ask.action == "drain";
   if (drain && ask.reason.empty()) return done(refused(0, "drain needs a reason (--reason TEXT)", "invalid"));
-  if (!nodes_.count(ask.node) && !state_.data().nodes.count(ask.node)) {
+  if (!nodes_.count(ask.node) && !heard_of_.count(ask.node) && !state_.data().nodes.count(ask.node)) {
+    std::set<std::string> known(heard_of_);
+    for (const auto& [name, r] : nodes_) known.insert(name);
     std::string names;
-    for (const auto& [name, r] : nodes_) names += (names.empty() ? "" : ", ") + name;
+    for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
     return done(refused(0, "no node '" + ask.node + "' in mesh " + mesh_ + " (nodes: " + names + ")", "not_found"));
   }
   std::string state(drain ? proto::mesh::admin::kDrain : proto::mesh::admin::kUp);
