@@ -120,6 +120,8 @@ struct PolicyPreset {
   double split_factor = 0.5;    // PlannerConfig::checkpoint_split's default
   int reserve_depth = 1;        // PlannerConfig::reserve_depth's default
   std::int64_t reserve_wait = 0;  // s; PlannerConfig::reserve_wait
+  double aging_factor = 0;      // OrderConfig::aging_factor; 0: off
+  double reserve_factor = 0;    // PlannerConfig::reserve_factor; 0: off
   bool preempt = false;         // selective preemption (planner/preempt.hpp)
   // Run-time prediction: the simulator only (corrald has no history).
   bool predict = false;

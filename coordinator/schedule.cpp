@@ -13,6 +13,8 @@ void apply_policy(Policy p, SchedConfig& cfg) {
   cfg.order.aging = s.aging;
   cfg.order.aging_wide = s.aging_wide;
   cfg.order.aged_ahead = s.aged_ahead;
+  cfg.order.aging_factor = s.aging_factor;
+  cfg.planner.reserve_factor = s.reserve_factor;
   cfg.order.wide_fraction = s.wide_fraction;
   cfg.preempt.enabled = s.preempt;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coordinator/planner/general_pass.hpp"
+#include "coordinator/planner/order.hpp"  // factor_wait
 
 namespace corral::planning {
 
@@ -471,8 +472,9 @@ void GeneralPass::run(const PassState& st, Plan& plan) {
     if (pol == Backfill::Fcfs) break;
     if (pol == Backfill::Checkpoint && !blocked && checkpoint_for(plan, j, req, d)) continue;
     // Beyond the head, the checkpoint policy reserves only for old jobs
-    // (PlannerConfig::reserve_wait).
-    const bool young = blocked && pol == Backfill::Checkpoint && now - j.submit < cfg->reserve_wait;
+    // (PlannerConfig::reserve_wait, reserve_factor).
+    const bool young = blocked && pol == Backfill::Checkpoint && now - j.submit < cfg->reserve_wait &&
+                       now - j.submit < factor_wait(j, cfg->reserve_factor);
     const bool wants = (pol != Backfill::Reserve || j.reserve) && !young;
     if (reservations_left != 0 && wants) {
       Time at = kForever;

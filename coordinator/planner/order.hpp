@@ -3,6 +3,7 @@
 // Pure: the only time used is Snapshot::now.
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "coordinator/model.hpp"
@@ -40,7 +41,22 @@ struct OrderConfig {
   // slowdowns; the oldest few, with the reservations of the checkpoint
   // policy's reserve_depth, still bound the waits.
   int aged_ahead = 0;
+  // Expansion-factor cap: a job also ages once its wait reaches
+  // (aging_factor - 1) x its requested time (Job::estimate, else walltime),
+  // if that comes before `aging` (0: off). A short job then waits a few
+  // times its length, not the whole aging bound, before it goes ahead.
+  double aging_factor = 0;
 };
+
+// How long `job` waits before its expansion factor on its requested time
+// (Job::estimate, else walltime) reaches `factor`: (factor - 1) x request;
+// kForever when factor is 0 (off) or the job requests no time.
+inline Time factor_wait(const Job& job, double factor) {
+  const Time req = job.estimate > 0 ? job.estimate : job.walltime;
+  if (factor <= 0 || req <= 0) return kForever;
+  const double w = std::max(0.0, factor - 1) * static_cast<double>(req);
+  return w >= static_cast<double>(kForever) ? kForever : static_cast<Time>(w);
+}
 
 // The aging bound that applies to `job` on a machine of `cores` up cores.
 Time aging_of(const Job& job, const OrderConfig& cfg, std::int64_t cores);

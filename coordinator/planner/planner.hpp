@@ -93,6 +93,10 @@ struct PlannerConfig {
   // reserve_depth). Reservations bound the waits of the old jobs; for a
   // young job they only keep cores idle ahead of it.
   Time reserve_wait = 0;
+  // ... or once their wait reaches (reserve_factor - 1) x their requested
+  // time (order.hpp factor_wait; 0: off): a short blocked job then keeps its
+  // place instead of drifting behind newer jobs of higher factor.
+  double reserve_factor = 0;
   // false: the caller's checkpoint budget is spent; only jobs checkpointed
   // before (Job::requeues > 0) may be backfilled at their split estimate or
   // chosen as preemption victims, so no further job is ever checkpointed.

@@ -49,6 +49,8 @@ const char* kSimHelp =
     "                       aging at all)\n"
     "  --aging-wide T       jobs of >= --wide-fraction of the machine age after T\n"
     "                       (if shorter than --aging; 0: same as --aging)\n"
+    "  --aging-factor X     a job also ages once its wait reaches (X - 1) x its\n"
+    "                       requested time, if sooner than --aging (default off)\n"
     "  --aged-ahead N       only the N oldest aged jobs go first; other aged jobs keep\n"
     "                       their place in --order (0: every aged job; default 6 with\n"
     "                       --policy corral, else 0)\n"
@@ -101,6 +103,8 @@ const char* kSimHelp =
     "  --reserve-wait T     checkpoint policy: beyond the head's, reservations only for\n"
     "                       jobs that have waited T (0: any blocked job; default 2d\n"
     "                       with --policy corral, else 0)\n"
+    "  --reserve-factor X   checkpoint policy: ... or for jobs that have waited\n"
+    "                       (X - 1) x their requested time (default off)\n"
     "  --preempt            selective preemption by checkpoint (planner/preempt.hpp);\n"
     "                       default with --policy corral only\n"
     "  --no-preempt         no selective preemption\n"
@@ -190,7 +194,7 @@ struct SimArgs {
   std::optional<Order> order;
   std::optional<Time> aging, aging_wide, default_duration, reserve_wait, burst_gap;
   std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
-  std::optional<double> wide_fraction, split;
+  std::optional<double> wide_fraction, split, aging_factor, reserve_factor;
   std::optional<bool> predict, repredict, preempt, predict_order_only;
   std::optional<Predictor> predictor;
   std::optional<int> max_reservation, pba_max_requeues, reserve_depth, aged_ahead;
@@ -260,6 +264,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--order", "O", [&a](const std::string& v) { a.order = named<Order>("--order", v); });
   value("--aging", "T", [&a](const std::string& v) { a.aging = duration("--aging", v); });
   value("--aging-wide", "T", [&a](const std::string& v) { a.aging_wide = duration("--aging-wide", v); });
+  value("--aging-factor", "X", [&a](const std::string& v) { a.aging_factor = number("--aging-factor", v, 1, 1e6, true, "(1, 1e6]"); });
   value("--aged-ahead", "N", [&a](const std::string& v) { a.aged_ahead = static_cast<int>(whole("--aged-ahead", v, 0, 1 << 20)); });
   value("--wide-fraction", "F", [&a](const std::string& v) { a.wide_fraction = number("--wide-fraction", v, 0, 1, true, "(0, 1]"); });
   value("--split-factor", "P", [&a](const std::string& v) { a.split = named_value("--split-factor", parse_split_factor, v); });
@@ -267,6 +272,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--duration-offset", "T", [&o](const std::string& v) { o.duration_offset = duration("--duration-offset", v); });
   value("--reserve-depth", "N", [&a](const std::string& v) { a.reserve_depth = static_cast<int>(whole("--reserve-depth", v, 1, 1 << 20)); });
   value("--reserve-wait", "T", [&a](const std::string& v) { a.reserve_wait = duration("--reserve-wait", v); });
+  value("--reserve-factor", "X", [&a](const std::string& v) { a.reserve_factor = number("--reserve-factor", v, 1, 1e6, true, "(1, 1e6]"); });
   value("--burst-gap", "T", [&a](const std::string& v) { a.burst_gap = duration("--burst-gap", v); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
@@ -357,6 +363,8 @@ void apply_args(SimArgs& a) {
   if (a.aging) opt.sched.order.aging = *a.aging;
   if (a.aging_wide) opt.sched.order.aging_wide = *a.aging_wide;
   if (a.aged_ahead) opt.sched.order.aged_ahead = *a.aged_ahead;
+  if (a.aging_factor) opt.sched.order.aging_factor = *a.aging_factor;
+  if (a.reserve_factor) opt.sched.planner.reserve_factor = *a.reserve_factor;
   if (a.wide_fraction) opt.sched.order.wide_fraction = *a.wide_fraction;
   if (a.split) opt.sched.planner.checkpoint_split = *a.split;
   if (a.preempt) opt.sched.preempt.enabled = *a.preempt;
@@ -430,10 +438,12 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"aging", opt.sched.order.aging},
       {"aging_wide", opt.sched.order.aging_wide},
       {"aged_ahead", opt.sched.order.aged_ahead},
+      {"aging_factor", opt.sched.order.aging_factor},
       {"wide_fraction", opt.sched.order.wide_fraction},
       {"split_factor", opt.sched.planner.checkpoint_split},
       {"reserve_depth", opt.sched.planner.reserve_depth},
       {"reserve_wait", opt.sched.planner.reserve_wait},
+      {"reserve_factor", opt.sched.planner.reserve_factor},
       {"predict", opt.predict},
       {"predictor", name(opt.predictor)},
       {"predict_order_only", opt.predict_order_only && opt.predict},

@@ -269,18 +269,27 @@ std::string second_reservation_trace(SimOptions& opt) {
   return text;
 }
 
+// Job 3 got no reservation: job 4 backfilled at once and job 3 ran after it.
+void require_head_only(const SimResult& r) {
+  REQUIRE(r.per_job[3].first_start == 3);
+  REQUIRE(r.per_job[2].first_start == 3003);
+}
+// Job 3 got the second reservation: it ran at 2000, job 4 after it.
+void require_second_reservation(const SimResult& r) {
+  REQUIRE(r.per_job[2].first_start == 2000);
+  REQUIRE(r.per_job[3].first_start == 2100);
+}
+
 }  // namespace
 
 TEST_CASE("checkpoint policy: reserve_depth reserves for the next blocked job too", "[sim][reserve]") {
   SimOptions opt;
   const std::string text = second_reservation_trace(opt);
   SimResult one = simulate(parse_swf(text), opt);
-  REQUIRE(one.per_job[3].first_start == 3);
-  REQUIRE(one.per_job[2].first_start == 3003);
+  require_head_only(one);
   opt.sched.planner.reserve_depth = 2;
   SimResult two = simulate(parse_swf(text), opt);
-  REQUIRE(two.per_job[2].first_start == 2000);
-  REQUIRE(two.per_job[3].first_start == 2100);
+  require_second_reservation(two);
   REQUIRE(two.max_wait < one.max_wait);
 }
 
@@ -295,12 +304,23 @@ TEST_CASE("checkpoint policy: reserve_wait reserves beyond the head for old jobs
   opt.sched.planner.reserve_wait = 10;
   SimResult young = simulate(parse_swf(text), opt);
   REQUIRE(young.per_job[1].first_start == 1000);  // the head keeps its reservation
-  REQUIRE(young.per_job[3].first_start == 3);
-  REQUIRE(young.per_job[2].first_start == 3003);
+  require_head_only(young);
   opt.sched.planner.reserve_wait = 1;
-  SimResult old = simulate(parse_swf(text), opt);
-  REQUIRE(old.per_job[2].first_start == 2000);
-  REQUIRE(old.per_job[3].first_start == 2100);
+  require_second_reservation(simulate(parse_swf(text), opt));
+}
+
+TEST_CASE("checkpoint policy: reserve_factor reserves for a job old for its length", "[sim][reserve]") {
+  // As above with reserve_wait 10 s: job 3 (asks 100 s) has waited 1 s when
+  // job 4 arrives. A factor whose wait (factor - 1) x 100 s is 1 s makes it
+  // old enough for the second reservation; one of 50 s does not.
+  SimOptions opt;
+  const std::string text = second_reservation_trace(opt);
+  opt.sched.planner.reserve_depth = 2;
+  opt.sched.planner.reserve_wait = 10;
+  opt.sched.planner.reserve_factor = 1.5;
+  require_head_only(simulate(parse_swf(text), opt));
+  opt.sched.planner.reserve_factor = 1.01;
+  require_second_reservation(simulate(parse_swf(text), opt));
 }
 
 TEST_CASE("checkpoint budget: once spent, no further job is checkpointed", "[sim][checkpointable]") {

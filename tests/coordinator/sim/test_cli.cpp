@@ -408,18 +408,22 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(def["split_factor"] == 0.25);
   CHECK(def["reserve_depth"] == 3);
   CHECK(def["reserve_wait"] == 2 * 86400);
+  CHECK(def["aging_factor"] == 0);
+  CHECK(def["reserve_factor"] == 0);
   def.erase("sim_seconds");
   r = corral_sim(kSample + " --policy corral");
   auto named = nlohmann::json::parse(r.out);
   named.erase("sim_seconds");
   CHECK(named == def);
   // Options layer on any policy; durations in weeks too.
-  r = corral_sim(kSample + " --policy easy --predict --aging 2w");
+  r = corral_sim(kSample + " --policy easy --predict --aging 2w --aging-factor 10 --reserve-factor 5");
   REQUIRE(r.code == 0);
   const auto layered = nlohmann::json::parse(r.out);
   CHECK(layered["policy"] == "easy");
   CHECK(layered["predict"] == true);
   CHECK(layered["aging"] == 2 * 7 * 86400);
+  CHECK(layered["aging_factor"] == 10);
+  CHECK(layered["reserve_factor"] == 5);
   CHECK(layered["order"] == "fifo");
 }
 

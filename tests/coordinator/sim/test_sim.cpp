@@ -396,6 +396,27 @@ TEST_CASE("order: aged_ahead puts only the oldest aged jobs first", "[sim][order
   CHECK(ids(s, c) == std::vector<JobId>{3, 2, 1, 4, 5});
 }
 
+TEST_CASE("order: aging_factor ages a job after (factor - 1) x its request", "[sim][order]") {
+  Snapshot s = order_snap();  // waited 1000, 900, 800, 100, 50; asked 500, 100, 50, 50, 300
+  OrderConfig c;
+  c.policy = Order::Sjf;
+  c.aging = 10000;  // nobody has waited that long
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});
+  c.aging_factor = 10;  // ages after 4500, 900, 450, 450, 2700: jobs 2 and 3 go first
+  CHECK(aging_of(s.pending[0], c, 10) == 4500);
+  CHECK(ids(s, c) == std::vector<JobId>{2, 3, 4, 5, 1});
+  c.aging_factor = 3;  // after 1000, 200, 100, 100, 600: all but job 5, in FIFO order
+  CHECK(ids(s, c) == std::vector<JobId>{1, 2, 3, 4, 5});
+  c.aging = 150;  // the aging bound still applies when it comes first
+  CHECK(aging_of(s.pending[0], c, 10) == 150);
+  s.pending[0].walltime = 0;  // no request: only the aging bound
+  c.aging = 10000;
+  CHECK(aging_of(s.pending[0], c, 10) == 10000);
+  s.pending[0].walltime = 500;
+  c.aging = 0;  // no aging at all: the factor alone does not age
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});
+}
+
 TEST_CASE("order: PendingHints::fifo skips the check, the policies still apply", "[sim][order]") {
   Snapshot s = order_snap();
   PassHints h;
