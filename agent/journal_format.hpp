@@ -18,7 +18,7 @@ struct Entry {
   std::uint64_t next_id = 1;
   JobRecord job;                 // for put
   std::vector<std::uint64_t> live;  // for base: every job the compacted file holds
-  MSGPACK_DEFINE_MAP(op, id, next_id, job, live)
+  CORRAL_MSGPACK_MAP(op, id, next_id, job, live)
 };
 
 // Any payload framed so (the charge ledger's file uses the same frames), and the payload of the

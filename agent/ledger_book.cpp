@@ -61,7 +61,7 @@ struct LedgerBook::Entry {
   std::vector<Row> grant, charged, project_weeks, user_weeks;
   std::vector<std::pair<std::string, std::string>> user_projects;
   std::vector<JobRow> jobs;
-  MSGPACK_DEFINE_MAP(op, job, project, user, queue, cpus, factor, run_start, seconds, close, at, origin,
+  CORRAL_MSGPACK_MAP(op, job, project, user, queue, cpus, factor, run_start, seconds, close, at, origin,
                      latest_at, grant, charged, project_weeks, user_weeks, user_projects, jobs)
 };
 

@@ -92,7 +92,7 @@ struct JobRecord {
   // cgroups of its cores and memory) for `corral exec`; its end is not the job's. Added after
   // the journal format shipped.
   bool share = false;
-  MSGPACK_DEFINE_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
+  CORRAL_MSGPACK_MAP(id, spec, env_blob, uid, gid, user, group, state, exit_code, end_reason, comment,
                      submit_time, start_time, end_time, cores, requeues, priority, cycles_pending,
                      last_start_priority, work_done, first_start, cancel_requested,
                      requeue_requested, cpu_seconds, rss_mb, suspended_seconds, suspended_since,

@@ -35,7 +35,7 @@ struct JobAccepted {
   std::uint32_t gid = 0;
   double submit_time = 0;
   std::string token;
-  MSGPACK_DEFINE_MAP(spec, user, uid, gid, submit_time, token)
+  CORRAL_MSGPACK_MAP(spec, user, uid, gid, submit_time, token)
 };
 
 // The coordinator decided to start a pending job: run `run` (1-based, one
@@ -60,7 +60,7 @@ struct JobStarted {
   // Service units an hour on one cpu of this run costs (its queue's charge factor at the start,
   // NCI); 0 in entries of a coordinator without charging: the run is charged nothing.
   double charge = 0;
-  MSGPACK_DEFINE_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate, slots, mem_mb, charge)
+  CORRAL_MSGPACK_MAP(job, run, nodes, decision, term, time, backfilled, backfill_estimate, slots, mem_mb, charge)
 };
 
 // Run `run` of a job ended for good (completed, failed, walltime, mem, jobfs,
@@ -72,7 +72,7 @@ struct JobEnded {
   std::int32_t exit_code = -1;
   double time = 0;
   std::string message{};         // why, in words (e.g. which dependency can never be met)
-  MSGPACK_DEFINE_MAP(job, run, reason, exit_code, time, message)
+  CORRAL_MSGPACK_MAP(job, run, reason, exit_code, time, message)
 };
 
 // Run `run` was stopped and the job waits again (requeue, checkpoint,
@@ -86,7 +86,7 @@ struct JobRequeued {
   double time = 0;
   std::int32_t checkpoints = 0;
   std::int64_t work_done = 0;
-  MSGPACK_DEFINE_MAP(job, run, reason, time, checkpoints, work_done)
+  CORRAL_MSGPACK_MAP(job, run, reason, time, checkpoints, work_done)
 };
 
 // Run `run` frozen (suspended true) or thawed (false).
@@ -96,7 +96,7 @@ struct JobSuspended {
   bool suspended = true;
   std::string reason;
   double time = 0;
-  MSGPACK_DEFINE_MAP(job, run, suspended, reason, time)
+  CORRAL_MSGPACK_MAP(job, run, suspended, reason, time)
 };
 
 // A node's administrative state: "up", "drain" (no new starts; running jobs
@@ -105,7 +105,7 @@ struct NodeAdmin {
   std::string node;
   std::string state;
   std::string reason;
-  MSGPACK_DEFINE_MAP(node, state, reason)
+  CORRAL_MSGPACK_MAP(node, state, reason)
 };
 
 // A project's grant in service units (NCI), renewed every `every` seconds from week 0 of the
@@ -116,7 +116,7 @@ struct GrantSet {
   std::string period;
   double su = 0;
   std::int64_t every = 0;
-  MSGPACK_DEFINE_MAP(project, period, su, every)
+  CORRAL_MSGPACK_MAP(project, period, su, every)
 };
 
 // Service units charged for one run of a job. Not applied: a run is charged when its end (or
@@ -127,7 +127,7 @@ struct Charge {
   std::string project;
   std::string period;
   double su = 0;
-  MSGPACK_DEFINE_MAP(job, run, project, period, su)
+  CORRAL_MSGPACK_MAP(job, run, project, period, su)
 };
 
 // A project's allocation of slots for an ISO week (PBA), replacing any earlier
@@ -136,7 +136,7 @@ struct AllocationSet {
   std::string project;
   std::string week;
   std::int32_t slots = 0;
-  MSGPACK_DEFINE_MAP(project, week, slots)
+  CORRAL_MSGPACK_MAP(project, week, slots)
 };
 
 // A pending job held (`hold`: proto::hold::kUser or kOperator; no start while held) or
@@ -145,7 +145,7 @@ struct JobHeld {
   std::uint64_t job = 0;
   std::string hold;
   std::string who;
-  MSGPACK_DEFINE_MAP(job, hold, who)
+  CORRAL_MSGPACK_MAP(job, hold, who)
 };
 
 // A pending job moved to another queue (corral qmove), by `who`.
@@ -153,7 +153,7 @@ struct JobMoved {
   std::uint64_t job = 0;
   std::string queue;
   std::string who;
-  MSGPACK_DEFINE_MAP(job, queue, who)
+  CORRAL_MSGPACK_MAP(job, queue, who)
 };
 
 // The coordinator ordered run `run` of a job suspended, resumed, requeued or
@@ -174,7 +174,7 @@ struct JobOrdered {
   double time = 0;
   bool pba_preemption = false;   // a requeue of PBA's: counts toward its requeue bound
   bool held = false;
-  MSGPACK_DEFINE_MAP(job, run, action, reason, decision, term, time, pba_preemption, held)
+  CORRAL_MSGPACK_MAP(job, run, action, reason, decision, term, time, pba_preemption, held)
 };
 
 // A user's cancel of run `run` of a running or suspended job, by `who` (added after version
@@ -185,7 +185,7 @@ struct CancelAsked {
   std::int32_t run = 0;
   std::string who;
   double time = 0;
-  MSGPACK_DEFINE_MAP(job, run, who, time)
+  CORRAL_MSGPACK_MAP(job, run, who, time)
 };
 
 // Tasks of job array `array` handed to the pass (a JobAccepted whose spec.array is on: the array
@@ -198,7 +198,7 @@ struct TasksHanded {
   std::uint64_t array = 0;
   std::int64_t index = -1;
   std::int32_t count = 0;
-  MSGPACK_DEFINE_MAP(array, index, count)
+  CORRAL_MSGPACK_MAP(array, index, count)
 };
 
 using Entry = std::variant<JobAccepted, JobStarted, JobEnded, JobRequeued, JobSuspended, NodeAdmin,

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include <msgpack.hpp>
+#include "proto/msgpack_map.hpp"
 
 namespace corral::proto::jobs {
 
@@ -25,7 +25,7 @@ struct ExecStart {
   std::string node;              // the node asked (its name)
   std::string command;           // run by /bin/sh -c, as ssh runs its words
   std::string who;               // the caller, for the node's log
-  MSGPACK_DEFINE_MAP(mesh, from, request, job, run, node, command, who)
+  CORRAL_MSGPACK_MAP(mesh, from, request, job, run, node, command, who)
 };
 
 struct ExecOutput {
@@ -34,7 +34,7 @@ struct ExecOutput {
   std::uint64_t request = 0;
   std::int32_t stream = 1;       // 1 stdout, 2 stderr
   std::string data;
-  MSGPACK_DEFINE_MAP(mesh, from, request, stream, data)
+  CORRAL_MSGPACK_MAP(mesh, from, request, stream, data)
 };
 
 // status: "exited" (exit_code: its exit status, 128+N when signal N killed
@@ -47,7 +47,7 @@ struct ExecEnd {
   std::string status;
   std::int32_t exit_code = 0;
   std::string message;
-  MSGPACK_DEFINE_MAP(mesh, from, request, status, exit_code, message)
+  CORRAL_MSGPACK_MAP(mesh, from, request, status, exit_code, message)
 };
 
 // From the node running the process, every second while it runs.
@@ -55,7 +55,7 @@ struct ExecAlive {
   std::string mesh;
   std::uint64_t from = 0;
   std::uint64_t request = 0;
-  MSGPACK_DEFINE_MAP(mesh, from, request)
+  CORRAL_MSGPACK_MAP(mesh, from, request)
 };
 
 // From the asking member: stop the process of call `request` (SIGTERM to its process group,
@@ -65,7 +65,7 @@ struct ExecCancel {
   std::uint64_t from = 0;
   std::uint64_t request = 0;
   std::string why;               // for the node's log
-  MSGPACK_DEFINE_MAP(mesh, from, request, why)
+  CORRAL_MSGPACK_MAP(mesh, from, request, why)
 };
 
 }  // namespace corral::proto::jobs

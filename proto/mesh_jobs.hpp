@@ -46,7 +46,7 @@ struct CancelAsk {
   std::vector<mesh::AllocationSet> allocs{};  // action alloc_set: the changes, all or none
   // Action "task": the id of task `index` of array `job` (handed out ahead of its turn if not yet).
   std::int64_t index = -1;
-  MSGPACK_DEFINE_MAP(job, uid, gid, admin, who, action, queue, node, reason, allocs, index)
+  CORRAL_MSGPACK_MAP(job, uid, gid, admin, who, action, queue, node, reason, allocs, index)
   // Whether this is a request at all (a Forward without one carries an entry).
   bool asked() const { return job != 0 || !action.empty(); }
 };
@@ -59,7 +59,7 @@ struct Forward {
   std::uint64_t request = 0;     // the forwarder's number for this attempt
   std::string entry;             // proto::mesh::encode_entry(); a JobAccepted has its token set
   CancelAsk cancel;
-  MSGPACK_DEFINE_MAP(mesh, from, request, entry, cancel)
+  CORRAL_MSGPACK_MAP(mesh, from, request, entry, cancel)
 };
 
 struct ForwardAck {
@@ -76,7 +76,7 @@ struct ForwardAck {
   std::uint64_t leader = 0;
   std::string message;
   std::string code;
-  MSGPACK_DEFINE_MAP(mesh, from, request, status, job, leader, message, code)
+  CORRAL_MSGPACK_MAP(mesh, from, request, status, job, leader, message, code)
 };
 
 // The coordinator's decision to start run `run` of `job` on the receiving
@@ -104,7 +104,7 @@ struct StartJob {
   // A task of a job array: the array's id and the task's index (array_id 0: not a task).
   std::uint64_t array_id = 0;
   std::int64_t array_index = -1;
-  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, work_done, checkpoints,
+  CORRAL_MSGPACK_MAP(mesh, from, term, decided_term, decision, job, run, nodes, spec, work_done, checkpoints,
                      slots, mem_mb, array_id, array_index)
 };
 
@@ -123,7 +123,7 @@ struct StartAck {
   std::string message;
   std::string order{};           // the JobOrder's action; empty for a start
   std::uint64_t decided_term = 0;  // the JobOrder's decision is (decided_term, decision)
-  MSGPACK_DEFINE_MAP(mesh, from, term, decision, job, run, status, message, order, decided_term)
+  CORRAL_MSGPACK_MAP(mesh, from, term, decision, job, run, status, message, order, decided_term)
 };
 
 // The coordinator's order to stop run `run` of `job` (a user cancelled it,
@@ -137,7 +137,7 @@ struct CancelJob {
   std::uint64_t job = 0;
   std::int32_t run = 0;
   std::string who;
-  MSGPACK_DEFINE_MAP(mesh, from, term, job, run, who)
+  CORRAL_MSGPACK_MAP(mesh, from, term, job, run, who)
 };
 
 // The coordinator's order to suspend, resume, requeue or checkpoint run `run`
@@ -158,7 +158,7 @@ struct JobOrder {
   std::string reason;
   bool pba_preemption = false;
   bool held = false;             // a user's suspension: the pass never resumes it
-  MSGPACK_DEFINE_MAP(mesh, from, term, decided_term, decision, job, run, action, reason, pba_preemption, held)
+  CORRAL_MSGPACK_MAP(mesh, from, term, decided_term, decision, job, run, action, reason, pba_preemption, held)
 };
 
 using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder, ExecStart, ExecOutput,

@@ -34,7 +34,7 @@ struct Hello {
   std::uint64_t id = 0;
   std::string name;
   std::string address;           // host:port (its listen)
-  MSGPACK_DEFINE_MAP(mesh, id, name, address)
+  CORRAL_MSGPACK_MAP(mesh, id, name, address)
 };
 
 // Published: the node's resources (0 cores: not reported yet).
@@ -46,7 +46,7 @@ struct NodeEvent {
   std::int32_t cores = 0;
   std::int64_t mem_mb = 0;
   std::int64_t jobfs_mb = 0;
-  MSGPACK_DEFINE_MAP(mesh, id, incarnation, seq, cores, mem_mb, jobfs_mb)
+  CORRAL_MSGPACK_MAP(mesh, id, incarnation, seq, cores, mem_mb, jobfs_mb)
 };
 
 // Published: every job the node runs now (the whole set, not a change).
@@ -56,7 +56,7 @@ struct JobsEvent {
   std::uint64_t incarnation = 0;
   std::uint64_t seq = 0;
   std::vector<std::uint64_t> running;
-  MSGPACK_DEFINE_MAP(mesh, id, incarnation, seq, running)
+  CORRAL_MSGPACK_MAP(mesh, id, incarnation, seq, running)
 };
 
 // Published every 200 ms: the member's view of raft and the number of its last event.
@@ -70,7 +70,7 @@ struct Heartbeat {
   std::string state;             // leader | follower | candidate | unavailable
   std::uint64_t term = 0;
   std::uint64_t commit_index = 0;
-  MSGPACK_DEFINE_MAP(mesh, id, incarnation, seq, name, address, state, term, commit_index)
+  CORRAL_MSGPACK_MAP(mesh, id, incarnation, seq, name, address, state, term, commit_index)
 };
 
 // Request channel: member `id` (at `address`, its listen) asks for a snapshot.
@@ -78,7 +78,7 @@ struct SnapshotAsk {
   std::string mesh;
   std::uint64_t id = 0;
   std::string address;
-  MSGPACK_DEFINE_MAP(mesh, id, address)
+  CORRAL_MSGPACK_MAP(mesh, id, address)
 };
 
 // Request channel: the publisher's whole report as of event `seq`.
@@ -96,7 +96,7 @@ struct Snapshot {
   std::int64_t mem_mb = 0;
   std::int64_t jobfs_mb = 0;
   std::vector<std::uint64_t> running;
-  MSGPACK_DEFINE_MAP(mesh, id, incarnation, seq, name, address, state, term, commit_index, cores, mem_mb, jobfs_mb,
+  CORRAL_MSGPACK_MAP(mesh, id, incarnation, seq, name, address, state, term, commit_index, cores, mem_mb, jobfs_mb,
                      running)
 };
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <msgpack.hpp>
+#include "proto/msgpack_map.hpp"
 
 namespace corral::proto::jobs {
 
@@ -18,7 +18,7 @@ struct JobWait {
   double planned_start = 0;      // 0: the last pass planned no start
   std::string reason;            // proto::wait
   std::string detail;
-  MSGPACK_DEFINE_MAP(job, planned_start, reason, detail)
+  CORRAL_MSGPACK_MAP(job, planned_start, reason, detail)
 };
 
 struct WaitAsk {
@@ -26,7 +26,7 @@ struct WaitAsk {
   std::uint64_t from = 0;        // the asking member (the answer goes there)
   std::uint64_t request = 0;
   std::vector<std::uint64_t> jobs;  // pending jobs
-  MSGPACK_DEFINE_MAP(mesh, from, request, jobs)
+  CORRAL_MSGPACK_MAP(mesh, from, request, jobs)
 };
 
 struct WaitAnswer {
@@ -36,7 +36,7 @@ struct WaitAnswer {
   std::string status;            // "ok"; "not_leader" (`leader`: the one it knows, 0 none)
   std::uint64_t leader = 0;
   std::vector<JobWait> waits;    // the jobs asked about that the last pass saw pending
-  MSGPACK_DEFINE_MAP(mesh, from, request, status, leader, waits)
+  CORRAL_MSGPACK_MAP(mesh, from, request, status, leader, waits)
 };
 
 }  // namespace corral::proto::jobs

@@ -18,7 +18,7 @@
 #include <variant>
 #include <vector>
 
-#include <msgpack.hpp>
+#include "proto/msgpack_map.hpp"
 
 namespace corral::proto {
 
@@ -42,7 +42,7 @@ class ProtoError : public std::runtime_error {
 struct Dependency {
   std::string type;
   std::uint64_t job = 0;
-  MSGPACK_DEFINE_MAP(type, job)
+  CORRAL_MSGPACK_MAP(type, job)
   bool operator==(const Dependency&) const = default;
 };
 // afterok: the other job completed (exit 0); afternotok: it ended any other way; afterany: it
@@ -59,7 +59,7 @@ struct ArraySpec {
   std::int64_t last = 0;
   std::int64_t step = 0;
   std::int32_t max_running = 0;
-  MSGPACK_DEFINE_MAP(first, last, step, max_running)
+  CORRAL_MSGPACK_MAP(first, last, step, max_running)
   bool operator==(const ArraySpec&) const = default;
   bool on() const { return step > 0; }
   std::int64_t tasks() const { return on() && last >= first ? (last - first) / step + 1 : 0; }
@@ -115,7 +115,7 @@ struct JobSpec {
   // Added after version 1. -l select=K:ncpus=M: the job is K chunks of M cpus (ncpus = K * M),
   // each chunk whole on one node; 0: no chunks (the cpus may spread over nodes as they fit).
   std::int32_t chunk_ncpus = 0;
-  MSGPACK_DEFINE_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
+  CORRAL_MSGPACK_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
                      flow_step, preempt, immediate, checkpointable, join, depend, array, chunk_ncpus)
 };
@@ -129,7 +129,7 @@ struct RunInfo {
   std::string end_reason;        // empty while running; completed | failed | ... | preempted
   std::int32_t exit_code = -1;   // the run's exit status when known
   std::string comment;           // why it ended (e.g. "checkpointed: exited after the checkpoint signal")
-  MSGPACK_DEFINE_MAP(start, end, end_reason, exit_code, comment)
+  CORRAL_MSGPACK_MAP(start, end, end_reason, exit_code, comment)
 };
 
 // How many tasks of an array are in each state (queued: not yet handed to the scheduler).
@@ -139,7 +139,7 @@ struct ArrayCounts {
   std::int64_t running = 0;
   std::int64_t ended = 0;
   std::int64_t failed = 0;       // of the ended: every end but completed
-  MSGPACK_DEFINE_MAP(queued, pending, running, ended, failed)
+  CORRAL_MSGPACK_MAP(queued, pending, running, ended, failed)
 };
 
 // A job as shown to users (stat, wait, node) and carried in events.
@@ -206,7 +206,7 @@ struct JobInfo {
   std::int64_t array_index = -1;
   ArraySpec array;
   ArrayCounts array_counts;
-  MSGPACK_DEFINE_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
+  CORRAL_MSGPACK_MAP(id, name, user, uid, queue, project, state, exit_code, end_reason,
                      submit_time, start_time, end_time, walltime, ncpus, mem_mb, jobfs_mb, cores,
                      cpu_seconds, rss_mb, requeues, stdout_path, stderr_path, comment, pe,
                      slots_min, slots_max, slots, suspended_seconds, runs, flow_step, preempt,
@@ -237,7 +237,7 @@ struct NodeStatus {
   // Added after version 1: the node's administrative state (up | drained, corral drain) and why.
   std::string state = "up";
   std::string drain_reason;
-  MSGPACK_DEFINE_MAP(node, mode, topology, cores, numa_nodes, mem_mb, slots_total, slots_used,
+  CORRAL_MSGPACK_MAP(node, mode, topology, cores, numa_nodes, mem_mb, slots_total, slots_used,
                      pending, running, recent, agent_pid, agent_uptime, version, criu_available,
                      criu_why, state, drain_reason)
 };
@@ -254,7 +254,7 @@ struct MeshMember {
   std::uint64_t commit_index = 0;
   std::int64_t last_contact_ms = -1;  // since this node last heard from it; -1 never, 0 itself
   std::uint64_t snapshots_asked = 0;  // of it by this node: a first hearing, a restart, each gap seen
-  MSGPACK_DEFINE_MAP(id, name, address, role, state, term, commit_index, last_contact_ms, snapshots_asked)
+  CORRAL_MSGPACK_MAP(id, name, address, role, state, term, commit_index, last_contact_ms, snapshots_asked)
 };
 struct MeshStatus {
   std::string mesh;              // the mesh's name; "" when standalone (a mesh of one)
@@ -270,7 +270,7 @@ struct MeshStatus {
   std::vector<std::string> voters;    // host:port, as configured
   std::vector<MeshMember> members;    // every member of the raft configuration
   std::uint64_t jobs = 0;        // jobs in the replicated state
-  MSGPACK_DEFINE_MAP(mesh, node, id, address, state, coordinator, coordinator_id, term, commit_index,
+  CORRAL_MSGPACK_MAP(mesh, node, id, address, state, coordinator, coordinator_id, term, commit_index,
                      last_applied, voters, members, jobs)
 };
 
@@ -278,11 +278,11 @@ struct MeshStatus {
 
 struct SubmitReq {
   JobSpec spec;
-  MSGPACK_DEFINE_MAP(spec)
+  CORRAL_MSGPACK_MAP(spec)
 };
 struct SubmitRep {
   std::uint64_t id = 0;
-  MSGPACK_DEFINE_MAP(id)
+  CORRAL_MSGPACK_MAP(id)
 };
 struct StatReq {
   std::uint64_t id = 0;          // 0: every job the caller may see
@@ -297,38 +297,38 @@ struct StatReq {
   // itself); tasks: list each task handed to the scheduler as well as its array (stat -t).
   std::int64_t index = -1;
   bool tasks = false;
-  MSGPACK_DEFINE_MAP(id, user, project, states, mine, index, tasks)
+  CORRAL_MSGPACK_MAP(id, user, project, states, mine, index, tasks)
 };
 struct StatRep {
   std::vector<JobInfo> jobs;
-  MSGPACK_DEFINE_MAP(jobs)
+  CORRAL_MSGPACK_MAP(jobs)
 };
 struct CancelReq {
   std::uint64_t id = 0;
   std::int64_t index = -1;       // task `index` of array `id` (-1: the job or the whole array)
-  MSGPACK_DEFINE_MAP(id, index)
+  CORRAL_MSGPACK_MAP(id, index)
 };
 struct CancelRep {
   std::uint64_t id = 0;
   std::string state;             // state after the cancel was applied
-  MSGPACK_DEFINE_MAP(id, state)
+  CORRAL_MSGPACK_MAP(id, state)
 };
 struct WaitReq {
   std::uint64_t id = 0;
   std::int64_t index = -1;       // task `index` of array `id` (-1: the job or the whole array)
-  MSGPACK_DEFINE_MAP(id, index)
+  CORRAL_MSGPACK_MAP(id, index)
 };
 struct WaitRep {                 // sent when the job has ended
   JobInfo job;
-  MSGPACK_DEFINE_MAP(job)
+  CORRAL_MSGPACK_MAP(job)
 };
 struct NodeReq {
   std::int32_t recent = 20;      // how many recent ends to include
-  MSGPACK_DEFINE_MAP(recent)
+  CORRAL_MSGPACK_MAP(recent)
 };
 struct NodeRep {
   NodeStatus node;
-  MSGPACK_DEFINE_MAP(node)
+  CORRAL_MSGPACK_MAP(node)
 };
 // Administrative control of one job (qsig/qhold/qrls/qmove/qrerun-like; added after
 // version 1: an older corrald answers "unknown message type"). action:
@@ -339,13 +339,13 @@ struct ControlReq {
   std::string action;
   std::string queue{};           // qmove: the queue the pending job moves to
   std::int64_t index = -1;       // task `index` of array `id` (-1: the job or the whole array)
-  MSGPACK_DEFINE_MAP(id, action, queue, index)
+  CORRAL_MSGPACK_MAP(id, action, queue, index)
 };
 struct ControlRep {
   std::uint64_t id = 0;
   std::string state;             // state after the action was applied
   std::string message;           // what was done (e.g. "requeue requested")
-  MSGPACK_DEFINE_MAP(id, state, message)
+  CORRAL_MSGPACK_MAP(id, state, message)
 };
 // The weekly per-project report of NCI charging (`corral report`; added after version 1: an
 // older corrald answers "unknown message type"). week: "" (the current week), a week number
@@ -354,11 +354,11 @@ struct ReportReq {
   std::string week;
   std::string project;
   bool json = false;
-  MSGPACK_DEFINE_MAP(week, project, json)
+  CORRAL_MSGPACK_MAP(week, project, json)
 };
 struct ReportRep {
   std::string text;              // the report as `corral sim --report` writes a week (or its JSON)
-  MSGPACK_DEFINE_MAP(text)
+  CORRAL_MSGPACK_MAP(text)
 };
 // `corral drain NODE --reason TEXT` / `corral undrain NODE` (root or an operator; added after
 // version 1). action: drain | undrain.
@@ -366,13 +366,13 @@ struct NodeAdminReq {
   std::string node;
   std::string action;
   std::string reason;
-  MSGPACK_DEFINE_MAP(node, action, reason)
+  CORRAL_MSGPACK_MAP(node, action, reason)
 };
 struct NodeAdminRep {
   std::string node;
   std::string state;             // up | drained | removed, after the request
   std::string reason;
-  MSGPACK_DEFINE_MAP(node, state, reason)
+  CORRAL_MSGPACK_MAP(node, state, reason)
 };
 // One node as `corral nodes` lists it (added after version 1).
 struct NodeLine {
@@ -385,15 +385,15 @@ struct NodeLine {
   std::int64_t mem_used_mb = 0;  // requested by the jobs running there
   std::int32_t jobs = 0;         // jobs running or suspended there
   std::int64_t last_contact_ms = 0;  // since this node last heard from it (0: itself)
-  MSGPACK_DEFINE_MAP(name, state, reason, cores, cores_used, mem_mb, mem_used_mb, jobs, last_contact_ms)
+  CORRAL_MSGPACK_MAP(name, state, reason, cores, cores_used, mem_mb, mem_used_mb, jobs, last_contact_ms)
 };
 struct NodesReq {
   bool all = true;
-  MSGPACK_DEFINE_MAP(all)
+  CORRAL_MSGPACK_MAP(all)
 };
 struct NodesRep {
   std::vector<NodeLine> nodes;
-  MSGPACK_DEFINE_MAP(nodes)
+  CORRAL_MSGPACK_MAP(nodes)
 };
 // `corral acct [--user U] [--project P] [--since T]` (added after version 1): every ended
 // job, as sacct. `since` is as the user gave it (a duration back from now, or an ISO week);
@@ -402,7 +402,7 @@ struct AcctReq {
   std::string user;
   std::string project;
   std::string since;
-  MSGPACK_DEFINE_MAP(user, project, since)
+  CORRAL_MSGPACK_MAP(user, project, since)
 };
 struct AcctRun {
   std::int32_t run = 0;          // 1-based
@@ -411,7 +411,7 @@ struct AcctRun {
   double end = 0;
   std::string end_reason;        // "preempted" for a run stopped to requeue the job
   std::int32_t exit_code = -1;
-  MSGPACK_DEFINE_MAP(run, nodes, start, end, end_reason, exit_code)
+  CORRAL_MSGPACK_MAP(run, nodes, start, end, end_reason, exit_code)
 };
 struct AcctJob {
   std::uint64_t id = 0;
@@ -428,13 +428,13 @@ struct AcctJob {
   std::int32_t cpus = 0;
   double su_charged = 0;         // service units over every run (0 where nothing is charged)
   std::vector<AcctRun> runs;
-  MSGPACK_DEFINE_MAP(id, name, user, project, queue, nodes, submit, start, end, end_reason, exit_code,
+  CORRAL_MSGPACK_MAP(id, name, user, project, queue, nodes, submit, start, end, end_reason, exit_code,
                      cpus, su_charged, runs)
 };
 struct AcctRep {
   double since = 0;              // the start of the window as corrald read --since (0: all)
   std::vector<AcctJob> jobs;     // by id
-  MSGPACK_DEFINE_MAP(since, jobs)
+  CORRAL_MSGPACK_MAP(since, jobs)
 };
 // `corral alloc` and `corral alloc set PROJECT WEEK SLOTS [WEEK SLOTS...]` (added after version
 // 1). set: root or an operator; each change as AllocSetting (slots 0 removes the allocation).
@@ -442,11 +442,11 @@ struct AllocSetting {
   std::string project;
   std::string week;              // ISO week, 2026-W48
   std::int32_t slots = 0;
-  MSGPACK_DEFINE_MAP(project, week, slots)
+  CORRAL_MSGPACK_MAP(project, week, slots)
 };
 struct AllocReq {
   std::vector<AllocSetting> set; // empty: only show the calendar
-  MSGPACK_DEFINE_MAP(set)
+  CORRAL_MSGPACK_MAP(set)
 };
 // One project in one week: its allocated slots and what it used (slot-hours held by its runs,
 // and their average over the part of the week gone).
@@ -456,21 +456,21 @@ struct AllocLine {
   std::int32_t allocated = 0;
   double used_slot_hours = 0;
   double used_slots = 0;
-  MSGPACK_DEFINE_MAP(week, project, allocated, used_slot_hours, used_slots)
+  CORRAL_MSGPACK_MAP(week, project, allocated, used_slot_hours, used_slots)
 };
 struct AllocRep {
   std::string current_week;
   std::int32_t horizon_weeks = 0;
   std::vector<AllocLine> weeks;  // by week, then project
-  MSGPACK_DEFINE_MAP(current_week, horizon_weeks, weeks)
+  CORRAL_MSGPACK_MAP(current_week, horizon_weeks, weeks)
 };
 struct MeshReq {
   bool members = true;           // include the member list
-  MSGPACK_DEFINE_MAP(members)
+  CORRAL_MSGPACK_MAP(members)
 };
 struct MeshRep {
   MeshStatus mesh;
-  MSGPACK_DEFINE_MAP(mesh)
+  CORRAL_MSGPACK_MAP(mesh)
 };
 // `corral exec NODE COMMAND` from a process of running job `job` (added after version 1): the
 // agent answers with the command's output as it comes (ExecOut, any number) and then its end
@@ -479,21 +479,21 @@ struct ExecReq {
   std::uint64_t job = 0;         // the caller's CORRAL_JOBID
   std::string node;
   std::string command;           // run by /bin/sh -c on the node
-  MSGPACK_DEFINE_MAP(job, node, command)
+  CORRAL_MSGPACK_MAP(job, node, command)
 };
 struct ExecOut {
   std::int32_t stream = 1;       // 1 stdout, 2 stderr
   std::string data;
-  MSGPACK_DEFINE_MAP(stream, data)
+  CORRAL_MSGPACK_MAP(stream, data)
 };
 struct ExecRep {
   std::int32_t exit_code = 0;    // the command's exit status; 128+N when signal N killed it
-  MSGPACK_DEFINE_MAP(exit_code)
+  CORRAL_MSGPACK_MAP(exit_code)
 };
 struct ErrorRep {
   std::string code;              // invalid | not_found | permission | busy | internal | proto | disk_full
   std::string message;
-  MSGPACK_DEFINE_MAP(code, message)
+  CORRAL_MSGPACK_MAP(code, message)
 };
 
 // ------------------------------------------------------------ PUB events --
@@ -527,7 +527,7 @@ struct Event {
   std::string end_reason;
   std::int32_t run = 0;
   double start_time = 0;
-  MSGPACK_DEFINE_MAP(seq, time, node, boot, kind, job, user, reason, exit_code, cores, cpu_seconds,
+  CORRAL_MSGPACK_MAP(seq, time, node, boot, kind, job, user, reason, exit_code, cores, cpu_seconds,
                      rss_mb, submit_time, running, suspended, pending, slots_used, slots_total,
                      end_reason, run, start_time)
 };

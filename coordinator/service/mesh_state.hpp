@@ -52,7 +52,7 @@ struct MeshRun {
   double su = 0;
   // Whose cancel of it is committed (CancelAsked; "" none): sent to its nodes until it ends.
   std::string cancel_by;
-  MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
+  CORRAL_MSGPACK_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
                      suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
                      order_decision, order_pba, slots, mem_mb, charge, charged_s, su, cancel_by)
 };
@@ -86,7 +86,7 @@ struct MeshJob {
   std::vector<std::int64_t> array_ahead;
   std::int64_t array_handed = 0;
   std::int64_t array_failed = 0;
-  MSGPACK_DEFINE_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
+  CORRAL_MSGPACK_MAP(id, spec, user, uid, gid, submit_time, state, runs, end_reason, exit_code, hold,
                      hold_by, end_time, work_done, checkpoints, pba_preemptions, end_message, array_id,
                      array_index, array_next, array_ahead, array_handed, array_failed)
   bool is_array() const { return spec.array.on() && array_id == 0; }
@@ -108,13 +108,13 @@ inline std::int64_t share_mem_mb(const MeshJob& j, std::size_t i) {
 struct MeshNode {
   std::string state = std::string(proto::mesh::admin::kUp);
   std::string reason;
-  MSGPACK_DEFINE_MAP(state, reason)
+  CORRAL_MSGPACK_MAP(state, reason)
 };
 
 struct MeshGrant {
   double su = 0;                   // granted each period
   std::int64_t every = 0;          // the period (s); 0: one grant for all time
-  MSGPACK_DEFINE_MAP(su, every)
+  CORRAL_MSGPACK_MAP(su, every)
   bool operator==(const MeshGrant&) const = default;
 };
 
@@ -131,7 +131,7 @@ struct MeshData {
   std::uint64_t applied = 0;       // entries applied (refused ones included)
   // Week 0 of charging and of the grants' periods: Monday 00:00 UTC of the first start's week.
   std::int64_t charge_origin = 0;
-  MSGPACK_DEFINE_MAP(next_id, term, jobs, tokens, decisions, nodes, grants, allocations, applied,
+  CORRAL_MSGPACK_MAP(next_id, term, jobs, tokens, decisions, nodes, grants, allocations, applied,
                      charge_origin)
 };
 

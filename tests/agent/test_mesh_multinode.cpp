@@ -96,6 +96,36 @@ std::string submit_two_nodes(const Mesh& m, const std::string& script) {
   return trim(r.out);
 }
 
+// DIR/rank.sh: one line of an MPI rank (Open MPI's or MPICH's rank variable), its node and the
+// job's cgroup it runs in.
+void write_rank_script(const std::string& dir) {
+  {
+    std::ofstream rank(dir + "/rank.sh");
+    rank << "#!/bin/sh\necho \"rank=${OMPI_COMM_WORLD_RANK:-$PMI_RANK} node=$CORRAL_NODE "
+            "cgroup=$(grep -m 1 /job. /proc/self/cgroup)\"\n";
+  }
+  std::filesystem::permissions(dir + "/rank.sh", std::filesystem::perms(0755));
+}
+
+// Four ranks in `output`, two on each node of job `id`'s run (j), each in that node's cgroups for
+// the job.
+void check_ranks(const Mesh& m, const Json& j, const std::string& id, const std::string& output) {
+  const auto [lead_i, share_i] = run_agents(m, j);
+  std::map<std::string, std::string> ranks;  // rank -> its line
+  std::istringstream lines(slurp(output));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("rank=", 0) == 0) ranks[line.substr(5, line.find(' ') - 5)] = line;
+  REQUIRE(ranks.size() == 4);
+  std::map<unsigned, int> per_node;
+  for (const auto& [rank, line] : ranks)
+    for (unsigned i : {lead_i, share_i})
+      if (line.find("node=" + m.names[i] + " ") != std::string::npos &&
+          line.find("/" + m.agents[i]->cgparent + "/job." + id) != std::string::npos)
+        ++per_node[i];
+  CHECK(per_node[lead_i] == 2);
+  CHECK(per_node[share_i] == 2);
+}
+
 }  // namespace
 
 TEST_CASE("mesh: a job larger than a node runs across two, each node's share in its cgroups", "[mesh]") {
@@ -242,11 +272,7 @@ TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec"
   m.elect();
   const std::string out = m.agents[0]->dir + "/work";
   const std::string c = std::filesystem::absolute(m.agents[0]->corral()).string();
-  {
-    std::ofstream rank(out + "/rank.sh");
-    rank << "#!/bin/sh\necho \"rank=$OMPI_COMM_WORLD_RANK node=$CORRAL_NODE cgroup=$(grep -m 1 /job. /proc/self/cgroup)\"\n";
-  }
-  std::filesystem::permissions(out + "/rank.sh", std::filesystem::perms(0755));
+  write_rank_script(out);
   // The nodes here share one /tmp and one host name, which real nodes do not: each node's Open
   // MPI daemon gets a session directory of its own (TMPDIR), else two of them race to make the
   // same one ("mkdir: File exists"). The launcher is `corral exec` all the same.
@@ -267,18 +293,32 @@ TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec"
   INFO(j.dump() << "\nmpirun's stdout:\n" << slurp(out + "/mpi.out") << "mpirun's stderr:\n" << slurp(out + "/mpi.err"));
   REQUIRE(j.is_object());
   CHECK(trim(slurp(out + "/mpi.rc")) == "0");
-  const auto [lead_i, share_i] = run_agents(m, j);
-  std::map<std::string, std::string> ranks;  // rank -> its line
-  std::istringstream lines(slurp(out + "/mpi.out"));
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("rank=", 0) == 0) ranks[line.substr(5, line.find(' ') - 5)] = line;
-  REQUIRE(ranks.size() == 4);
-  std::map<unsigned, int> per_node;
-  for (const auto& [rank, line] : ranks)
-    for (unsigned i : {lead_i, share_i})
-      if (line.find("node=" + m.names[i] + " ") != std::string::npos &&
-          line.find("/" + m.agents[i]->cgparent + "/job." + id) != std::string::npos)
-        ++per_node[i];
-  CHECK(per_node[lead_i] == 2);
-  CHECK(per_node[share_i] == 2);
+  check_ranks(m, j, id, out + "/mpi.out");
+}
+
+// MPICH's mpiexec inside a 2-node job with `corral-rsh` (corral exec under one name) as its
+// launcher: its proxies start on both nodes through corral exec, and so do the ranks.
+TEST_CASE("mesh: MPICH's mpiexec starts ranks on both nodes through corral-rsh", "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  if (::access("/usr/bin/mpiexec.hydra", X_OK) != 0) {
+    CORRAL_SKIP("no /usr/bin/mpiexec.hydra (Debian's mpich, tools/setup)");
+    return;
+  }
+  Mesh m(3);
+  m.elect();
+  const std::string out = m.agents[0]->dir + "/work";
+  write_rank_script(out);
+  std::filesystem::create_symlink(std::filesystem::absolute(m.agents[0]->corral()), out + "/corral-rsh");
+  // The nodes here share one host name, which resolves to 127.0.0.1 in every namespace: the
+  // proxies are told the launching node's own address to call back (-localhost).
+  const std::string script = "h=$(ip -4 -o addr show scope global | awk '{split($4,a,\"/\"); print a[1]; exit}'); "
+                             "mpiexec.hydra -launcher rsh -launcher-exec " + out + "/corral-rsh -f \"$CORRAL_NODEFILE\" "
+                             "-localhost ${h:-127.0.0.1} -n 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " + out +
+                             "/mpi.err; echo $? > " + out + "/mpi.rc";
+  const std::string id = submit_two_nodes(m, script);
+  Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
+  INFO(j.dump() << "\nmpiexec's stdout:\n" << slurp(out + "/mpi.out") << "mpiexec's stderr:\n" << slurp(out + "/mpi.err"));
+  REQUIRE(j.is_object());
+  CHECK(trim(slurp(out + "/mpi.rc")) == "0");
+  check_ranks(m, j, id, out + "/mpi.out");
 }

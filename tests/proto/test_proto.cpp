@@ -25,17 +25,17 @@ std::string forge(std::string_view magic, std::uint64_t version, std::string_vie
 struct OldSpec {
   std::string name;
   int ncpus = 0;
-  MSGPACK_DEFINE_MAP(name, ncpus)
+  CORRAL_MSGPACK_MAP(name, ncpus)
 };
 struct OldSubmit {
   OldSpec spec;
-  MSGPACK_DEFINE_MAP(spec)
+  CORRAL_MSGPACK_MAP(spec)
 };
 // A newer peer's stat request with a key this reader does not know.
 struct FutureStatReq {
   int id = 0;
   std::string from_the_future;
-  MSGPACK_DEFINE_MAP(id, from_the_future)
+  CORRAL_MSGPACK_MAP(id, from_the_future)
 };
 }  // namespace
 

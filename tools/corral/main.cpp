@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/cli_args.hpp"
@@ -63,6 +64,14 @@ int dispatch(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `corral-rsh NODE COMMAND...` is `corral exec NODE COMMAND...`: MPI launchers that take one
+  // executable and no arguments of its own (MPICH's -launcher-exec) are given this name.
+  const std::string_view self = argc > 0 ? argv[0] : "";
+  if (self.substr(self.rfind('/') + 1) == "corral-rsh") {
+    std::vector<std::string> args{"exec"};
+    args.insert(args.end(), argv + 1, argv + argc);
+    return dispatch(args);
+  }
   // Options before the command are corral's own; the command and all after it
   // are the command's (prefix_command). A global --socket reaches the
   // commands through CORRAL_SOCKET.

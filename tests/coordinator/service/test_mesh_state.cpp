@@ -38,7 +38,7 @@ mesh::JobStarted started(std::uint64_t job, std::int32_t run, std::uint64_t term
 struct OlderRun {
   std::vector<std::string> nodes;
   double start = 0;
-  MSGPACK_DEFINE_MAP(nodes, start)
+  CORRAL_MSGPACK_MAP(nodes, start)
 };
 
 // The jobs of `st` that have not ended, from the whole job table.
