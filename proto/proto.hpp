@@ -583,7 +583,8 @@ inline constexpr std::string_view kAll[] = {kPending, kRunning, kSuspended, kEnd
 
 // Why a pending job waits (JobInfo::wait_reason), as squeue's reasons: the jobs it depends on;
 // cores, memory or jobfs that running jobs hold; a reservation of a job ahead of it; its
-// project's allocation; jobs ahead of it in the queue's order.
+// project's allocation; jobs ahead of it in the queue's order; its array's %max_running (as
+// Slurm's JobArrayTaskLimit).
 namespace wait {
 inline constexpr std::string_view kDependency = "dependency";
 inline constexpr std::string_view kResources = "resources";
@@ -591,6 +592,7 @@ inline constexpr std::string_view kReservation = "reservation";
 inline constexpr std::string_view kAllocation = "allocation";
 inline constexpr std::string_view kPriority = "priority";
 inline constexpr std::string_view kHeld = "held";
+inline constexpr std::string_view kArrayLimit = "array_limit";
 }  // namespace wait
 
 // Holds of a pending job (corral hold): a user's own, or an operator's (only root or an
