@@ -474,12 +474,19 @@ struct MeshRep {
 };
 // `corral exec NODE COMMAND` from a process of running job `job` (added after version 1): the
 // agent answers with the command's output as it comes (ExecOut, any number) and then its end
-// (ExecRep), or an ErrorRep when it refuses.
+// (ExecRep), or an ErrorRep when it refuses. With `input`, the caller sends its stdin after the
+// request (ExecIn, any number, the last with eof); without, the command reads /dev/null.
 struct ExecReq {
   std::uint64_t job = 0;         // the caller's CORRAL_JOBID
   std::string node;
   std::string command;           // run by /bin/sh -c on the node
-  MSGPACK_DEFINE_MAP(job, node, command)
+  bool input = false;
+  MSGPACK_DEFINE_MAP(job, node, command, input)
+};
+struct ExecIn {
+  std::string data;
+  bool eof = false;              // the caller's stdin ended: the command's stdin closes
+  MSGPACK_DEFINE_MAP(data, eof)
 };
 struct ExecOut {
   std::int32_t stream = 1;       // 1 stdout, 2 stderr
@@ -538,7 +545,7 @@ using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, 
                              WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
                              ReportReq, ReportRep, MeshReq, MeshRep, NodeAdminReq, NodeAdminRep,
                              NodesReq, NodesRep, AcctReq, AcctRep, AllocReq, AllocRep, ExecReq, ExecOut,
-                             ExecRep>;
+                             ExecRep, ExecIn>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);
