@@ -636,6 +636,12 @@ TEST_CASE("jobs messages: each kind survives its bytes; other messages and bad b
   auto cb = std::get<jobs::ExecCancel>(jobs::decode(jobs::encode(jobs::ExecCancel{"rack1", 2, 9, "its caller went away"})));
   CHECK(cb.request == 9);
   CHECK(cb.why == "its caller went away");
+  auto ci = std::get<jobs::ExecInput>(jobs::decode(jobs::encode(jobs::ExecInput{"rack1", 2, 9, "x\n", true})));
+  CHECK(ci.request == 9);
+  CHECK(ci.data == "x\n");
+  CHECK(ci.eof);
+  jobs::ExecStart xs{"rack1", 2, 9, 12, 1, "n2", "cat", "alice", true};
+  CHECK(std::get<jobs::ExecStart>(jobs::decode(jobs::encode(xs))).input);
 
   CHECK_FALSE(jobs::is_jobs(link::encode(link::Hello{})));
   CHECK_FALSE(jobs::is_jobs(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
