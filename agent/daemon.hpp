@@ -203,6 +203,10 @@ class Daemon {
   void mesh_exec_end(const proto::jobs::ExecEnd& e);
   void mesh_exec_alive(const proto::jobs::ExecAlive& a);
   void mesh_exec_cancel(const proto::jobs::ExecCancel& x);
+  // The caller's stdin: on its node, sent on to NODE (kept until the call is sent there); on
+  // NODE, written to the process.
+  void exec_input(Client& c, const proto::ExecIn& in);
+  void mesh_exec_input(const proto::jobs::ExecInput& in);
   // The caller of call `ticket` went away (its connection closed): its process is stopped.
   void exec_caller_gone(std::uint64_t ticket);
   // Calls whose node has not been heard of for kExecSilentS fail, and their process is stopped.
@@ -400,6 +404,8 @@ class Daemon {
     int fd = -1;
     std::string node;
     double heard = 0;                 // monotonic: the node's last word on it
+    bool sent = false;                // its ExecStart is on its way: input follows it
+    std::vector<proto::jobs::ExecInput> input;  // the caller's stdin until then
   };
   std::map<std::uint64_t, ExecCall> exec_calls_;
   std::unique_ptr<ExecWatch> exec_watch_;

@@ -1,7 +1,8 @@
 // A process that `corral exec` starts in a running job's cgroups on this
 // node: /bin/sh -c COMMAND as the job's user, joined to the job's cgroups
-// before it runs anything, stdin from /dev/null, stdout and stderr into pipes
-// that ExecWatch relays until it ends.
+// before it runs anything, stdin from /dev/null or a pipe that ExecWatch
+// feeds with the caller's input, stdout and stderr into pipes that ExecWatch
+// relays until it ends.
 #pragma once
 
 #include <sys/types.h>
@@ -25,12 +26,14 @@ struct ExecLaunch {
   std::string cwd;                       // "/" when it cannot be entered
   std::vector<std::string> env;          // KEY=VALUE, the whole environment
   std::string command;
+  bool input = false;                    // stdin from a pipe (ExecChild::in_fd), else /dev/null
 };
 
 struct ExecChild {
   pid_t pid = -1;
   int out_fd = -1;
   int err_fd = -1;
+  int in_fd = -1;
 };
 
 // Starts the process. Returns "" once it runs the shell, else why it could not
@@ -58,6 +61,9 @@ class ExecWatch {
   // SIGTERM to the process group of the process named `key` (its shell and what it started
   // there), SIGKILL kKillGraceMs later if the shell still runs. False when no such process runs.
   bool stop(const std::string& key);
+  // Input for the stdin of the process named `key`, written as it reads it; `eof` closes its
+  // stdin once all is written. False when no such process runs (its input is dropped).
+  bool input(const std::string& key, std::string data, bool eof);
 
   struct Session;
 

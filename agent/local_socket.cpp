@@ -222,7 +222,7 @@ std::size_t Daemon::read_room(const Client& c) const {
 
 short Daemon::client_events(const Client& c) const {
   short ev = c.out.empty() ? 0 : POLLOUT;
-  if (!c.blocked() && c.out.size() < kMaxOut && read_room(c) > 0) ev |= POLLIN;
+  if ((!c.blocked() || c.reads_input()) && c.out.size() < kMaxOut && read_room(c) > 0) ev |= POLLIN;
   return ev;
 }
 
@@ -307,7 +307,8 @@ void Daemon::read_client(Client& c, bool hup) {
 void Daemon::serve_buffered(Client& c) {
   std::string frame;
   try {
-    while (!c.dead && !c.blocked() && !c.close_after_write && c.out.size() < kMaxOut && c.reader.next(frame))
+    while (!c.dead && (!c.blocked() || c.reads_input()) && !c.close_after_write && c.out.size() < kMaxOut &&
+           c.reader.next(frame))
       handle(c, frame);
   } catch (const proto::ProtoError& e) {
     send(c, proto::ErrorRep{"proto", e.what()});
@@ -332,7 +333,7 @@ void Daemon::write_client(Client& c) {
     c.dead = true;
     return;
   }
-  if (!c.blocked() && c.reader.buffered()) serve_buffered(c);  // held back while replies piled up
+  if ((!c.blocked() || c.reads_input()) && c.reader.buffered()) serve_buffered(c);  // held back while replies piled up
 }
 
 void Daemon::handle(Client& c, const std::string& frame) {
@@ -345,6 +346,13 @@ void Daemon::handle(Client& c, const std::string& frame) {
     c.close_after_write = true;
     return;
   }
+  if (auto* in = std::get_if<proto::ExecIn>(&m)) return exec_input(c, *in);  // after its call ended: dropped
+  if (c.blocked()) {  // only a `corral exec` sending its stdin is read while it waits
+    send(c, proto::ErrorRep{"proto", "a corral exec call is running: only its stdin (exec_in) may follow it"});
+    c.close_after_write = true;
+    return;
+  }
+  c.exec_input = false;
   try {
     if (!name_task(c, m)) return;  // ID[INDEX] named a task it could not find
     if (auto* r = std::get_if<proto::SubmitReq>(&m); r && mesh_) {

@@ -21,6 +21,8 @@ struct Daemon::Client {
   std::uint64_t waiting = 0;     // job id a `wait` blocks on
   std::uint64_t mesh_ticket = 0; // a request the mesh answers later (mesh_jobs.cpp)
   bool blocked() const { return waiting != 0 || mesh_ticket != 0; }
+  bool exec_input = false;       // its `corral exec` call sends its stdin (ExecIn) while blocked
+  bool reads_input() const { return exec_input && mesh_ticket != 0; }
   bool close_after_write = false;
   bool dead = false;
 };

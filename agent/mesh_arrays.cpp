@@ -1,6 +1,7 @@
 // Job arrays through the mesh, the daemon's side. `corral stat` shows an array as one job with
 // its tasks' counts (queued: not yet handed to the pass), its tasks under it with -t, and one
-// task named ID[INDEX] from this member's replica (a task not handed out yet as queued). Any
+// task named ID[INDEX] from this member's replica (a task not handed out yet as queued; one
+// handed out as any job, with why it waits). Any
 // other request naming ID[INDEX] (cancel, hold, release, wait, suspend, ...) first asks the
 // coordinator for the task's id (it hands the task out ahead of its turn when needed, as a
 // standalone node does), then goes on as a request for that job.
@@ -24,13 +25,14 @@ proto::JobInfo mesh_array_info(const MeshJob& arr, const std::vector<const MeshJ
     if (t->state == proto::state::kPending) ++n.pending;
     else if (t->state != proto::state::kEnded) ++n.running;
   }
-  n.queued = arr.state == proto::state::kEnded ? 0 : arr.spec.array.tasks() - arr.array_handed;
+  n.queued = arr.state == proto::state::kEnded || arr.ending() ? 0 : arr.spec.array.tasks() - arr.array_handed;
   n.ended = arr.spec.array.tasks() - n.queued - n.pending - n.running;
   n.failed = arr.array_failed;
   if (arr.state != proto::state::kEnded) i.state = n.running > 0 ? proto::state::kRunning : proto::state::kPending;
   i.wait_reason.clear();  // its tasks wait, each for its own reason
   i.wait_detail.clear();
   if (arr.state == proto::state::kEnded) i.comment = arr.end_message, i.end_time = arr.end_time;
+  if (arr.ending()) i.comment = arr.end_message, i.end_reason.clear();  // ends once its running tasks end
   return i;
 }
 
@@ -45,7 +47,7 @@ proto::Message mesh_task_stat(std::uint64_t id, std::int64_t index, const std::v
     return proto::ErrorRep{"not_found", why};
   for (const MeshJob& t : jobs)
     if (t.array_id == id && t.array_index == index) return proto::StatRep{{mesh_info(t)}};
-  if (arr.state == proto::state::kEnded)
+  if (arr.state == proto::state::kEnded || arr.ending())
     return proto::ErrorRep{"invalid", "task " + named + " never ran: its array was ended (" + arr.end_reason + ")"};
   proto::JobInfo j = mesh_info(arr);
   j.array_id = id;
@@ -86,9 +88,18 @@ proto::StatRep mesh_stat_list(const proto::StatReq& r, const std::vector<MeshJob
 
 void Daemon::mesh_name_task(Client& c, proto::Message m, std::uint64_t array, std::int64_t index) {
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  if (std::holds_alternative<proto::StatReq>(m)) {
-    mesh_->jobs(array, [this, fd = c.fd, ticket, array, index](std::vector<MeshJob> jobs) {
-      mesh_answer(fd, ticket, mesh_task_stat(array, index, jobs));
+  if (auto* s = std::get_if<proto::StatReq>(&m)) {
+    mesh_->jobs(array, [this, fd = c.fd, ticket, array, index, r = *s](std::vector<MeshJob> jobs) mutable {
+      proto::Message rep = mesh_task_stat(array, index, jobs);
+      auto* one = std::get_if<proto::StatRep>(&rep);
+      auto it = clients_.find(fd);
+      if (!one || one->jobs.front().id == array || it == clients_.end() || it->second->mesh_ticket != ticket)
+        return mesh_answer(fd, ticket, rep);  // refused, not handed out yet, or gone
+      // A task handed out: listed as any job, with why it waits from the coordinator's pass.
+      it->second->mesh_ticket = 0;
+      r.id = one->jobs.front().id;
+      r.index = -1;
+      mesh_stat(*it->second, r);
     });
     return;
   }

@@ -6,7 +6,9 @@
 // connection gets the command's output as it comes, then its exit status. On
 // NODE: the job's run must hold its share here; the command runs in that
 // share's cgroups as the job's user (agent/exec_process.hpp), so the job's end
-// stops it with the rest of the share.
+// stops it with the rest of the share. The caller's stdin follows the request
+// on its connection (ExecIn) and goes on to NODE in order (ExecInput), as ssh
+// relays it: NODE writes it to the command's stdin and closes that at its end.
 //
 // Neither side waits for ever on the other: NODE says every second that the
 // process still runs (ExecAlive), and the caller's node fails a call it has
@@ -87,23 +89,43 @@ void Daemon::mesh_exec(Client& c, const proto::ExecReq& r) {
   }
   const std::int32_t run = rec->requeues + 1;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
+  c.exec_input = r.input;
   std::string who = user_name(c.peer.uid);
   if (who.empty()) who = std::to_string(c.peer.uid);
+  exec_calls_[ticket] = ExecCall{c.fd, r.node, mono_now(), false, {}};  // its input waits here
   // The node must be one of the run's, as the replicated state has it.
   mesh_->run_nodes(r.job, run, [this, fd = c.fd, ticket, r, id, who, run](std::vector<std::string> nodes) {
+    auto call = exec_calls_.find(ticket);
+    if (call == exec_calls_.end()) return;  // its caller went away meanwhile
     if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) {
+      exec_calls_.erase(call);
       mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "node " + r.node + " is not one of the nodes of job " + id +
                                                                " (" + (nodes.empty() ? "none known" : joined(nodes)) +
                                                                ")"});
       return;
     }
-    exec_calls_[ticket] = ExecCall{fd, r.node, mono_now()};
-    proto::jobs::ExecStart x{"", 0, ticket, r.job, run, r.node, r.command, who};
+    call->second.heard = mono_now();
+    call->second.sent = true;
+    proto::jobs::ExecStart x{"", 0, ticket, r.job, run, r.node, r.command, who, r.input};
     mesh_->send_node(r.node, x, [this, fd, ticket, node = r.node] {
       exec_calls_.erase(ticket);
       mesh_answer(fd, ticket, proto::ErrorRep{"not_found", "no member of the mesh is named " + node});
     });
+    for (proto::jobs::ExecInput& in : call->second.input) mesh_->send_node(r.node, std::move(in), [] {});
+    call->second.input.clear();
   });
+}
+
+void Daemon::exec_input(Client& c, const proto::ExecIn& in) {
+  auto call = exec_calls_.find(c.mesh_ticket);
+  if (!c.reads_input() || call == exec_calls_.end()) return;  // its call has ended: nobody reads it
+  proto::jobs::ExecInput x{"", 0, c.mesh_ticket, in.data, in.eof};
+  if (!call->second.sent) call->second.input.push_back(std::move(x));
+  else mesh_->send_node(call->second.node, std::move(x), [] {});
+}
+
+void Daemon::mesh_exec_input(const proto::jobs::ExecInput& in) {
+  if (exec_watch_) exec_watch_->input(exec_key(in.from, in.request), in.data, in.eof);
 }
 
 void Daemon::mesh_exec_output(const proto::jobs::ExecOutput& o) {
@@ -190,6 +212,7 @@ void Daemon::mesh_exec_start(const proto::jobs::ExecStart& x) {
   l.user = rec->user == std::to_string(rec->uid) ? "" : rec->user;
   l.cwd = rec->spec.cwd;
   l.command = x.command;
+  l.input = x.input;
   std::map<std::string, std::string> env;
   for (std::size_t pos = 0; pos < rec->env_blob.size();) {
     std::size_t stop = rec->env_blob.find('\0', pos);

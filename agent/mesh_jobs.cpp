@@ -111,6 +111,7 @@ void Daemon::mesh_order(const proto::jobs::Message& m) {
   else if (auto* ee = std::get_if<proto::jobs::ExecEnd>(&m)) mesh_exec_end(*ee);
   else if (auto* ea = std::get_if<proto::jobs::ExecAlive>(&m)) mesh_exec_alive(*ea);
   else if (auto* ec = std::get_if<proto::jobs::ExecCancel>(&m)) mesh_exec_cancel(*ec);
+  else if (auto* ei = std::get_if<proto::jobs::ExecInput>(&m)) mesh_exec_input(*ei);
 }
 
 // The coordinator's cancel of a run here: stopped as a standalone cancel stops it.

@@ -57,7 +57,7 @@ template <class T>
 constexpr bool is_exec(const T&) {
   return std::is_same_v<T, proto::jobs::ExecStart> || std::is_same_v<T, proto::jobs::ExecOutput> ||
          std::is_same_v<T, proto::jobs::ExecEnd> || std::is_same_v<T, proto::jobs::ExecAlive> ||
-         std::is_same_v<T, proto::jobs::ExecCancel>;
+         std::is_same_v<T, proto::jobs::ExecCancel> || std::is_same_v<T, proto::jobs::ExecInput>;
 }
 
 bool is_voter(const MeshConfig& cfg) {

@@ -1,8 +1,8 @@
 // Why a pending job waits and when it is planned to start, as `squeue --start` and `qstat -s`
-// tell: the jobs it depends on, the cores, memory or jobfs running jobs hold, the reservation
-// of a job ahead of it, its project's allocation, or jobs ahead of it in the queue. A pass
-// only keeps its reservations (note_plan); the reason is worked out when `corral stat` asks,
-// so a pass over many pending jobs costs nothing more.
+// tell: the jobs it depends on, its array's %max_running, the cores, memory or jobfs running
+// jobs hold, the reservation of a job ahead of it, its project's allocation, or jobs ahead of it
+// in the queue. A pass only keeps its reservations (note_plan); the reason is worked out when
+// `corral stat` asks, so a pass over many pending jobs costs nothing more.
 #include <algorithm>
 #include <cctype>
 #include <ctime>
@@ -32,6 +32,11 @@ void Daemon::wait_info(const JobRecord& rec, proto::JobInfo& j) const {
   if (dep_waiting_.count(rec.id)) {
     j.wait_reason = proto::wait::kDependency;
     j.wait_detail = dependency_text(rec);
+    return;
+  }
+  if (rec.array_id && !array_room(rec)) {
+    j.wait_reason = proto::wait::kArrayLimit;
+    j.wait_detail = wait_text::array_limit(rec.array_id, rec.spec.array.max_running);
     return;
   }
   const auto planned = reserved_at_.find(rec.id);

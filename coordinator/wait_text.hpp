@@ -47,6 +47,11 @@ inline std::string held(const std::string& by, const std::string& hold, JobId jo
   return "held by " + by + " (" + hold + " hold): it starts only after corral release " + std::to_string(job);
 }
 
+inline std::string array_limit(JobId array, std::int64_t max_running) {
+  return "job array " + std::to_string(array) + " runs its limit of " + std::to_string(max_running) +
+         " tasks at once (%" + std::to_string(max_running) + "): it starts when one of them ends";
+}
+
 inline constexpr const char* kPriority = "jobs ahead of it in the queue are placed first (or the next pass has not run yet)";
 
 }  // namespace corral::wait_text

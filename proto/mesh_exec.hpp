@@ -2,7 +2,8 @@
 // the caller's node asks the named node to start a process of a running job
 // there (ExecStart); that node starts it in its share of the job's cgroups as
 // the job's user and relays what it writes (ExecOutput, in order) and how it
-// ended (ExecEnd) to the asking member. `request` is the asking member's
+// ended (ExecEnd) to the asking member; the asking member relays the caller's
+// stdin to it (ExecInput, in order, when ExecStart says `input`). `request` is the asking member's
 // number for the call: every answer names it. While the process runs, its
 // node says so every second (ExecAlive): the asking member fails a call it has
 // not heard of for some seconds. The asking member stops a call whose caller
@@ -25,7 +26,19 @@ struct ExecStart {
   std::string node;              // the node asked (its name)
   std::string command;           // run by /bin/sh -c, as ssh runs its words
   std::string who;               // the caller, for the node's log
-  CORRAL_MSGPACK_MAP(mesh, from, request, job, run, node, command, who)
+  bool input = false;            // stdin comes as ExecInput (else /dev/null)
+  CORRAL_MSGPACK_MAP(mesh, from, request, job, run, node, command, who, input)
+};
+
+// From the asking member: the caller's stdin, in order; `eof` closes the process's stdin. Input
+// for a call the node does not run is dropped.
+struct ExecInput {
+  std::string mesh;
+  std::uint64_t from = 0;
+  std::uint64_t request = 0;
+  std::string data;
+  bool eof = false;
+  CORRAL_MSGPACK_MAP(mesh, from, request, data, eof)
 };
 
 struct ExecOutput {

@@ -7,7 +7,7 @@ namespace {
 
 constexpr KindNames<Message> kKinds = {"forward", "forward_ack", "start", "start_ack", "cancel", "order",
                                            "exec_start", "exec_output", "exec_end", "wait_ask", "wait_answer",
-                                           "exec_alive", "exec_cancel"};
+                                           "exec_alive", "exec_cancel", "exec_input"};
 
 }  // namespace
 

@@ -10,7 +10,7 @@
 // its token, so one that reached a coordinator which then died gets its first
 // id. The coordinator pushes its start decisions to the nodes (StartJob), and
 // each node acknowledges (StartAck). `corral exec` travels as ExecStart,
-// ExecOutput, ExecEnd, ExecAlive and ExecCancel (mesh_exec.hpp); a pending
+// ExecOutput, ExecEnd, ExecAlive, ExecCancel and ExecInput (mesh_exec.hpp); a pending
 // job's plan as WaitAsk and WaitAnswer (mesh_waits.hpp).
 #pragma once
 
@@ -162,7 +162,7 @@ struct JobOrder {
 };
 
 using Message = std::variant<Forward, ForwardAck, StartJob, StartAck, CancelJob, JobOrder, ExecStart, ExecOutput,
-                             ExecEnd, WaitAsk, WaitAnswer, ExecAlive, ExecCancel>;
+                             ExecEnd, WaitAsk, WaitAnswer, ExecAlive, ExecCancel, ExecInput>;
 
 // Whether `bytes` are a jobs message (by their first bytes).
 bool is_jobs(std::string_view bytes);

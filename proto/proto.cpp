@@ -13,7 +13,7 @@ constexpr std::array<std::string_view, std::variant_size_v<Message>> kTypeNames 
     "wait_req",   "wait_rep",   "node_req", "node_rep",  "error_rep",  "event",
     "control_req", "control_rep", "report_req", "report_rep", "mesh_req", "mesh_rep",
     "node_admin_req", "node_admin_rep", "nodes_req", "nodes_rep", "acct_req", "acct_rep",
-    "alloc_req", "alloc_rep", "exec_req", "exec_out", "exec_rep",
+    "alloc_req", "alloc_rep", "exec_req", "exec_out", "exec_rep", "exec_in",
 };
 
 template <std::size_t I = 0>

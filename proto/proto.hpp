@@ -474,12 +474,19 @@ struct MeshRep {
 };
 // `corral exec NODE COMMAND` from a process of running job `job` (added after version 1): the
 // agent answers with the command's output as it comes (ExecOut, any number) and then its end
-// (ExecRep), or an ErrorRep when it refuses.
+// (ExecRep), or an ErrorRep when it refuses. With `input`, the caller sends its stdin after the
+// request (ExecIn, any number, the last with eof); without, the command reads /dev/null.
 struct ExecReq {
   std::uint64_t job = 0;         // the caller's CORRAL_JOBID
   std::string node;
   std::string command;           // run by /bin/sh -c on the node
-  CORRAL_MSGPACK_MAP(job, node, command)
+  bool input = false;
+  CORRAL_MSGPACK_MAP(job, node, command, input)
+};
+struct ExecIn {
+  std::string data;
+  bool eof = false;              // the caller's stdin ended: the command's stdin closes
+  CORRAL_MSGPACK_MAP(data, eof)
 };
 struct ExecOut {
   std::int32_t stream = 1;       // 1 stdout, 2 stderr
@@ -538,7 +545,7 @@ using Message = std::variant<SubmitReq, SubmitRep, StatReq, StatRep, CancelReq, 
                              WaitRep, NodeReq, NodeRep, ErrorRep, Event, ControlReq, ControlRep,
                              ReportReq, ReportRep, MeshReq, MeshRep, NodeAdminReq, NodeAdminRep,
                              NodesReq, NodesRep, AcctReq, AcctRep, AllocReq, AllocRep, ExecReq, ExecOut,
-                             ExecRep>;
+                             ExecRep, ExecIn>;
 
 // Wire name of each alternative, in variant order.
 std::string_view type_name(const Message& m);
@@ -583,7 +590,8 @@ inline constexpr std::string_view kAll[] = {kPending, kRunning, kSuspended, kEnd
 
 // Why a pending job waits (JobInfo::wait_reason), as squeue's reasons: the jobs it depends on;
 // cores, memory or jobfs that running jobs hold; a reservation of a job ahead of it; its
-// project's allocation; jobs ahead of it in the queue's order.
+// project's allocation; jobs ahead of it in the queue's order; its array's %max_running (as
+// Slurm's JobArrayTaskLimit).
 namespace wait {
 inline constexpr std::string_view kDependency = "dependency";
 inline constexpr std::string_view kResources = "resources";
@@ -591,6 +599,7 @@ inline constexpr std::string_view kReservation = "reservation";
 inline constexpr std::string_view kAllocation = "allocation";
 inline constexpr std::string_view kPriority = "priority";
 inline constexpr std::string_view kHeld = "held";
+inline constexpr std::string_view kArrayLimit = "array_limit";
 }  // namespace wait
 
 // Holds of a pending job (corral hold): a user's own, or an operator's (only root or an

@@ -4,7 +4,8 @@
 // once, and never more tasks live than its %max_running, which the pass also holds to when a user
 // handed one out ahead of its turn. From then on a task is a job: started, ended, cancelled,
 // held and charged through the log as any job. An array's cancel ends it and its waiting tasks
-// in one entry; its running tasks are stopped by their nodes (a new coordinator stops them too).
+// in one entry; its running tasks are stopped by their nodes (a new coordinator stops them too),
+// and the array stays live until they ended.
 #include <algorithm>
 
 #include "coordinator/names.hpp"
@@ -31,7 +32,7 @@ DeskAnswer proposal_failed(const Proposed& p) {
 void CoordinatorLoop::feed_arrays() {
   for (std::uint64_t id : state_.live()) {
     const MeshJob& arr = *state_.job(id);
-    if (!arr.is_array() || !arr.hold.empty() || blocked_.count(id) || feeding_.count(id)) continue;
+    if (!arr.is_array() || arr.ending() || !arr.hold.empty() || blocked_.count(id) || feeding_.count(id)) continue;
     const proto::ArraySpec& a = arr.spec.array;
     const std::set<std::uint64_t>& live = state_.live_tasks(id);
     std::int64_t waiting = 0;
@@ -60,13 +61,21 @@ bool CoordinatorLoop::task_room(const MeshJob& j, std::map<std::uint64_t, std::i
   return true;
 }
 
+// The array ends in the log at once, but stays live, ending(), while its running tasks are being
+// stopped; the answer says which (ended, or running as `corral stat` shows it then).
 void CoordinatorLoop::cancel_array(const MeshJob& arr, const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
+  auto answer = [this, done](std::uint64_t id) {
+    const MeshJob* now = state_.job(id);
+    const bool ended = !now || now->state == proto::state::kEnded;
+    for (std::uint64_t t : state_.live_tasks(id)) stop_cancelled_task(*state_.job(t));
+    done(DeskAnswer{"ok", id, 0, std::string(ended ? proto::state::kEnded : proto::state::kRunning), ""});
+  };
+  if (arr.ending()) return answer(arr.id);  // asked again: its tasks' cancels are committed or sent
   proto::mesh::JobEnded e{arr.id, 0, std::string(name(EndReason::Cancelled)), -1, env_.wall_s(), "cancelled by " + ask.who};
-  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_, done, id = arr.id](const Proposed& p) {
+  c_.propose(proto::mesh::encode_entry(e), [alive = alive_, done, answer, id = arr.id](const Proposed& p) {
     if (p.status != Status::ok || !p.applied.ok) return done(proposal_failed(p));
-    if (*alive)
-      for (std::uint64_t t : state_.live_tasks(id)) stop_cancelled_task(*state_.job(t));
-    done(DeskAnswer{"ok", id, 0, std::string(proto::state::kEnded), ""});
+    if (!*alive) return done(DeskAnswer{"ok", id, 0, std::string(proto::state::kEnded), ""});
+    answer(id);
   });
 }
 
@@ -76,7 +85,7 @@ void CoordinatorLoop::stop_cancelled_task(const MeshJob& t) {
   if (t.array_id == 0 || !t.runs.back().cancel_by.empty()) return;  // committed: resend_cancels()
   if (t.state != proto::state::kRunning && t.state != proto::state::kSuspended) return;
   const MeshJob* arr = state_.job(t.array_id);
-  if (!arr || arr->state != proto::state::kEnded || arr->end_reason != name(EndReason::Cancelled)) return;
+  if (!arr || arr->end_reason != name(EndReason::Cancelled)) return;  // ending() or ended cancelled
   commit_cancel(t, "the cancel of array " + std::to_string(arr->id), {});
 }
 
@@ -88,7 +97,7 @@ void CoordinatorLoop::task_ask(const proto::jobs::CancelAsk& ask, const JobDesk:
   if (std::string why = proto::check_task_index(ask.job, arr->spec.array, ask.index); !why.empty())
     return done(task_refused(ask.job, why, "not_found"));
   if (std::uint64_t t = state_.task(ask.job, ask.index)) return done(DeskAnswer{"ok", t, 0, "", ""});
-  if (arr->state == proto::state::kEnded)
+  if (arr->state == proto::state::kEnded || arr->ending())
     return done(task_refused(ask.job, "task " + named + " never ran: its array was ended (" + arr->end_reason + ")", "invalid"));
   if (!ask.admin && ask.uid != arr->uid)
     return done(task_refused(ask.job, "job " + id + " belongs to " + arr->user +

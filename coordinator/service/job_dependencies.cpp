@@ -14,7 +14,7 @@ void CoordinatorLoop::settle_dependencies() {
   const std::string completed(name(EndReason::Completed));
   for (std::uint64_t id : state_.live()) {
     const MeshJob& j = *state_.job(id);
-    if (j.state != proto::state::kPending || j.spec.depend.empty()) continue;
+    if (j.state != proto::state::kPending || j.spec.depend.empty() || j.ending()) continue;
     std::string never;
     bool waiting = false;
     for (const proto::Dependency& d : j.spec.depend) {

@@ -4,6 +4,7 @@
 // the replicated jobs and the nodes' reports. Nothing is kept per pass beyond the plan itself,
 // and only the jobs asked about cost anything.
 #include <algorithm>
+#include <map>
 
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/wait_text.hpp"
@@ -92,9 +93,13 @@ proto::jobs::WaitAnswer CoordinatorLoop::waits(const std::vector<std::uint64_t>&
     proto::jobs::JobWait w{id, 0, "", ""};
     if (auto r = reserved.find(id); r != reserved.end()) w.planned_start = static_cast<double>(r->second);
     auto other = std::find_if(reserved.begin(), reserved.end(), [id](const auto& r) { return r.first != id; });
+    std::map<std::uint64_t, std::int64_t> room;  // this task's array alone: is its %max_running used up?
     if (blocked_.count(id)) {
       w.reason = proto::wait::kDependency;
       w.detail = dependencies_text(state_, *j);
+    } else if (!task_room(*j, room)) {
+      w.reason = proto::wait::kArrayLimit;
+      w.detail = wait_text::array_limit(j->array_id, j->spec.array.max_running);
     } else if (std::string short_of = lacks(*j, free); !short_of.empty()) {
       w.reason = proto::wait::kResources;
       w.detail = short_of;

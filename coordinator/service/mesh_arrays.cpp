@@ -3,7 +3,8 @@
 // then started, ended and charged as any job (a second start of a task is refused as a second
 // start of a job is). Which indices were handed out is the array's array_next and array_ahead,
 // so a task is handed out once whatever the order of the entries. The array ends when its last
-// task ends, in the same apply: every replica sees the same end.
+// task ends, in the same apply: every replica sees the same end. A cancelled array's end is
+// committed at once, but it is ending() (live, handing out nothing) until its running tasks end.
 #include <algorithm>
 #include <limits>
 
@@ -32,8 +33,9 @@ Outcome MeshState::on(const proto::mesh::TasksHanded& e) {
     if (std::string why = proto::check_task_index(arr.id, arr.spec.array, e.index); !why.empty())
       return no_tasks(e.array, why);
   }
-  if (arr.state == st::kEnded)
-    return no_tasks(e.array, "job array " + id + " has ended (" + arr.end_reason + "): no task of it runs any more");
+  if (arr.state == st::kEnded || arr.ending())
+    return no_tasks(e.array, "job array " + id + (arr.ending() ? " is ending (" : " has ended (") + arr.end_reason +
+                                 "): no task of it runs any more");
   if (e.index >= 0) {
     if (e.index >= arr.array_next) arr.array_ahead.push_back(e.index);
     return tasks_done(hand_out(arr, e.index));
@@ -64,8 +66,29 @@ std::uint64_t MeshState::hand_out(MeshJob& arr, std::int64_t index) {
   return t.id;
 }
 
+Outcome MeshState::end_array(MeshJob& arr, const proto::mesh::JobEnded& e) {
+  const std::string id = std::to_string(arr.id);
+  if (e.run != 0) return no_tasks(arr.id, "job array " + id + " never runs: its end names no run");
+  if (arr.state == st::kEnded) return no_tasks(arr.id, "job array " + id + " has ended (" + arr.end_reason + ")");
+  if (arr.ending())
+    return no_tasks(arr.id, "job array " + id + " is ending (" + arr.end_reason + "): its running tasks are being stopped");
+  arr.end_reason = e.reason;
+  arr.exit_code = e.exit_code;
+  arr.end_message = e.message;
+  end_array_tasks(arr, e.time);
+  settle_array(arr, e.time);
+  return tasks_done(arr.id);
+}
+
 void MeshState::settle_array(MeshJob& arr, double at) {
-  if (arr.state == st::kEnded || arr.array_handed < arr.spec.array.tasks() || !live_tasks(arr.id).empty()) return;
+  if (arr.state == st::kEnded || !live_tasks(arr.id).empty()) return;
+  if (arr.ending()) {  // its last running task ended: the end committed before is now the array's
+    arr.state = std::string(st::kEnded);
+    arr.end_time = at;
+    track(arr.id);
+    return;
+  }
+  if (arr.array_handed < arr.spec.array.tasks()) return;
   const std::string n = std::to_string(arr.spec.array.tasks());
   arr.state = std::string(st::kEnded);
   arr.end_time = at;
@@ -79,14 +102,14 @@ void MeshState::settle_array(MeshJob& arr, double at) {
 
 // The array ended before its tasks (cancelled, or its dependency never met): those waiting end
 // with it; those running end as their nodes stop them (the coordinator cancels them).
-void MeshState::end_array_tasks(const MeshJob& arr) {
+void MeshState::end_array_tasks(const MeshJob& arr, double at) {
   const std::set<std::uint64_t> live = live_tasks(arr.id);
   for (std::uint64_t id : live) {
     MeshJob& t = d_.jobs.at(id);
     if (t.state != st::kPending) continue;
     t.state = std::string(st::kEnded);
     t.end_reason = arr.end_reason;
-    t.end_time = arr.end_time;
+    t.end_time = at;
     t.end_message = "ended with its array " + std::to_string(arr.id) +
                     (arr.end_message.empty() ? "" : ": " + arr.end_message);
     track(id);

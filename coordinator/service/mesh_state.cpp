@@ -32,6 +32,14 @@ std::string not_current_run(const MeshJob& j, std::int32_t run) {
   return {};
 }
 
+// Why `j` cannot be held or moved (empty: it can): it no longer waits, or it is an array
+// being ended.
+std::string not_pending(const MeshJob& j) {
+  if (j.ending()) return "job array " + std::to_string(j.id) + " is ending (" + j.end_reason + "), not pending";
+  if (j.state != st::kPending) return job_name(j.id) + " is " + j.state + ", not pending";
+  return {};
+}
+
 }  // namespace
 
 Outcome MeshState::apply(const proto::mesh::Entry& e) {
@@ -133,6 +141,7 @@ Outcome MeshState::on(const proto::mesh::JobEnded& e) {
   if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
   MeshJob& j = it->second;
   if (e.reason.empty()) return refused(e.job, "an end needs a reason");
+  if (j.is_array()) return end_array(j, e);
   if (e.run == 0) {  // ended while waiting (e.g. cancelled)
     if (j.state != st::kPending)
       return refused(e.job, job_name(e.job) + " is " + j.state + ": give the run that ends");
@@ -152,12 +161,11 @@ Outcome MeshState::on(const proto::mesh::JobEnded& e) {
   j.exit_code = e.exit_code;
   j.end_time = e.time;
   j.end_message = e.message;
-  if (j.is_array()) end_array_tasks(j);
   if (j.array_id == 0) return done(e.job);
   track(j.id);
   auto arr = d_.jobs.find(j.array_id);
   if (arr == d_.jobs.end() || arr->second.state == st::kEnded) return done(e.job);
-  if (e.reason != name(EndReason::Completed)) arr->second.array_failed += 1;
+  if (!arr->second.ending() && e.reason != name(EndReason::Completed)) arr->second.array_failed += 1;
   settle_array(arr->second, e.time);
   return done(e.job);
 }
@@ -301,7 +309,7 @@ Outcome MeshState::on(const proto::mesh::JobHeld& e) {
   auto it = d_.jobs.find(e.job);
   if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
   MeshJob& j = it->second;
-  if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
+  if (std::string why = not_pending(j); !why.empty()) return refused(e.job, why);
   if (!e.hold.empty() && e.hold != proto::hold::kUser && e.hold != proto::hold::kOperator)
     return refused(e.job, "hold '" + e.hold + "' is not user or operator");
   if (e.hold.empty() && j.hold.empty()) return refused(e.job, job_name(e.job) + " is not held");
@@ -324,7 +332,7 @@ Outcome MeshState::on(const proto::mesh::JobMoved& e) {
   auto it = d_.jobs.find(e.job);
   if (it == d_.jobs.end()) return refused(e.job, "no " + job_name(e.job));
   MeshJob& j = it->second;
-  if (j.state != st::kPending) return refused(e.job, job_name(e.job) + " is " + j.state + ", not pending");
+  if (std::string why = not_pending(j); !why.empty()) return refused(e.job, why);
   if (e.queue.empty()) return refused(e.job, "no queue named");
   j.spec.queue = e.queue;
   if (j.is_array())  // its waiting tasks move with it

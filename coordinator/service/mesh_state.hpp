@@ -66,7 +66,7 @@ struct MeshJob {
   double submit_time = 0;
   std::string state;               // proto::state: pending | running | suspended | ended
   std::vector<MeshRun> runs;       // oldest first; runs.size() is the current run number
-  std::string end_reason;          // the job's, once ended
+  std::string end_reason;          // the job's, once ended (an array's as soon as it is ending())
   std::int32_t exit_code = -1;
   std::string hold;                // proto::hold (user, operator) while held; "" not held
   std::string hold_by;             // who held it
@@ -80,6 +80,9 @@ struct MeshJob {
   // (TasksHanded) in index order from array_next, or one ahead of its turn (array_ahead, indices
   // array_next has not reached); array_handed counts them, array_failed those that ended but
   // completed. It ends when its last task does (completed, or failed when any did not complete).
+  // Ended (cancelled) while tasks of it run, it is ending(): its end_reason and end_message are
+  // set, it hands out no more tasks, and it ends when its last running task does, as a
+  // standalone node's array does.
   std::uint64_t array_id = 0;
   std::int64_t array_index = -1;
   std::int64_t array_next = 0;
@@ -90,6 +93,7 @@ struct MeshJob {
                      hold_by, end_time, work_done, checkpoints, pba_preemptions, end_message, array_id,
                      array_index, array_next, array_ahead, array_handed, array_failed)
   bool is_array() const { return spec.array.on() && array_id == 0; }
+  bool ending() const { return is_array() && state != proto::state::kEnded && !end_reason.empty(); }
 };
 
 // The cores and memory the current run of job j holds on its i-th node: that node's share, or
@@ -186,9 +190,12 @@ class MeshState {
   MeshJob& add_job(const proto::mesh::JobAccepted& e);
   // Task `index` of `arr`, a new pending job; its id.
   std::uint64_t hand_out(MeshJob& arr, std::int64_t index);
+  // An array's end (JobEnded of run 0: cancelled, dependency never met): its pending tasks end
+  // with it, and it ends at once, or once its running tasks ended (ending()).
+  Outcome end_array(MeshJob& arr, const proto::mesh::JobEnded& e);
   // An array's end once its last task ended; a cancelled array's pending tasks ended with it.
   void settle_array(MeshJob& arr, double at);
-  void end_array_tasks(const MeshJob& arr);
+  void end_array_tasks(const MeshJob& arr, double at);
   // Why a decision (term, decision) is refused (empty: it is not), and taking it.
   std::string stale(std::uint64_t term, std::uint64_t decision) const;
   void take(std::uint64_t term, std::uint64_t decision);

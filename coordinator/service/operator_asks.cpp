@@ -39,8 +39,9 @@ void CoordinatorLoop::job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::
   if (!ask.admin && ask.uid != j->uid)
     return done(refused(ask.job, "job " + id + " belongs to " + j->user + "; only its owner, root or an operator may " + act + " it",
                         "permission"));
-  if (j->state != proto::state::kPending || proposing_.count(ask.job)) {
+  if (j->state != proto::state::kPending || j->ending() || proposing_.count(ask.job)) {
     std::string now = j->state == proto::state::kEnded ? "ended (" + j->end_reason + ")"
+                      : j->ending()                    ? "ending (" + j->end_reason + ")"
                       : j->state == proto::state::kPending ? "starting" : j->state;
     std::string hint = act == "qmove" ? "; only a pending job moves (corral requeue puts a running one back first)"
                                       : "; only a pending job is held or released";

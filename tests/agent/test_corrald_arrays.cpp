@@ -115,7 +115,11 @@ TEST_CASE("one task or the whole array is cancelled, held and released by name")
   CHECK(h.rc == 0);
   CHECK(json_field(stat_json(a, id + "[2]"), "wait_reason") == "held");
   CHECK(a.cli({"release", id + "[2]"}).rc == 0);
-  CHECK(json_field(stat_json(a, id + "[2]"), "wait_reason") != "held");
+  // Released, it waits for task 1: the array's -tc 1, named as such.
+  const std::string t2 = stat_json(a, id + "[2]");
+  CHECK(json_field(t2, "wait_reason") == "array_limit");
+  CHECK(json_field(t2, "wait_detail") ==
+        "job array " + id + " runs its limit of 1 tasks at once (%1): it starts when one of them ends");
   CHECK(json_field(stat_json(a, id + "[1]"), "state") == "running");
 
   Result c = a.cli({"cancel", id});

@@ -51,6 +51,61 @@ std::string pid_then_sleep(const std::string& tag, int s) {
   return "echo $$ > " + tag + ".pid; sleep " + std::to_string(s);
 }
 
+// Waits until member i shows `key` of `name` (a job or ID[INDEX]) as `value`; the last view.
+Json wait_field(const Mesh& m, unsigned i, const std::string& name, const std::string& key, const std::string& value) {
+  Json j;
+  for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    Result r = m.agents[i]->cli({"stat", name, "--json"});
+    j = r.rc == 0 ? Json::parse(r.out, nullptr, false) : Json();
+    if (j.is_object() && j[key].is_string() && j[key] == value) break;
+  }
+  return j;
+}
+
+// Array `bid` (-J 1-3%1 of `sleep 30`, user nobody; `after_b` depends afterany on it), each step
+// through another member than the one before: its task 3 held and released ahead of its turn,
+// then the whole array; its cancel stops task 1, and the array ends only with that task's end.
+void hold_release_cancel(const Mesh& m, int l, std::uint64_t bid, std::uint64_t after_b) {
+  const std::string bs = std::to_string(bid), t3 = bs + "[3]";
+  const Agent& n0 = *m.agents[static_cast<unsigned>(l)];
+  const Agent& n1 = *m.agents[(static_cast<unsigned>(l) + 1) % 3];
+  const Agent& n2 = *m.agents[(static_cast<unsigned>(l) + 2) % 3];
+  REQUIRE(wait_field(m, 0, bs + "[1]", "state", "running")["state"] == "running");
+  Result h = n2.cli({"hold", t3}, kNobody);
+  INFO(h.out << h.err);
+  REQUIRE(h.rc == 0);
+  CHECK(wait_field(m, 1, t3, "wait_reason", "held")["wait_detail"].get<std::string>().rfind("held by nobody (user hold)", 0) == 0);
+  REQUIRE(n0.cli({"release", t3}, kNobody).rc == 0);
+  // Released, it waits for task 1: its array's %1, named as such.
+  Json w3 = wait_field(m, 2, t3, "wait_reason", "array_limit");
+  CHECK(w3["wait_reason"] == "array_limit");
+  CHECK(w3["wait_detail"] == "job array " + bs + " runs its limit of 1 tasks at once (%1): it starts when one of them ends");
+  Result ha = n1.cli({"hold", bs}, kNobody);
+  INFO(ha.out << ha.err);
+  REQUIRE(ha.rc == 0);
+  CHECK(wait_field(m, 2, t3, "wait_reason", "held")["wait_reason"] == "held");
+  CHECK(n2.cli({"release", bs}, kOther).rc != 0);  // not another user
+  REQUIRE(n2.cli({"release", bs}, kNobody).rc == 0);
+  CHECK(wait_field(m, 0, t3, "wait_reason", "array_limit")["wait_reason"] == "array_limit");
+  // The cancel ends waiting task 3 at once; the array lives on until running task 1 has ended.
+  Result c = n0.cli({"cancel", bs}, kNobody);
+  INFO(c.out << c.err);
+  CHECK(c.out == bs + " cancelling\n");
+  Json b = wait_mesh_state(m, 1, bid, "ended");
+  CHECK(b["end_reason"] == "cancelled");
+  CHECK(b["comment"] == "cancelled by nobody");
+  Json b1 = Json::parse(n2.cli({"stat", bs + "[1]", "--json"}).out);
+  CHECK(b1["end_reason"] == "cancelled");
+  CHECK(b["end_time"] == b1["end_time"]);  // ended with task 1's end, not at the cancel
+  CHECK(Json::parse(n1.cli({"stat", t3, "--json"}).out)["end_reason"] == "cancelled");
+  Result never = n0.cli({"stat", bs + "[2]"});
+  CHECK(never.err.find("never ran: its array was ended (cancelled)") != std::string::npos);
+  // afterany on the array: started only once the array, task 1 with it, had ended.
+  Json a = wait_mesh_state(m, 2, after_b, "ended");
+  CHECK(a["end_reason"] == "completed");
+  CHECK(a["start_time"].get<double>() >= b1["end_time"].get<double>());
+}
+
 }  // namespace
 
 TEST_CASE("mesh control: the coordinator's NCI pass suspends a normal job on its node and resumes it",
@@ -243,7 +298,8 @@ TEST_CASE("mesh control: suspend and resume reach every node of a job across nod
 }
 
 TEST_CASE("mesh control: a job array through a follower: each task once with its index, %2 at once, "
-          "stat and cancel of one task from another node",
+          "stat and cancel of one task from another node; a whole array and one task held, released "
+          "and cancelled from other nodes",
           "[mesh]") {
   SKIP_UNLESS_ROOT();
   Mesh m(3);
@@ -260,13 +316,6 @@ TEST_CASE("mesh control: a job array through a follower: each task once with its
                                          "sleep 0.4; echo \"$CORRAL_ARRAY_INDEX end $(date +%s%N)\" >> runs"},
                                      kNobody);
   const std::string sid = std::to_string(id);
-  // Jobs that depend on the array, as on a standalone node: on all its tasks' ends.
-  const std::uint64_t if_ok = submit_ok(other, {"-W", "depend=afterok:" + sid, "--wrap", "true"}, kNobody);
-  const std::uint64_t if_not = submit_ok(other, {"-W", "depend=afternotok:" + sid, "--wrap", "true"}, kNobody);
-  const Agent& lead = *m.agents[static_cast<unsigned>(l)];
-  auto waited = std::async(std::launch::async, [&lead, sid] {
-    return run({"/usr/bin/timeout", "30", lead.corral(), "wait", sid, "--socket", lead.socket}, -1, lead.dir + "/work");
-  });
   // Task 6 (not handed out yet: %2), cancelled through another node: by its owner, not by another user.
   Result no = other.cli({"cancel", sid + "[6]"}, kOther);
   CHECK(no.rc != 0);
@@ -274,6 +323,17 @@ TEST_CASE("mesh control: a job array through a follower: each task once with its
   Result c6 = other.cli({"cancel", sid + "[6]"}, kNobody);
   INFO(c6.out << c6.err);
   CHECK(c6.rc == 0);
+  // Jobs that depend on the array, as on a standalone node: on all its tasks' ends.
+  const std::uint64_t if_ok = submit_ok(other, {"-W", "depend=afterok:" + sid, "--wrap", "true"}, kNobody);
+  const std::uint64_t if_not = submit_ok(other, {"-W", "depend=afternotok:" + sid, "--wrap", "true"}, kNobody);
+  const Agent& lead = *m.agents[static_cast<unsigned>(l)];
+  auto waited = std::async(std::launch::async, [&lead, sid] {
+    return run({"/usr/bin/timeout", "30", lead.corral(), "wait", sid, "--socket", lead.socket}, -1, lead.dir + "/work");
+  });
+  // A second array, %1, whose first task runs until it is cancelled.
+  const std::uint64_t bid = submit_ok(f, {"-J", "1-3%1", "-l", "ncpus=1,walltime=60", "--wrap", "sleep 30"}, kNobody);
+  const std::uint64_t after_b = submit_ok(other, {"-W", "depend=afterany:" + std::to_string(bid), "--wrap", "true"}, kNobody);
+  hold_release_cancel(m, l, bid, after_b);
 
   // Never more than 2 tasks running, seen from a third node while the array runs.
   Json a;

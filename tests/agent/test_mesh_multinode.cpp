@@ -180,7 +180,8 @@ TEST_CASE("mesh: a job larger than a node runs across two, each node's share in 
 
 // `corral exec` from inside a 2-node job, run as a user (nobody): the command runs on the other
 // node in that node's cgroups for the job as the job's user, its output and exit status come
-// back; a process outside the job and a node outside the run are refused; a caller killed has
+// back, its stdin goes there (-n: none); a process outside the job and a node outside the run are
+// refused; a caller killed has
 // its process there stopped; a call whose node goes silent fails, and its process is stopped once
 // the node answers again; the job's end stops what it started there.
 TEST_CASE("mesh: corral exec runs a job's process on its other node, only from inside the job", "[mesh]") {
@@ -192,7 +193,12 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
   const std::string script =
       "first=$(head -n 1 \"$CORRAL_NODEFILE\"); other=$(grep -vx \"$first\" \"$CORRAL_NODEFILE\" | head -n 1); " +
       c + " exec \"$other\" 'cat /proc/self/cgroup; id -u; echo on-stderr >&2; exit 7' > " + out + "/x.out 2> " +
-      out + "/x.err; echo $? > " + out + "/x.rc; " + c + " exec nosuchnode true 2> " + out + "/bad.err; echo $? > " +
+      out + "/x.err; echo $? > " + out + "/x.rc; " +
+      // stdin relayed in order (some chunks of it), its end closing the command's stdin; -n: none
+      "printf 'x\\ny\\n' | " + c + " exec \"$other\" 'cat; echo end' > " + out + "/in.out; echo $? > " + out +
+      "/in.rc; seq 1 30000 | " + c + " exec \"$other\" 'md5sum' > " + out + "/seq.out; echo z | " + c +
+      " exec -n \"$other\" 'cat; echo none' > " + out + "/n.out; " +
+      c + " exec nosuchnode true 2> " + out + "/bad.err; echo $? > " +
       out + "/bad.rc; " + c + " exec \"$other\" exec sleep 301 > /dev/null 2>&1 & echo $! > " + out +
       "/caller.pid; (" + c + " exec \"$other\" exec sleep 302 > /dev/null 2> " + out + "/lost.err; echo $? > " + out +
       "/lost.rc) & (while [ ! -e " + out + "/again ]; do sleep 0.05; done; " + c +
@@ -212,6 +218,11 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
   CHECK(slurp(out + "/x.out").find("/" + share.cgparent + "/job." + id + "\n") != std::string::npos);
   CHECK(slurp(out + "/x.out").find("\n" + std::to_string(kNobody) + "\n") != std::string::npos);
   CHECK(slurp(out + "/x.err") == "on-stderr\n");
+  CHECK(trim(slurp(out + "/in.rc")) == "0");
+  CHECK(slurp(out + "/in.out") == "x\ny\nend\n");
+  Result seq = run({"/bin/sh", "-c", "seq 1 30000 | md5sum"});
+  CHECK(slurp(out + "/seq.out") == seq.out);
+  CHECK(slurp(out + "/n.out") == "none\n");
   CHECK(trim(slurp(out + "/bad.rc")) == "255");
   CHECK(slurp(out + "/bad.err").find("node nosuchnode is not one of the nodes of job " + id) != std::string::npos);
 

@@ -138,6 +138,21 @@ TEST_CASE("a missing field keeps its default (older peer)", "[proto]") {
   CHECK(std::get<SubmitReq>(s).spec.ncpus == 1);
   Message n = decode(forge(kMagic, kVersion, "node_req", empty));
   CHECK(std::get<NodeReq>(n).recent == 20);
+  // An exec request of a caller that sends no stdin: /dev/null, as before `input` existed.
+  std::map<std::string, std::string> exec{{"node", "n2"}, {"command", "cat"}};
+  Message x = decode(forge(kMagic, kVersion, "exec_req", exec));
+  CHECK_FALSE(std::get<ExecReq>(x).input);
+}
+
+TEST_CASE("corral exec's stdin round-trips, its end too", "[proto]") {
+  ExecReq r{12, "n2", "cat", true};
+  CHECK(std::get<ExecReq>(decode(encode(r))).input);
+  ExecIn in{std::string("x\0y\n", 4), false};
+  Message m = decode(encode(in));
+  CHECK(type_name(m) == "exec_in");
+  CHECK(std::get<ExecIn>(m).data == std::string("x\0y\n", 4));
+  CHECK_FALSE(std::get<ExecIn>(m).eof);
+  CHECK(std::get<ExecIn>(decode(encode(ExecIn{"", true}))).eof);
 }
 
 TEST_CASE("a wrong protocol version is refused with a clear error", "[proto]") {

@@ -449,7 +449,8 @@ TEST_CASE("a job array is one entry; each task is handed out once, starts once, 
   CHECK(st.apply(mesh::TasksHanded{arr, -1, 1}).reason == "job array 1 has ended (failed): no task of it runs any more");
 }
 
-TEST_CASE("an array's cancel ends its waiting tasks; its hold holds them; all tasks completed: completed",
+TEST_CASE("an array's cancel ends its waiting tasks and the array once its running ones ended; its hold "
+          "holds them; all tasks completed: completed",
           "[mesh_state]") {
   MeshState st;
   const std::uint64_t arr = st.apply(array_of(0, 9, 3, 0)).job;  // tasks 0, 3, 6, 9
@@ -467,9 +468,39 @@ TEST_CASE("an array's cancel ends its waiting tasks; its hold holds them; all ta
   CHECK(st.job(t.at(3))->end_message == "ended with its array 1: cancelled by alice");
   CHECK(st.job(t.at(0))->state == "running");  // its node stops it
   CHECK(st.live_tasks(arr) == std::set<std::uint64_t>{t.at(0)});
-  CHECK(st.apply(mesh::TasksHanded{arr, 6, 0}).reason == "job array 1 has ended (cancelled): no task of it runs any more");
+  // Live, as on a standalone node, until that task ended: ending, handing out nothing more.
+  CHECK(st.job(arr)->state == "pending");
+  CHECK(st.job(arr)->ending());
+  CHECK(st.live().count(arr) == 1);
+  CHECK(st.apply(mesh::TasksHanded{arr, 6, 0}).reason == "job array 1 is ending (cancelled): no task of it runs any more");
+  CHECK(st.apply(mesh::TasksHanded{arr, -1, 1}).reason == "job array 1 is ending (cancelled): no task of it runs any more");
+  CHECK(st.apply(mesh::JobEnded{arr, 0, "cancelled", -1, 50, "cancelled by bob"}).reason ==
+        "job array 1 is ending (cancelled): its running tasks are being stopped");
+  CHECK(st.apply(mesh::JobHeld{arr, "user", "alice"}).reason == "job array 1 is ending (cancelled), not pending");
+  CHECK(st.apply(mesh::JobMoved{arr, "normal", "alice"}).reason == "job array 1 is ending (cancelled), not pending");
+  {  // a snapshot taken meanwhile ends it the same way
+    MeshState copy;
+    copy.restore(st.snapshot());
+    CHECK(copy.job(arr)->ending());
+    REQUIRE(copy.apply(mesh::JobEnded{t.at(0), 1, "cancelled", -1, 51}).ok);
+    CHECK(copy.job(arr)->state == "ended");
+  }
   REQUIRE(st.apply(mesh::JobEnded{t.at(0), 1, "cancelled", -1, 51}).ok);
-  CHECK(st.job(arr)->end_reason == "cancelled");  // not changed by its last task's end
+  CHECK(st.job(arr)->state == "ended");
+  CHECK_FALSE(st.job(arr)->ending());
+  CHECK(st.job(arr)->end_reason == "cancelled");  // the cancel's, not its last task's
+  CHECK(st.job(arr)->end_message == "cancelled by alice");
+  CHECK(st.job(arr)->end_time == 51);
+  CHECK(st.job(arr)->array_failed == 0);  // a task stopped by the cancel did not fail
+  CHECK(st.live().count(arr) == 0);
+  CHECK(st.apply(mesh::TasksHanded{arr, 6, 0}).reason == "job array 1 has ended (cancelled): no task of it runs any more");
+
+  // No task running: the cancel ends the array at once.
+  const std::uint64_t idle = st.apply(array_of(1, 3, 1, 0)).job;
+  REQUIRE(st.apply(mesh::TasksHanded{idle, -1, 1}).ok);
+  REQUIRE(st.apply(mesh::JobEnded{idle, 0, "cancelled", -1, 52, "cancelled by alice"}).ok);
+  CHECK(st.job(idle)->state == "ended");
+  CHECK(st.job(idle)->end_time == 52);
 
   const std::uint64_t ok = st.apply(array_of(1, 2, 1, 0)).job;
   REQUIRE(st.apply(mesh::TasksHanded{ok, -1, 64}).ok);
@@ -605,6 +636,12 @@ TEST_CASE("jobs messages: each kind survives its bytes; other messages and bad b
   auto cb = std::get<jobs::ExecCancel>(jobs::decode(jobs::encode(jobs::ExecCancel{"rack1", 2, 9, "its caller went away"})));
   CHECK(cb.request == 9);
   CHECK(cb.why == "its caller went away");
+  auto ci = std::get<jobs::ExecInput>(jobs::decode(jobs::encode(jobs::ExecInput{"rack1", 2, 9, "x\n", true})));
+  CHECK(ci.request == 9);
+  CHECK(ci.data == "x\n");
+  CHECK(ci.eof);
+  jobs::ExecStart xs{"rack1", 2, 9, 12, 1, "n2", "cat", "alice", true};
+  CHECK(std::get<jobs::ExecStart>(jobs::decode(jobs::encode(xs))).input);
 
   CHECK_FALSE(jobs::is_jobs(link::encode(link::Hello{})));
   CHECK_FALSE(jobs::is_jobs(mesh::encode_entry(mesh::NodeAdmin{"n1", "drain", "x"})));
