@@ -13,8 +13,8 @@
 // The pass's suspensions, resumptions, requeues and checkpoints (NCI, PBA,
 // checkpoint backfilling) are orders (job_orders.cpp): one JobOrdered entry
 // each, pushed once committed to every node of the run until it acknowledges.
-// Its rejections end jobs (job_fit.cpp), NCI's demotions move them to bonus
-// (coordinator_grants.cpp); PBA's demotions are not applied in a mesh yet.
+// Its rejections end jobs (job_fit.cpp); NCI's demotions (to bonus) and PBA's
+// (to its lowest queue) move them in the log (coordinator_grants.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,13 @@
 // The coordinator's pass loop on a one-voter raft in the deterministic world: what it tells
-// nodes whose reports disagree with the log.
+// nodes whose reports disagree with the log; PBA's demotions in the log.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "coordinator/pba/calendar.hpp"
+#include "coordinator/pba/plan_file.hpp"
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/service/mesh_machine.hpp"
 #include "coordinator/service/raft_disk.hpp"
@@ -34,15 +37,18 @@ std::vector<jobs::CancelJob> stops_in(const Pushed& pushed, std::uint64_t member
 }
 
 struct OneVoter {
+  corral::SchedConfig sched;  // before `loop`, which copies it
+  std::vector<corral::Queue> queues;
   SimNet net{7};
   RaftDisk disk;
   MeshMachine fsm;
   RaftNode node{1, "n1", net.env(1), disk, fsm};
   Pushed pushed;
-  CoordinatorLoop loop{net.env(1), node, fsm.state(), "m", corral::SchedConfig{}, one_queue(),
+  CoordinatorLoop loop{net.env(1), node, fsm.state(), "m", sched, queues,
                        [this](std::uint64_t to, const jobs::Message& m) { pushed.emplace_back(to, m); }};
 
-  OneVoter() {
+  explicit OneVoter(corral::SchedConfig s = {}, std::vector<corral::Queue> q = one_queue())
+      : sched(std::move(s)), queues(std::move(q)) {
     REQUIRE(node.bootstrap({Member{1, "n1", Role::voter}}) == 0);
     node.on_leadership([this](bool leader, std::uint64_t term) { loop.leadership(leader, term); });
     REQUIRE(node.start() == 0);
@@ -54,6 +60,17 @@ struct OneVoter {
   // The CancelJob messages pushed to `member` for `job`.
   std::vector<jobs::CancelJob> stops(std::uint64_t member, std::uint64_t job) const {
     return stops_in(pushed, member, job);
+  }
+  // A coordinator elected after `loop` on the same log (nothing of it in memory), deciding and
+  // told that "a" (`cores`) runs `running`; what it pushes goes to `out`.
+  std::unique_ptr<CoordinatorLoop> successor(Pushed& out, std::vector<std::uint64_t> running, int cores = 4) {
+    loop.leadership(false, 0);
+    auto fresh = std::make_unique<CoordinatorLoop>(net.env(1), node, fsm.state(), "m", sched, queues,
+                                                   [&out](std::uint64_t to, const jobs::Message& m) { out.emplace_back(to, m); });
+    fresh->leadership(true, node.term());
+    REQUIRE(net.run_until([&] { return fresh->deciding(); }, 5000));
+    fresh->node(NodeReport{1, "a", cores, 1024, 0, std::move(running), net.env(1).now_ms()});
+    return fresh;
   }
   // Accepts a job of one cpu and runs the passes until it runs on "a"; its id.
   std::uint64_t running_job() {
@@ -166,14 +183,10 @@ TEST_CASE("coordinator loop: a cancel of a running job survives a change of coor
   CHECK(first.front().who == "u");
 
   // The coordinator goes before "a" stops the job; a new one is elected on the same log.
-  w.loop.leadership(false, 0);
   const std::size_t old_sent = w.stops(1, job).size();
   Pushed pushed;
-  CoordinatorLoop fresh{w.net.env(1), w.node, w.fsm.state(), "m", corral::SchedConfig{}, one_queue(),
-                        [&](std::uint64_t to, const jobs::Message& m) { pushed.emplace_back(to, m); }};
-  fresh.leadership(true, w.node.term());
-  REQUIRE(w.net.run_until([&] { return fresh.deciding(); }, 5000));
-  fresh.node(NodeReport{1, "a", 4, 1024, 0, {job}, w.net.env(1).now_ms()});
+  std::unique_ptr<CoordinatorLoop> next = w.successor(pushed, {job});
+  CoordinatorLoop& fresh = *next;
   w.net.run_for(1200);
   auto again = stops_in(pushed, 1, job);
   REQUIRE(again.size() >= 2);  // sent again every 500 ms
@@ -201,3 +214,63 @@ TEST_CASE("coordinator loop: a cancel of a running job survives a change of coor
   w.net.run_for(1200);
   CHECK(stops_in(pushed, 1, job).size() == sent);
 }
+
+namespace {
+
+// A PBA coordinator: projects chem (8 slots this week) and phys (none); a job without -P, or of
+// phys, fails pre-qualification.
+corral::SchedConfig pba_config() {
+  corral::SchedConfig cfg;
+  cfg.pba.enabled = true;
+  corral::pba::PlanParseOptions opt;
+  opt.origin = 1800000000;  // sim_env.cpp: the wall clock at virtual time 0
+  auto parsed = corral::pba::parse_plan(
+      "project chem\nmember chem u\nproject phys\nmember phys u\nalloc chem +0 8\n", opt);
+  REQUIRE(parsed.ok());
+  cfg.pba.plan = parsed.plan;
+  return cfg;
+}
+
+}  // namespace
+
+// PBA's demotion (pre-qualification failed: no project) is a JobMoved in the log, as a
+// standalone node moves the job's queue: a coordinator elected later finds it moved.
+TEST_CASE("coordinator loop: PBA's demotion of a job is in the replicated state", "[mesh_state]") {
+  std::vector<corral::Queue> queues = one_queue();
+  corral::Queue lowest;
+  lowest.name = "lowest";  // as the agent adds it (snapshot_queues)
+  lowest.priority = -1;
+  queues.push_back(lowest);
+  OneVoter w(pba_config(), queues);
+  w.report(1, "a", {}, 1);
+  auto accept = [&](const std::string& project, int ncpus, const char* token) {
+    corral::proto::JobSpec spec;
+    spec.ncpus = ncpus;
+    spec.walltime = 600;
+    spec.queue = "normal";
+    spec.project = project;
+    bool done = false;
+    w.node.propose(mesh::encode_entry(mesh::JobAccepted{spec, "u", 1000, 1000, 1.0, token}),
+                   [&](const Proposed& p) { done = p.status == Status::ok && p.applied.ok; });
+    REQUIRE(w.net.run_until([&] { return done; }, 5000));
+  };
+  accept("chem", 1, "t1");  // job 1 fills "a"
+  REQUIRE(w.net.run_until([&] { return w.fsm.state().job(1)->state == corral::proto::state::kRunning; }, 10000));
+  accept("", 1, "t2");      // job 2: no project; it waits (no free core)
+  accept("chem", 1, "t3");  // job 3: tagged, stays in its queue
+  w.report(1, "a", {1}, 1);
+  REQUIRE(w.net.run_until([&] { return w.fsm.state().job(2)->spec.queue == "lowest"; }, 10000));
+  CHECK(w.fsm.state().job(2)->state == corral::proto::state::kPending);
+  CHECK(w.fsm.state().job(3)->spec.queue == "normal");
+
+  // Moved once: later passes propose nothing more for it; a new coordinator reads it moved.
+  const std::uint64_t applied = w.fsm.state().data().applied;
+  w.report(1, "a", {1}, 1);
+  w.net.run_for(1500);
+  CHECK(w.fsm.state().data().applied == applied);
+  Pushed pushed;
+  std::unique_ptr<CoordinatorLoop> fresh = w.successor(pushed, {1}, 1);
+  w.net.run_for(1500);
+  CHECK(w.fsm.state().job(2)->spec.queue == "lowest");
+}
+
