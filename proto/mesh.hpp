@@ -131,12 +131,15 @@ struct Charge {
 };
 
 // A project's allocation of slots for an ISO week (PBA), replacing any earlier
-// one for that project and week.
+// one for that project and week. `changes` (added after version 1; empty in older entries):
+// every change of one `corral alloc set`, applied all or none; project, week and slots are then
+// not read.
 struct AllocationSet {
   std::string project;
   std::string week;
   std::int32_t slots = 0;
-  MSGPACK_DEFINE_MAP(project, week, slots)
+  std::vector<AllocSetting> changes{};
+  MSGPACK_DEFINE_MAP(project, week, slots, changes)
 };
 
 // A pending job held (`hold`: proto::hold::kUser or kOperator; no start while held) or

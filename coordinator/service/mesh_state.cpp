@@ -291,9 +291,13 @@ void MeshState::charge_run(MeshJob& j, double at) {
 }
 
 Outcome MeshState::on(const proto::mesh::AllocationSet& e) {
-  if (e.project.empty()) return refused(0, "no project named");
-  if (e.slots < 0) return refused(0, "an allocation cannot be negative");
-  d_.allocations[e.project + "/" + e.week] = e.slots;
+  std::vector<proto::AllocSetting> all = e.changes;  // empty: an entry of one change
+  if (all.empty()) all.push_back(proto::AllocSetting{e.project, e.week, e.slots});
+  for (const proto::AllocSetting& c : all) {  // every change checked before any is made
+    if (c.project.empty()) return refused(0, "no project named");
+    if (c.slots < 0) return refused(0, "an allocation cannot be negative (" + c.project + " " + c.week + ")");
+  }
+  for (const proto::AllocSetting& c : all) d_.allocations[c.project + "/" + c.week] = c.slots;
   return done(0);
 }
 

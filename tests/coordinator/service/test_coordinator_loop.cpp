@@ -1,5 +1,5 @@
 // The coordinator's pass loop on a one-voter raft in the deterministic world: what it tells
-// nodes whose reports disagree with the log; PBA's demotions in the log.
+// nodes whose reports disagree with the log; PBA's demotions and `corral alloc set` in the log.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -272,5 +272,37 @@ TEST_CASE("coordinator loop: PBA's demotion of a job is in the replicated state"
   std::unique_ptr<CoordinatorLoop> fresh = w.successor(pushed, {1}, 1);
   w.net.run_for(1500);
   CHECK(w.fsm.state().job(2)->spec.queue == "lowest");
+}
+
+// `corral alloc set` of several changes: one entry, all or none.
+TEST_CASE("coordinator loop: alloc set of several changes is one log entry, all or none", "[mesh_state]") {
+  OneVoter w(pba_config());
+  w.report(1, "a", {});
+  const std::string week =
+      corral::pba::format_iso_week(corral::pba::iso_week(static_cast<corral::Time>(w.net.env(1).wall_s())));
+  auto ask = [&](std::vector<mesh::AllocationSet> allocs) {
+    jobs::CancelAsk a;
+    a.admin = true;
+    a.who = "root";
+    a.action = "alloc_set";
+    a.allocs = std::move(allocs);
+    std::optional<DeskAnswer> answer;
+    w.loop.operate(a, [&](const DeskAnswer& d) { answer = d; });
+    REQUIRE(w.net.run_until([&] { return answer.has_value(); }, 5000));
+    return *answer;
+  };
+  const std::uint64_t before = w.fsm.state().data().applied;
+  DeskAnswer bad = ask({{"chem", week, 4}, {"nosuch", week, 2}, {"phys", week, 3}});
+  CHECK(bad.status == "refused");
+  CHECK(bad.message.find("nosuch") != std::string::npos);
+  CHECK(w.fsm.state().data().allocations.empty());
+  CHECK(w.fsm.state().data().applied == before);
+
+  DeskAnswer good = ask({{"chem", week, 4}, {"phys", week, 3}});
+  INFO(good.message);
+  CHECK(good.status == "ok");
+  CHECK(w.fsm.state().data().applied == before + 1);  // one entry for both
+  CHECK(w.fsm.state().data().allocations.at("chem/" + week) == 4);
+  CHECK(w.fsm.state().data().allocations.at("phys/" + week) == 3);
 }
 

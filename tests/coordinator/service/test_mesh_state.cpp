@@ -274,6 +274,16 @@ TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh
   REQUIRE(st.apply(mesh::AllocationSet{"chem", "2026-W48", 64}).ok);
   CHECK_FALSE(st.apply(mesh::AllocationSet{"chem", "2026-W48", -2}).ok);
   CHECK(st.data().allocations.at("chem/2026-W48") == 64);
+  // One entry of several changes (corral alloc set): all, or none when one is bad.
+  mesh::AllocationSet several;
+  several.changes = {{"chem", "2026-W49", 8}, {"phys", "2026-W49", -1}, {"bio", "2026-W49", 2}};
+  CHECK(st.apply(several).reason == "an allocation cannot be negative (phys 2026-W49)");
+  CHECK(st.data().allocations.size() == 1);
+  several.changes[1].slots = 3;
+  REQUIRE(st.apply(mesh::decode_entry(mesh::encode_entry(several))).ok);
+  CHECK(st.data().allocations.at("chem/2026-W49") == 8);
+  CHECK(st.data().allocations.at("phys/2026-W49") == 3);
+  CHECK(st.data().allocations.at("bio/2026-W49") == 2);
 }
 
 TEST_CASE("each run is charged once as its end applies, across a snapshot, by the ledger's rules",
