@@ -52,9 +52,14 @@ struct MeshRun {
   double su = 0;
   // Whose cancel of it is committed (CancelAsked; "" none): sent to its nodes until it ends.
   std::string cancel_by;
+  // Its last suspend or resume order (JobSuspended): the nodes that carried it out, and whether
+  // one failed it (the run was put back as before; the order is not sent again).
+  std::vector<std::string> order_acked;
+  bool order_failed = false;
   MSGPACK_DEFINE_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
                      suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
-                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su, cancel_by)
+                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su, cancel_by, order_acked,
+                     order_failed)
 };
 
 struct MeshJob {
@@ -173,6 +178,7 @@ class MeshState {
   Outcome on(const proto::mesh::JobEnded& e);
   Outcome on(const proto::mesh::JobRequeued& e);
   Outcome on(const proto::mesh::JobSuspended& e);
+  Outcome acknowledged(MeshJob& j, const proto::mesh::JobSuspended& e);  // a node's, of an order
   Outcome on(const proto::mesh::NodeAdmin& e);
   Outcome on(const proto::mesh::GrantSet& e);
   Outcome on(const proto::mesh::Charge& e);

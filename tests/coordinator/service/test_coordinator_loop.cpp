@@ -306,3 +306,84 @@ TEST_CASE("coordinator loop: alloc set of several changes is one log entry, all 
   CHECK(w.fsm.state().data().allocations.at("phys/" + week) == 3);
 }
 
+namespace {
+
+// The JobOrder messages in `pushed` to `member` for `job`.
+std::vector<jobs::JobOrder> orders_in(const Pushed& pushed, std::uint64_t member, std::uint64_t job) {
+  std::vector<jobs::JobOrder> out;
+  for (const auto& [to, m] : pushed)
+    if (const auto* o = std::get_if<jobs::JobOrder>(&m); o && to == member && o->job == job) out.push_back(*o);
+  return out;
+}
+
+// Node `from`'s acknowledgement of order `o` with `status` (mesh_orders.cpp's answer).
+jobs::StartAck ack_of(const jobs::JobOrder& o, std::uint64_t from, const std::string& status, const std::string& why = "") {
+  jobs::StartAck a;
+  a.mesh = o.mesh;
+  a.from = from;
+  a.term = o.term;
+  a.decision = o.decision;
+  a.job = o.job;
+  a.run = o.run;
+  a.status = status;
+  a.message = why;
+  a.order = o.action;
+  a.decided_term = o.decided_term;
+  return a;
+}
+
+}  // namespace
+
+// A suspension is in the log when ordered, and its node's acknowledgement is committed too (the
+// nodes that froze it). A node that fails an order has the log put the run back; a coordinator
+// elected later finds the job as the node left it and sends that order no more.
+TEST_CASE("coordinator loop: a node's acknowledgement of a suspend or resume is in the log", "[mesh_state]") {
+  OneVoter w;
+  w.report(1, "a", {});
+  const std::uint64_t job = w.running_job();
+  w.report(1, "a", {job});
+  w.net.run_for(500);
+  auto control = [&](CoordinatorLoop& loop, const char* action) {
+    jobs::CancelAsk ask;
+    ask.job = job;
+    ask.admin = true;
+    ask.who = "root";
+    ask.action = action;
+    std::optional<DeskAnswer> answer;
+    loop.operate(ask, [&](const DeskAnswer& a) { answer = a; });
+    REQUIRE(w.net.run_until([&] { return answer.has_value(); }, 5000));
+    INFO(answer->message);
+    REQUIRE(answer->status == "ok");
+  };
+  control(w.loop, "suspend");
+  const corral::service::MeshRun* run = &w.fsm.state().job(job)->runs.back();
+  CHECK(w.fsm.state().job(job)->state == corral::proto::state::kSuspended);
+  CHECK(run->order_acked.empty());
+  auto sent = orders_in(w.pushed, 1, job);
+  REQUIRE_FALSE(sent.empty());
+  w.loop.on_ack(ack_of(sent.back(), 1, "done"));
+  REQUIRE(w.net.run_until([&] { return !w.fsm.state().job(job)->runs.back().order_acked.empty(); }, 5000));
+  run = &w.fsm.state().job(job)->runs.back();
+  CHECK(run->order_acked == std::vector<std::string>{"a"});
+  CHECK(run->held);  // a user's: only a user resumes it
+  CHECK(run->order_reason == "suspended by root");
+
+  // A resume its node fails: the log puts the job back suspended, with why.
+  control(w.loop, "resume");
+  CHECK(w.fsm.state().job(job)->state == corral::proto::state::kRunning);
+  auto resume = orders_in(w.pushed, 1, job);
+  REQUIRE(resume.back().action == "resume");
+  w.loop.on_ack(ack_of(resume.back(), 1, "failed", "freezer: device busy"));
+  REQUIRE(w.net.run_until([&] { return w.fsm.state().job(job)->state == corral::proto::state::kSuspended; }, 5000));
+  run = &w.fsm.state().job(job)->runs.back();
+  CHECK(run->order_failed);
+  CHECK(run->order_reason == "resume failed on a: freezer: device busy");
+
+  // A new coordinator on the same log (decisions of its own would need a new term: it makes
+  // none here) finds the job suspended and sends the failed order no more.
+  Pushed pushed;
+  std::unique_ptr<CoordinatorLoop> fresh = w.successor(pushed, {job});
+  w.net.run_for(1200);
+  CHECK(w.fsm.state().job(job)->state == corral::proto::state::kSuspended);
+  CHECK(orders_in(pushed, 1, job).empty());
+}
