@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "proto/mesh.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral::service {
 
@@ -107,7 +108,7 @@ inline std::int32_t share_slots(const MeshJob& j, std::size_t i) {
 inline std::int64_t share_mem_mb(const MeshJob& j, std::size_t i) {
   const MeshRun& run = j.runs.back();
   if (run.mem_mb.size() == run.nodes.size() && i < run.mem_mb.size()) return run.mem_mb[i];
-  return j.spec.mem_mb;
+  return proto::mem_for_slots(j.spec, share_slots(j, i));
 }
 
 struct MeshNode {
