@@ -59,9 +59,10 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
   if (!mesh_ && s.ncpus > node_cores)
     return bad("ncpus=" + std::to_string(s.ncpus) + " exceeds this node's " +
                std::to_string(topo.cores.size()) + " cores (a job across nodes needs a mesh)");
-  if (!mesh_ && topo.mem_mb > 0 && s.mem_mb > topo.mem_mb)
-    return bad("mem=" + std::to_string(s.mem_mb) + "mb exceeds this node's " +
-               std::to_string(topo.mem_mb) + "mb");
+  const std::int64_t mem = proto::mem_for_slots(s, slot_range(s).first);  // h_vmem: at the fewest slots
+  if (!mesh_ && topo.mem_mb > 0 && mem > topo.mem_mb)
+    return bad((s.mem_per_slot_mb > 0 ? "h_vmem times the slots: " : "mem=") + std::to_string(mem) +
+               "mb exceeds this node's " + std::to_string(topo.mem_mb) + "mb");
   if (!mesh_ && topo.jobfs_mb > 0 && s.jobfs_mb > topo.jobfs_mb)
     return bad("jobfs=" + std::to_string(s.jobfs_mb) + "mb exceeds this node's " +
                std::to_string(topo.jobfs_mb) + "mb");
@@ -84,7 +85,7 @@ std::optional<proto::ErrorRep> Daemon::check_submit(const Peer&, proto::JobSpec&
     j.queue = s.queue;
     j.walltime = s.walltime;
     std::tie(j.slots_min, j.slots_max) = slot_range(s);
-    j.mem_mb = s.mem_mb;
+    j.mem_mb = proto::mem_for_slots(s, j.slots_min);
     j.jobfs_mb = s.jobfs_mb;
     NciVerdict v = validate_request(j, snapshot_queues(), sched_.nci);
     if (!v.ok) return bad("refused by the NCI policy: " + v.reason);

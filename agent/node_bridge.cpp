@@ -282,6 +282,7 @@ void Daemon::start_job(JobRecord& rec, const Decision& d) {
   ls.stdout_path = rec.share ? "/dev/null" : rec.spec.stdout_path;
   ls.stderr_path = rec.share ? "/dev/null" : rec.spec.stderr_path;
   ls.cores = cores;
+  if (rec.spec.mem_per_slot_mb > 0) rec.spec.mem_mb = proto::mem_for_slots(rec.spec, want);  // h_vmem
   ls.mem_mb = rec.spec.mem_mb;
   ls.jobfs_mb = rec.spec.jobfs_mb;
   ls.walltime_s = rec.spec.walltime;

@@ -91,7 +91,7 @@ proto::Message Daemon::on_qmove(const Peer& p, JobRecord& rec, const std::string
     j.queue = queue;
     j.walltime = rec.spec.walltime;
     std::tie(j.slots_min, j.slots_max) = slot_range(rec.spec);
-    j.mem_mb = rec.spec.mem_mb;
+    j.mem_mb = proto::mem_for_slots(rec.spec, j.slots_min);
     j.jobfs_mb = rec.spec.jobfs_mb;
     NciVerdict v = validate_request(j, snapshot_queues(), sched_.nci);
     if (!v.ok) return refuse("invalid", "cannot move job " + id + " to queue " + queue + ": " + v.reason);

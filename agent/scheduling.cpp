@@ -219,6 +219,7 @@ void Daemon::snapshot_fixed(Snapshot& s, Time t) const {
     rj.expected_end = rj.start + rj.suspended_for + (r.spec.walltime > 0 ? r.spec.walltime : no_walltime) +
                       sched_.planner.duration_offset;
     rj.slots = granted(r);
+    rj.job.mem_mb = proto::mem_for_slots(r.spec, rj.slots);  // h_vmem: per slot of the slots it got
     rj.placement.push_back(Placement{0, static_cast<std::uint32_t>(rj.slots), r.cores});
     rj.suspended = r.state == proto::state::kSuspended;
     // Backfilled (checkpoint policy), unless its checkpoint is being taken already.

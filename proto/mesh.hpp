@@ -89,14 +89,22 @@ struct JobRequeued {
   CORRAL_MSGPACK_MAP(job, run, reason, time, checkpoints, work_done)
 };
 
-// Run `run` frozen (suspended true) or thawed (false).
+// Run `run` frozen (suspended true) or thawed (false) on `node`: that node's acknowledgement of
+// the run's suspend or resume order (order_term, order_decision; added after version 1, as
+// node). The log follows the node: a node that carried the order out confirms the state the
+// order set; one that failed (`reason` says why) puts the run back as it was, and later
+// acknowledgements of that order change nothing. An entry of another order than the run's last
+// is refused.
 struct JobSuspended {
   std::uint64_t job = 0;
   std::int32_t run = 0;
   bool suspended = true;
   std::string reason;
   double time = 0;
-  CORRAL_MSGPACK_MAP(job, run, suspended, reason, time)
+  std::string node{};
+  std::uint64_t order_term = 0;
+  std::uint64_t order_decision = 0;
+  CORRAL_MSGPACK_MAP(job, run, suspended, reason, time, node, order_term, order_decision)
 };
 
 // A node's administrative state: "up", "drain" (no new starts; running jobs
@@ -131,12 +139,15 @@ struct Charge {
 };
 
 // A project's allocation of slots for an ISO week (PBA), replacing any earlier
-// one for that project and week.
+// one for that project and week. `changes` (added after version 1; empty in older entries):
+// every change of one `corral alloc set`, applied all or none; project, week and slots are then
+// not read.
 struct AllocationSet {
   std::string project;
   std::string week;
   std::int32_t slots = 0;
-  CORRAL_MSGPACK_MAP(project, week, slots)
+  std::vector<AllocSetting> changes{};
+  CORRAL_MSGPACK_MAP(project, week, slots, changes)
 };
 
 // A pending job held (`hold`: proto::hold::kUser or kOperator; no start while held) or

@@ -115,9 +115,13 @@ struct JobSpec {
   // Added after version 1. -l select=K:ncpus=M: the job is K chunks of M cpus (ncpus = K * M),
   // each chunk whole on one node; 0: no chunks (the cpus may spread over nodes as they fit).
   std::int32_t chunk_ncpus = 0;
+  // Added after version 1. Memory per slot (Grid Engine's h_vmem): the job holds this times the
+  // slots it starts with (a -pe range's count is known only then); 0: mem_mb is the job's total.
+  std::int64_t mem_per_slot_mb = 0;
   CORRAL_MSGPACK_MAP(name, queue, project, walltime, ncpus, mem_mb, jobfs_mb, reserve, script,
                      script_name, stdout_path, stderr_path, cwd, env, pe, slots_min, slots_max, umask,
-                     flow_step, preempt, immediate, checkpointable, join, depend, array, chunk_ncpus)
+                     flow_step, preempt, immediate, checkpointable, join, depend, array, chunk_ncpus,
+                     mem_per_slot_mb)
 };
 
 // One run of a job: from a start to the end of its processes. A job runs more than once when a

@@ -153,6 +153,7 @@ std::string check_spec(const JobSpec& s) {
   if (s.ncpus < 1) return "ncpus must be at least 1";
   if (s.ncpus > kMaxCpus) return "ncpus=" + std::to_string(s.ncpus) + " is beyond the limit of " + std::to_string(kMaxCpus);
   if (why = check_size("mem", s.mem_mb); !why.empty()) return why;
+  if (why = check_size("h_vmem", s.mem_per_slot_mb); !why.empty()) return why;
   if (why = check_size("jobfs", s.jobfs_mb); !why.empty()) return why;
   if (why = check_slots(s); !why.empty()) return why;
   if (s.chunk_ncpus < 0 || (s.chunk_ncpus > 0 && (s.ncpus % s.chunk_ncpus != 0 || !s.pe.empty())))

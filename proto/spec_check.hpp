@@ -34,6 +34,12 @@ bool state_listed(std::string_view states, std::string_view state);
 // Why `s` cannot be accepted, or "" when it can (empty name, queue and walltime are "not given").
 std::string check_spec(const JobSpec& s);
 
+// The memory (MiB) job `s` holds when it starts on `slots` slots: Grid Engine's h_vmem is per slot
+// (mem_per_slot_mb), else mem_mb is the whole job's (0: not limited).
+inline std::int64_t mem_for_slots(const JobSpec& s, std::int64_t slots) {
+  return s.mem_per_slot_mb > 0 ? s.mem_per_slot_mb * slots : s.mem_mb;
+}
+
 // Why array `id` (of tasks `a`) has no task `index`, or "" when it has: the words every side
 // answers a user who names ID[INDEX] with.
 std::string check_task_index(std::uint64_t id, const ArraySpec& a, std::int64_t index);

@@ -2,7 +2,7 @@
 // pass sees every project's grant left with its running jobs' charges so far (a project with
 // none left has its pending jobs moved to the bonus queue, in the log, as on a standalone
 // node), and each start records its queue's charge factor, by which the run is charged when
-// its end is applied (mesh_charges.hpp).
+// its end is applied (mesh_charges.hpp). PBA's demotions are moves in the log too.
 #include "coordinator/service/coordinator_loop.hpp"
 #include "coordinator/service/mesh_charges.hpp"
 
@@ -19,21 +19,23 @@ void CoordinatorLoop::follow_grants() {
 }
 
 void CoordinatorLoop::charge_view(Time now) {
-  if (!sched_.nci.enabled) return;
-  sched_.nci.grant_left = mesh_ledger(state_.data(), now).grants_left(now);
-  std::erase_if(demoted_, [&](const auto& x) {
+  std::erase_if(demoted_, [&](const auto& x) {  // moves committed (or refused: a start came first)
     const MeshJob* j = state_.job(x.first);
     return !j || j->state != proto::state::kPending || j->spec.queue == x.second;
   });
+  if (!sched_.nci.enabled) return;
+  sched_.nci.grant_left = mesh_ledger(state_.data(), now).grants_left(now);
 }
 
+// A demotion of the pass, a JobMoved in the log as a standalone node moves the job's queue:
+// NCI's to the bonus queue (no grant left), PBA's to its lowest queue (pre-qualification failed).
 void CoordinatorLoop::demote(const Decision& d) {
   const MeshJob* j = state_.job(d.job);
-  // NCI's (no grant left); PBA's demotions are not applied in a mesh yet.
-  if (!sched_.nci.enabled || d.queue != sched_.nci.bonus_queue) return;
-  if (!j || j->state != proto::state::kPending || demoted_.count(d.job)) return;
+  const bool nci = sched_.nci.enabled && d.queue == sched_.nci.bonus_queue;
+  const bool pba = sched_.pba.enabled && d.queue == sched_.pba.lowest_queue;
+  if (!(nci || pba) || !j || j->state != proto::state::kPending || demoted_.count(d.job)) return;
   demoted_[d.job] = d.queue;
-  proto::mesh::JobMoved e{d.job, d.queue, "nci"};
+  proto::mesh::JobMoved e{d.job, d.queue, nci ? "nci" : "pba"};
   c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_](const Proposed&) {
     if (*alive) dirty_ = true;
   });

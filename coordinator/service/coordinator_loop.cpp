@@ -99,6 +99,7 @@ void CoordinatorLoop::on_ack(const proto::jobs::StartAck& a) {
     if (auto* o = std::get_if<proto::jobs::JobOrder>(&it->second.msg);
         o && (o->decision != a.decision || o->decided_term != a.decided_term))
       continue;
+    if (auto* o = std::get_if<proto::jobs::JobOrder>(&it->second.msg)) record_freeze(*o, std::get<1>(it->first), a);
     unacked_.erase(it);
     return;
   }

@@ -12,9 +12,10 @@
 //
 // The pass's suspensions, resumptions, requeues and checkpoints (NCI, PBA,
 // checkpoint backfilling) are orders (job_orders.cpp): one JobOrdered entry
-// each, pushed once committed to every node of the run until it acknowledges.
-// Its rejections end jobs (job_fit.cpp), NCI's demotions move them to bonus
-// (coordinator_grants.cpp); PBA's demotions are not applied in a mesh yet.
+// each, pushed once committed to every node of the run until it acknowledges;
+// a node's acknowledgement of a suspend or resume is committed too (JobSuspended).
+// Its rejections end jobs (job_fit.cpp); NCI's demotions (to bonus) and PBA's
+// (to its lowest queue) move them in the log (coordinator_grants.cpp).
 #pragma once
 
 #include <cstdint>
@@ -112,6 +113,8 @@ class CoordinatorLoop {
   // A start or an order to one node of a run, kept and sent again every kResendMs until that
   // node acknowledges it or the run it is for is over.
   void send_until_acked(std::uint64_t job, const std::string& node, proto::jobs::Message m);
+  // job_orders.cpp: node's acknowledgement `a` of suspend or resume order `o`, committed.
+  void record_freeze(const proto::jobs::JobOrder& o, const std::string& node, const proto::jobs::StartAck& a);
   void resend_unacked();
   // A committed cancel of a running job (its run's cancel_by), to every node of its run again
   // every kResendMs until it ends: also a cancel an earlier coordinator committed.

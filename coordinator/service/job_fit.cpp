@@ -41,8 +41,8 @@ std::string CoordinatorLoop::too_large(const proto::JobSpec& s) const {
            std::to_string(chunks_fit) + " such chunk(s) in all";
   if (want > cores)
     return "the job asks for " + std::to_string(want) + " cpus; " + mesh + std::to_string(cores) + " cores in all";
-  if (mem_known && s.mem_mb > mem)
-    return "the job asks for " + std::to_string(s.mem_mb) + " MB of memory; " + mesh + std::to_string(mem) +
+  if (const std::int64_t need = proto::mem_for_slots(s, want); mem_known && need > mem)
+    return "the job asks for " + std::to_string(need) + " MB of memory; " + mesh + std::to_string(mem) +
            " MB in all";
   return "";
 }

@@ -4,7 +4,9 @@
 // term), pushed once committed to the run's node as a JobOrder and pushed again until the node
 // acknowledges; the node carries it out as a standalone node carries out its own pass's decision.
 // A requeue or checkpoint leaves the run "stopping": the job waits again only once its node
-// reports the run's end (JobRequeued), so the pass never starts it elsewhere meanwhile.
+// reports the run's end (JobRequeued), so the pass never starts it elsewhere meanwhile. A
+// node's acknowledgement of a suspend or resume is committed (JobSuspended): the log knows which
+// nodes froze (thawed) the run, and puts the run back when one failed to.
 #include <algorithm>
 
 #include "coordinator/service/coordinator_loop.hpp"
@@ -93,7 +95,29 @@ void CoordinatorLoop::push_order(std::uint64_t job) {
   o.reason = run.order_reason;
   o.pba_preemption = run.order_pba;
   o.held = run.held;
-  for (const std::string& node : run.nodes) send_until_acked(job, node, proto::jobs::Message{o});
+  if (run.order_failed) return;  // a node failed it: the log put the run back, nothing to carry out
+  for (const std::string& node : run.nodes)
+    if (std::find(run.order_acked.begin(), run.order_acked.end(), node) == run.order_acked.end())
+      send_until_acked(job, node, proto::jobs::Message{o});
+}
+
+// A node's acknowledgement of a suspend or resume order, into the log (JobSuspended): done, the
+// run is frozen (thawed) there; failed, the log puts the run back as it was.
+void CoordinatorLoop::record_freeze(const proto::jobs::JobOrder& o, const std::string& node,
+                                    const proto::jobs::StartAck& a) {
+  if ((o.action != ord::kSuspend && o.action != ord::kResume) || (a.status != "done" && a.status != "failed")) return;
+  proto::mesh::JobSuspended e;
+  e.job = o.job;
+  e.run = o.run;
+  e.suspended = (o.action == ord::kSuspend) == (a.status == "done");
+  e.reason = a.status == "done" ? "" : a.message;
+  e.time = env_.wall_s();
+  e.node = node;
+  e.order_term = o.decided_term;
+  e.order_decision = o.decision;
+  c_.propose(proto::mesh::encode_entry(e), [this, alive = alive_](const Proposed&) {
+    if (*alive) dirty_ = true;
+  });
 }
 
 // Whether job j's run may be thawed now: on each of its nodes, its share and the running jobs

@@ -31,7 +31,10 @@ bool job_shares(const Decision& d, const std::vector<std::string>& names, const 
   for (std::int32_t sl : slots)
     if (sl < 1 || (spec.chunk_ncpus > 0 && sl % spec.chunk_ncpus != 0)) return false;
   e.slots = slots;
-  for (std::int32_t sl : slots) e.mem_mb.push_back(spec.mem_mb > 0 ? (spec.mem_mb * sl + total - 1) / total : 0);
+  for (std::int32_t sl : slots)
+    e.mem_mb.push_back(spec.mem_per_slot_mb > 0 ? proto::mem_for_slots(spec, sl)
+                       : spec.mem_mb > 0        ? (spec.mem_mb * sl + total - 1) / total
+                                                : 0);
   return true;
 }
 

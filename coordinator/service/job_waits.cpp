@@ -65,14 +65,15 @@ std::string CoordinatorLoop::lacks(const MeshJob& j, const std::map<std::string,
     widest = std::max<std::int64_t>(widest, nodes_.at(name).cores);
   }
   const std::int64_t need = s.pe.empty() ? s.ncpus : s.slots_min;
+  const std::int64_t mem = proto::mem_for_slots(s, need);
   if (s.chunk_ncpus > 0)
     return wait_text::lacks({wait_text::short_of(s.ncpus / s.chunk_ncpus, chunks,
                                                  "chunks of " + std::to_string(s.chunk_ncpus) + " cpus")}, "");
   if (need <= widest)
     return wait_text::lacks({wait_text::short_of(need, best, "cores on one node"),
-                             mem_known ? wait_text::short_of(s.mem_mb, mem_best, "MiB of memory on one node") : ""}, "");
+                             mem_known ? wait_text::short_of(mem, mem_best, "MiB of memory on one node") : ""}, "");
   return wait_text::lacks({wait_text::short_of(need, total, "cores"),
-                           mem_known ? wait_text::short_of(s.mem_mb, mem_total, "MiB of memory") : ""}, "");
+                           mem_known ? wait_text::short_of(mem, mem_total, "MiB of memory") : ""}, "");
 }
 
 proto::jobs::WaitAnswer CoordinatorLoop::waits(const std::vector<std::uint64_t>& jobs) const {

@@ -255,6 +255,8 @@ Outcome MeshState::on(const proto::mesh::JobOrdered& e) {
   r.order_term = e.term;
   r.order_decision = e.decision;
   r.order_pba = e.pba_preemption;
+  r.order_acked.clear();
+  r.order_failed = false;
   return done(e.job);
 }
 
@@ -264,11 +266,37 @@ Outcome MeshState::on(const proto::mesh::JobSuspended& e) {
   MeshJob& j = it->second;
   std::string why = not_current_run(j, e.run);
   if (!why.empty()) return refused(e.job, why);
+  if (e.order_decision != 0) return acknowledged(j, e);
   std::string_view from = e.suspended ? st::kRunning : st::kSuspended;
   if (j.state != from)
     return refused(e.job, job_name(e.job) + " is already " + j.state);
   j.state = std::string(e.suspended ? st::kSuspended : st::kRunning);
   return done(e.job);
+}
+
+Outcome MeshState::acknowledged(MeshJob& j, const proto::mesh::JobSuspended& e) {
+  namespace order = proto::mesh::order;
+  MeshRun& r = j.runs.back();
+  if ((r.order != order::kSuspend && r.order != order::kResume) || e.order_term != r.order_term ||
+      e.order_decision != r.order_decision)
+    return refused(j.id, "not the last suspend or resume order of " + job_name(j.id));
+  if (std::find(r.nodes.begin(), r.nodes.end(), e.node) == r.nodes.end())
+    return refused(j.id, "node '" + e.node + "' does not run " + job_name(j.id));
+  if (r.order_failed) return done(j.id);  // put back already: the run stays as it was
+  const bool suspend = r.order == order::kSuspend;
+  if (e.suspended == suspend) {
+    if (std::find(r.order_acked.begin(), r.order_acked.end(), e.node) == r.order_acked.end())
+      r.order_acked.push_back(e.node);
+    return done(j.id);
+  }
+  // The node failed the order: the run is as it was before it (a failed resume leaves it
+  // frozen from now; the pass may resume it again).
+  r.order_failed = true;
+  r.order_reason = r.order + " failed on " + e.node + (e.reason.empty() ? "" : ": " + e.reason);
+  r.held = false;
+  j.state = std::string(suspend ? st::kRunning : st::kSuspended);
+  r.suspended_since = suspend ? 0 : e.time;
+  return done(j.id);
 }
 
 Outcome MeshState::on(const proto::mesh::NodeAdmin& e) {
@@ -299,9 +327,13 @@ void MeshState::charge_run(MeshJob& j, double at) {
 }
 
 Outcome MeshState::on(const proto::mesh::AllocationSet& e) {
-  if (e.project.empty()) return refused(0, "no project named");
-  if (e.slots < 0) return refused(0, "an allocation cannot be negative");
-  d_.allocations[e.project + "/" + e.week] = e.slots;
+  std::vector<proto::AllocSetting> all = e.changes;  // empty: an entry of one change
+  if (all.empty()) all.push_back(proto::AllocSetting{e.project, e.week, e.slots});
+  for (const proto::AllocSetting& c : all) {  // every change checked before any is made
+    if (c.project.empty()) return refused(0, "no project named");
+    if (c.slots < 0) return refused(0, "an allocation cannot be negative (" + c.project + " " + c.week + ")");
+  }
+  for (const proto::AllocSetting& c : all) d_.allocations[c.project + "/" + c.week] = c.slots;
   return done(0);
 }
 

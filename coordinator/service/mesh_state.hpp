@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "proto/mesh.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral::service {
 
@@ -52,9 +53,14 @@ struct MeshRun {
   double su = 0;
   // Whose cancel of it is committed (CancelAsked; "" none): sent to its nodes until it ends.
   std::string cancel_by;
+  // Its last suspend or resume order (JobSuspended): the nodes that carried it out, and whether
+  // one failed it (the run was put back as before; the order is not sent again).
+  std::vector<std::string> order_acked;
+  bool order_failed = false;
   CORRAL_MSGPACK_MAP(nodes, term, decision, start, end, end_reason, exit_code, backfilled, backfill_estimate,
                      suspended_since, suspended_s, held, stopping, order, order_reason, order_term,
-                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su, cancel_by)
+                     order_decision, order_pba, slots, mem_mb, charge, charged_s, su, cancel_by, order_acked,
+                     order_failed)
 };
 
 struct MeshJob {
@@ -106,7 +112,7 @@ inline std::int32_t share_slots(const MeshJob& j, std::size_t i) {
 inline std::int64_t share_mem_mb(const MeshJob& j, std::size_t i) {
   const MeshRun& run = j.runs.back();
   if (run.mem_mb.size() == run.nodes.size() && i < run.mem_mb.size()) return run.mem_mb[i];
-  return j.spec.mem_mb;
+  return proto::mem_for_slots(j.spec, share_slots(j, i));
 }
 
 struct MeshNode {
@@ -177,6 +183,7 @@ class MeshState {
   Outcome on(const proto::mesh::JobEnded& e);
   Outcome on(const proto::mesh::JobRequeued& e);
   Outcome on(const proto::mesh::JobSuspended& e);
+  Outcome acknowledged(MeshJob& j, const proto::mesh::JobSuspended& e);  // a node's, of an order
   Outcome on(const proto::mesh::NodeAdmin& e);
   Outcome on(const proto::mesh::GrantSet& e);
   Outcome on(const proto::mesh::Charge& e);

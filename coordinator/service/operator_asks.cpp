@@ -3,9 +3,9 @@
 // rules (who may, what state the job is in, whether the queue exists) and becomes one entry of
 // the replicated log, answered once committed; the pass obeys the new state (a held job is left
 // out, a drained node gets no start). alloc_set changes the PBA calendar: one AllocationSet
-// entry per change, laid over the plan file's calendar before the next pass.
+// entry for all the changes of one request (all or none), laid over the plan file's calendar
+// before the next pass.
 #include <ctime>
-#include <memory>
 
 #include "coordinator/pba/allocation_use.hpp"
 
@@ -93,7 +93,7 @@ void CoordinatorLoop::alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk
   follow_allocations();
   pba::ProjectPlan trial = sched_.pba.plan;
   const Time now = static_cast<Time>(env_.wall_s());
-  std::vector<proto::mesh::AllocationSet> entries;  // weeks spelled one way: one key each
+  proto::mesh::AllocationSet entry;  // every change in one entry: all or none; weeks spelled one way
   for (const proto::mesh::AllocationSet& e : ask.allocs) {
     std::string err;
     auto week = pba::parse_iso_week(e.week, &err);
@@ -105,20 +105,9 @@ void CoordinatorLoop::alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk
     a.week = *week;
     a.slots = e.slots;
     if (auto why = pba::set_allocation(trial, std::move(a), now)) return done(refused(0, *why, "invalid"));
-    entries.push_back(proto::mesh::AllocationSet{e.project, pba::format_iso_week(*week), e.slots});
+    entry.changes.push_back(proto::AllocSetting{e.project, pba::format_iso_week(*week), e.slots});
   }
-  // Answered once every change is committed (the first failure answers at once).
-  auto left = std::make_shared<std::size_t>(entries.size());
-  auto answered = std::make_shared<bool>(false);
-  for (const proto::mesh::AllocationSet& e : entries) {
-    commit(e, 0, "set", [done, left, answered](const DeskAnswer& a) {
-      if (*answered) return;
-      if (a.status != "ok" || --*left == 0) {
-        *answered = true;
-        done(a);
-      }
-    });
-  }
+  commit(entry, 0, "set", done);
 }
 
 void CoordinatorLoop::follow_allocations() {

@@ -7,6 +7,7 @@
 #include "coordinator/model.hpp"
 #include "coordinator/names.hpp"
 #include "proto/proto.hpp"
+#include "proto/spec_check.hpp"
 
 namespace corral {
 
@@ -29,7 +30,7 @@ inline void set_request(Job& j, const proto::JobSpec& s, PreemptMode mode) {
   j.walltime = s.walltime;
   j.pe = s.pe;
   std::tie(j.slots_min, j.slots_max) = slot_range(s);
-  j.mem_mb = s.mem_mb;
+  j.mem_mb = proto::mem_for_slots(s, j.slots_min);  // the planner spreads it over slots_min
   j.jobfs_mb = s.jobfs_mb;
   j.reserve = s.reserve;
 }

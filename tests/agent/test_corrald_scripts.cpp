@@ -99,10 +99,52 @@ TEST_CASE("a Grid Engine script runs unchanged with its limits", "[agent][script
   CHECK(json_field(js, "slots_max") == "2");
   CHECK(json_field(js, "slots") == "2");  // both cores free: the largest count of the range
   CHECK(json_field(js, "walltime") == "300");
-  CHECK(json_field(js, "mem_mb") == "256");
+  CHECK(json_field(js, "mem_mb") == "512");  // h_vmem=256M is per slot: 2 slots
   const std::string out = slurp(a.dir + "/work/sge_sample.o" + id);
   CHECK(out.find("job " + id + " (sge_sample) in " + a.dir + "/work") != std::string::npos);
   CHECK(out.find("slots 2 of pe smp\ncores 2\n") != std::string::npos);
+}
+
+// Grid Engine's h_vmem is memory per slot: a job of a -pe range gets h_vmem times the slots it
+// starts with, in its memory cgroup (read by the job itself) and in stat.
+TEST_CASE("a Grid Engine job's h_vmem is per slot: its memory limit is h_vmem times its slots",
+          "[agent][scripts]") {
+  SKIP_UNLESS_ROOT();
+  Agent a("sgevmem", {"--set", "declare_cores=2"});
+  a.start();
+  const std::string script = a.dir + "/work/vmem.sh";
+  std::ofstream(script) << "#!/bin/sh\n#$ -N vmem\n#$ -cwd\n#$ -pe smp 1-2\n#$ -l h_rt=60,h_vmem=1G\n"
+                           "v1=$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)\n"
+                           "if [ -n \"$v1\" ]; then cat /sys/fs/cgroup/memory$v1/memory.limit_in_bytes\n"
+                           "else cat \"$(awk '$3==\"cgroup2\" {print $2; exit}' /proc/mounts)$(sed -n 's/^0:://p' "
+                           "/proc/self/cgroup)/memory.max\"; fi\n";
+  auto s = a.submit({script}, kNobody);
+  INFO(s.err << a.log());
+  REQUIRE(s.rc == 0);
+  const std::string id = trim(s.out);
+  REQUIRE(wait_state(a, id, "ended", 30000) == "ended");
+  const std::string js = stat_json(a, id);
+  INFO(js);
+  CHECK(json_field(js, "end_reason") == "completed");
+  CHECK(json_field(js, "slots") == "2");
+  CHECK(json_field(js, "mem_mb") == "2048");
+  CHECK(trim(slurp(a.dir + "/work/vmem.o" + id)) == std::to_string(2048LL << 20));
+
+  // 4 slots, on an emulated node of 4 cores (this machine may have fewer): 4 GiB.
+  Agent e("sgevmem4", {"--emulate", "cores=4", "--set", "fsync=no"});
+  e.start();
+  const std::string four = e.dir + "/work/vmem4.sh";
+  std::ofstream(four) << "#!/bin/sh\n#CORRAL_EMULATE runtime=1h\n#$ -pe smp 4\n#$ -l h_rt=600,h_vmem=1G\n";
+  s = e.submit({four}, kNobody);
+  INFO(s.err << e.log());
+  REQUIRE(s.rc == 0);
+  const std::string id4 = trim(s.out);
+  REQUIRE(wait_state(e, id4, "running", 10000) == "running");
+  const std::string js4 = stat_json(e, id4);
+  INFO(js4);
+  CHECK(json_field(js4, "slots") == "4");
+  CHECK(json_field(js4, "mem_mb") == "4096");
+  CHECK(e.cli({"cancel", id4}).rc == 0);
 }
 
 TEST_CASE("a directive Corral does not know is refused with its file, line and text", "[agent][scripts]") {

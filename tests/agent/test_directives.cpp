@@ -7,6 +7,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "proto/spec_check.hpp"
 #include "tests/agent/submit_of.hpp"
 #include "tools/corral/client.hpp"
 #include "tools/submit/directives.hpp"
@@ -62,7 +63,8 @@ TEST_CASE("directives: Grid Engine lines", "[agent][directives]") {
   Directives d = ok("#!/bin/sh\n#$ -l h_rt=0:30:00,h_vmem=2G\n#$ -pe smp 2-8\n#$ -R y\n#$ -N sim\n#$ -cwd\n"
                     "#$ -j y\n#$ -hold_jid 4,5\nhostname\n");
   CHECK(d.spec.walltime == 1800);
-  CHECK(d.spec.mem_mb == 2048);
+  CHECK(d.spec.mem_per_slot_mb == 2048);  // h_vmem is per slot: the job gets it times its slots
+  CHECK(d.spec.mem_mb == 0);
   CHECK(d.spec.pe == "smp");
   CHECK(d.spec.slots_min == 2);
   CHECK(d.spec.slots_max == 8);
@@ -73,6 +75,11 @@ TEST_CASE("directives: Grid Engine lines", "[agent][directives]") {
   REQUIRE(d.spec.depend.size() == 2);
   CHECK(d.spec.depend[0] == corral::proto::Dependency{"afterany", 4});
   CHECK(d.spec.depend[1] == corral::proto::Dependency{"afterany", 5});
+  // The last memory request wins: a total after h_vmem (a command line's -l mem=) replaces it.
+  Directives both = ok("#$ -l h_vmem=1G\n#$ -l mem=3G\n");
+  CHECK(both.spec.mem_mb == 3072);
+  CHECK(both.spec.mem_per_slot_mb == 0);
+  CHECK(corral::proto::mem_for_slots(ok("#$ -pe smp 4\n#$ -l h_vmem=1G\n").spec, 4) == 4096);
 }
 
 TEST_CASE("directives: #CORRAL lines take every submit option; spellings", "[agent][directives]") {

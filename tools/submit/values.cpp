@@ -117,7 +117,13 @@ bool apply_resources(const std::string& list, proto::JobSpec& spec) {
     } else if (key == "select") {
       apply_select(val, spec);
       ncpus = true;
-    } else if (key == "mem" || key == "vmem" || key == "h_vmem") spec.mem_mb = parse_size_mb(val);
+    } else if (key == "mem" || key == "vmem") {
+      spec.mem_mb = parse_size_mb(val);
+      spec.mem_per_slot_mb = 0;  // the last memory request wins (a command line's over a directive)
+    } else if (key == "h_vmem") {  // Grid Engine: per slot, times the slots the job starts with
+      spec.mem_per_slot_mb = parse_size_mb(val);
+      spec.mem_mb = 0;
+    }
     else if (key == "jobfs") spec.jobfs_mb = parse_size_mb(val);
     else throw UsageError("unknown resource '" + key + "' (known: walltime, ncpus, select, mem, vmem, jobfs, h_rt, h_vmem, wd)");
   }

@@ -187,6 +187,48 @@ TEST_CASE("orders: suspend, resume, requeue and checkpoint are decisions of the 
   CHECK(back.job(id)->work_done == 40);
 }
 
+// A node's acknowledgement of a suspend or resume order (JobSuspended with the order): confirms
+// it, or, when the node failed it, puts the run back; only for the run's last such order.
+TEST_CASE("nodes' acknowledgements of suspend and resume orders", "[mesh_state]") {
+  MeshState st;
+  std::uint64_t id = st.apply(accepted()).job;
+  REQUIRE(st.apply(started(id, 1, 1, 1, {"n1", "n2"})).ok);
+  auto ack = [&](bool suspended, std::uint64_t decision, const char* node, double t, const char* why = "") {
+    return st.apply(mesh::JobSuspended{id, 1, suspended, why, t, node, 1, decision});
+  };
+  REQUIRE(st.apply(mesh::JobOrdered{id, 1, "suspend", "suspended by root", 2, 1, 100, false, true}).ok);
+  CHECK(ack(true, 9, "n1", 101).reason == "not the last suspend or resume order of job 1");
+  CHECK(ack(true, 2, "n9", 101).reason == "node 'n9' does not run job 1");
+  REQUIRE(ack(true, 2, "n1", 101).ok);
+  REQUIRE(ack(true, 2, "n1", 101).ok);  // again: once in the list
+  REQUIRE(ack(true, 2, "n2", 102).ok);
+  CHECK(st.job(id)->runs.back().order_acked == std::vector<std::string>{"n1", "n2"});
+  CHECK(st.job(id)->state == "suspended");
+
+  // A resume n2 fails: suspended again from then; n1's later "done" changes nothing.
+  REQUIRE(st.apply(mesh::JobOrdered{id, 1, "resume", "resumed by root", 3, 1, 110, false, false}).ok);
+  CHECK(st.job(id)->runs.back().order_acked.empty());
+  CHECK(st.job(id)->runs.back().suspended_s == 10);
+  REQUIRE(ack(true, 3, "n2", 111, "freezer: device busy").ok);
+  CHECK(st.job(id)->state == "suspended");
+  CHECK(st.job(id)->runs.back().order_failed);
+  CHECK(st.job(id)->runs.back().suspended_since == 111);
+  CHECK(st.job(id)->runs.back().order_reason == "resume failed on n2: freezer: device busy");
+  REQUIRE(ack(false, 3, "n1", 112).ok);
+  CHECK(st.job(id)->state == "suspended");
+
+  // A suspend that fails: running again, no longer held; the snapshot keeps it all.
+  REQUIRE(st.apply(mesh::JobOrdered{id, 1, "resume", "", 4, 1, 120, false, false}).ok);
+  REQUIRE(st.apply(mesh::JobOrdered{id, 1, "suspend", "suspended by root", 5, 1, 130, false, true}).ok);
+  REQUIRE(ack(false, 5, "n1", 131, "no freezer").ok);
+  CHECK(st.job(id)->state == "running");
+  CHECK_FALSE(st.job(id)->runs.back().held);
+  MeshState back;
+  back.restore(st.snapshot());
+  CHECK(back.job(id)->runs.back().order_failed);
+  CHECK(back.job(id)->runs.back().order_reason == "suspend failed on n1: no freezer");
+}
+
 TEST_CASE("runs end, requeue, suspend and resume only as the current run", "[mesh_state]") {
   MeshState st;
   std::uint64_t id = st.apply(accepted()).job;
@@ -274,6 +316,16 @@ TEST_CASE("drained nodes get no starts; grants, charges and allocations", "[mesh
   REQUIRE(st.apply(mesh::AllocationSet{"chem", "2026-W48", 64}).ok);
   CHECK_FALSE(st.apply(mesh::AllocationSet{"chem", "2026-W48", -2}).ok);
   CHECK(st.data().allocations.at("chem/2026-W48") == 64);
+  // One entry of several changes (corral alloc set): all, or none when one is bad.
+  mesh::AllocationSet several;
+  several.changes = {{"chem", "2026-W49", 8}, {"phys", "2026-W49", -1}, {"bio", "2026-W49", 2}};
+  CHECK(st.apply(several).reason == "an allocation cannot be negative (phys 2026-W49)");
+  CHECK(st.data().allocations.size() == 1);
+  several.changes[1].slots = 3;
+  REQUIRE(st.apply(mesh::decode_entry(mesh::encode_entry(several))).ok);
+  CHECK(st.data().allocations.at("chem/2026-W49") == 8);
+  CHECK(st.data().allocations.at("phys/2026-W49") == 3);
+  CHECK(st.data().allocations.at("bio/2026-W49") == 2);
 }
 
 TEST_CASE("each run is charged once as its end applies, across a snapshot, by the ledger's rules",
