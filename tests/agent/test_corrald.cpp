@@ -10,6 +10,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "harness_proto.hpp"
 #include "proto/proto.hpp"
 
 using harness::Agent;

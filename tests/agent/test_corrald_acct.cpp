@@ -9,6 +9,7 @@
 
 #include <ctime>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 

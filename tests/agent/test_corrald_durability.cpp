@@ -16,6 +16,7 @@
 
 #include "agent/journal_format.hpp"
 #include "harness.hpp"
+#include "harness_proto.hpp"
 #include "tests/effort.hpp"
 
 using harness::Agent;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "harness_proto.hpp"
 #include "proto/proto.hpp"
 
 using harness::Agent;

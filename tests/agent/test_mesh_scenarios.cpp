@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
+#include "harness_proto.hpp"
 #include "mesh_cluster.hpp"
 #include "tests/effort.hpp"
 #include "tests/quiet_job.hpp"
