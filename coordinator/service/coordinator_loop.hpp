@@ -32,6 +32,7 @@
 #include "coordinator/service/env.hpp"
 #include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/mesh_state.hpp"
+#include "coordinator/service/voter_change.hpp"
 #include "proto/mesh_jobs.hpp"
 
 namespace corral::service {
@@ -135,6 +136,9 @@ class CoordinatorLoop {
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void remove_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // member_remove.cpp
+  void promote_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
+  std::set<std::uint64_t> live_members() const;  // heard from within kNodeStaleMs, this one too
+  std::uint64_t member_of(const std::string& node) const;  // its raft id: as heard, else by its name
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // The plan file's calendar with the replicated allocation changes over it (before a pass).
   void follow_allocations();
@@ -216,6 +220,7 @@ class CoordinatorLoop {
   std::vector<proto::mesh::GrantSet> grants_;  // configured
   std::uint64_t grants_term_ = 0;              // the term that proposed them
   std::map<std::uint64_t, std::string> demoted_;  // pending jobs moved by this pass or one before: queue
+  VoterChange voters_{c_};                      // corral mesh promote / remove of a voter
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
