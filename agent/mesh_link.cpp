@@ -250,9 +250,10 @@ void MeshLink::start_curve() {
 // A member at the address the raft configuration holds; before this member knows a
 // configuration, a first voter at its place in voters.
 std::string MeshLink::address_of(std::uint64_t id) const {
-  for (const service::Member& mb : m_->node->members())
+  const std::vector<service::Member> members = m_->node->members();
+  for (const service::Member& mb : members)
     if (mb.id == id) return mb.address;
-  if (id >= 1 && id <= cfg_.voters.size()) return endpoint(cfg_.voters[id - 1]);
+  if (members.empty() && id >= 1 && id <= cfg_.voters.size()) return endpoint(cfg_.voters[id - 1]);
   return "";
 }
 
