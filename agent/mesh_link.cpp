@@ -165,7 +165,7 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
         [this](std::uint64_t id) { ask_snapshot(id); },
         [this](std::uint64_t id, const FeedReport& r) {
           // The coordinator takes a report only while no event of it may be missing.
-          if (m_->coordinator && !r.name.empty()) m_->coordinator->heard_of(r.name);
+          if (m_->coordinator && !r.name.empty()) m_->coordinator->heard_of(r.name, id);
           if (r.current && m_->coordinator)
             m_->coordinator->node(NodeReport{id, r.name, r.cores, r.mem_mb, r.jobfs_mb, r.running, r.at_ms});
         });

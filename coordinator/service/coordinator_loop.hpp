@@ -60,7 +60,11 @@ class CoordinatorLoop {
   void leadership(bool leader, std::uint64_t term);
   void node(const NodeReport& r);
   // A node heard of (its heartbeat), before its report is current: an operator may name it.
-  void heard_of(const std::string& name) { heard_of_.insert(name); }
+  // `member`: its raft id (a voter is named by it in `corral mesh remove`).
+  void heard_of(const std::string& name, std::uint64_t member = 0) {
+    heard_of_.insert(name);
+    if (member) heard_ids_[name] = member;
+  }
   void on_ack(const proto::jobs::StartAck& a);
   // A user's cancel: a pending job ends "cancelled" in the log; a running
   // one gets a CancelAsked entry (a new coordinator knows of it) and is
@@ -217,6 +221,7 @@ class CoordinatorLoop {
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
   std::set<std::string> heard_of_;             // every node heard of, its report current or not
+  std::map<std::string, std::uint64_t> heard_ids_;  // their raft ids, by name
   std::vector<proto::mesh::GrantSet> grants_;  // configured
   std::uint64_t grants_term_ = 0;              // the term that proposed them
   std::map<std::uint64_t, std::string> demoted_;  // pending jobs moved by this pass or one before: queue

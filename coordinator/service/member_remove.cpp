@@ -23,7 +23,7 @@ void CoordinatorLoop::remove_ask(const proto::jobs::CancelAsk& ask, const JobDes
   std::vector<Member> members = c_.members();
   for (const Member& m : members)
     if (m.id == id) member = &m;
-  if (!nodes_.count(node) && admin == state_.data().nodes.end() && !member)
+  if (!nodes_.count(node) && !heard_of_.count(node) && admin == state_.data().nodes.end() && !member)
     return done(remove_refused("no node '" + node + "' in mesh " + mesh_, "not_found"));
   const bool voter = member && member->role == Role::voter;
   if (voter)
@@ -31,6 +31,18 @@ void CoordinatorLoop::remove_ask(const proto::jobs::CancelAsk& ask, const JobDes
       return done(remove_refused(why, "invalid"));
   const std::string state = admin == state_.data().nodes.end() ? "" : admin->second.state;
   if (state == proto::mesh::admin::kRemoved && !member) return done(DeskAnswer{"ok", 0, 0, "removed", ""});
+  if (!member && !heard_ids_.count(node)) {  // a voter is known by name only once heard: never "removed" by mistake
+    std::string unheard;
+    for (const Member& m : members) {
+      bool heard = false;
+      for (const auto& [name, hid] : heard_ids_) heard = heard || hid == m.id;
+      if (m.role == Role::voter && !heard && m.id != c_.id()) unheard += (unheard.empty() ? "" : ", ") + std::to_string(m.id);
+    }
+    if (!unheard.empty())
+      return done(remove_refused("this coordinator never heard " + node + ", and never heard voter(s) " + unheard +
+                                     " either (corral mesh lists their ids): ask once a coordinator that heard it leads",
+                                 "invalid"));
+  }
   if (state != proto::mesh::admin::kDrain && state != proto::mesh::admin::kRemoved)
     return done(remove_refused("drain " + node + " first (corral drain " + node + " --reason TEXT) and wait for its jobs",
                                "invalid"));

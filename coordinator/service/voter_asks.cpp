@@ -7,8 +7,9 @@
 namespace corral::service {
 
 std::uint64_t CoordinatorLoop::member_of(const std::string& node) const {
-  auto heard = nodes_.find(node);
-  return heard != nodes_.end() ? heard->second.member : proto::link::member_id_of(node);
+  if (auto r = nodes_.find(node); r != nodes_.end()) return r->second.member;
+  if (auto h = heard_ids_.find(node); h != heard_ids_.end()) return h->second;
+  return proto::link::member_id_of(node);
 }
 
 std::set<std::uint64_t> CoordinatorLoop::live_members() const {
