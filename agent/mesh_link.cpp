@@ -64,6 +64,27 @@ bool is_voter(const MeshConfig& cfg) {
   return std::find(cfg.voters.begin(), cfg.voters.end(), cfg.listen) != cfg.voters.end();
 }
 
+// The id this member's raft state belongs to, kept in `dir`/id from its first start: a member
+// promoted to voter keeps its id when the config file later lists its address among voters.
+std::uint64_t stored_member_id(const std::string& dir, std::uint64_t fresh) {
+  const std::string path = dir + "/id";
+  std::ifstream in(path);
+  std::string line;
+  if (in && std::getline(in, line)) {
+    try {
+      std::size_t used = 0;
+      std::uint64_t id = std::stoull(line, &used);
+      if (used == line.size() && id > 0) return id;
+    } catch (const std::exception&) {
+    }
+    throw std::runtime_error("mesh: " + path + " does not hold a member id: '" + line.substr(0, 32) + "'");
+  }
+  std::ofstream out(path);
+  out << fresh << "\n";
+  if (!out.flush()) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  return fresh;
+}
+
 }  // namespace
 
 std::uint64_t mesh_member_id(const MeshConfig& cfg) {
@@ -115,8 +136,8 @@ struct MeshLink::Member {
 MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<Member>()) {
   if (std::string why = check_mesh_config(cfg_); !why.empty()) throw std::runtime_error(why);
   Member& m = *m_;
-  m.id = mesh_member_id(cfg_);
   m.files = std::make_unique<RaftFiles>(cfg_.dir, cfg_.fsync);
+  m.id = stored_member_id(cfg_.dir, mesh_member_id(cfg_));
   // The directory belongs to one mesh: another name is a configuration mistake.
   std::string name_file = cfg_.dir + "/mesh";
   std::ifstream in(name_file);
@@ -144,7 +165,7 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
         [this](std::uint64_t id) { ask_snapshot(id); },
         [this](std::uint64_t id, const FeedReport& r) {
           // The coordinator takes a report only while no event of it may be missing.
-          if (m_->coordinator && !r.name.empty()) m_->coordinator->heard_of(r.name);
+          if (m_->coordinator && !r.name.empty()) m_->coordinator->heard_of(r.name, id);
           if (r.current && m_->coordinator)
             m_->coordinator->node(NodeReport{id, r.name, r.cores, r.mem_mb, r.jobfs_mb, r.running, r.at_ms});
         });
@@ -162,9 +183,10 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     if (a && a->state == proto::state::kEnded) reply([fn = cfg_.on_ended, job = a->id] { fn(job); });
   });
   m.node = std::make_unique<RaftNode>(m.id, endpoint(cfg_.listen), *m.env, m.disk, m.fsm);
-  if (is_voter(cfg_) && m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
-    // A new voter: every voter writes the same first configuration. A member
-    // that does not vote starts with none: the leader adds it.
+  if (is_voter(cfg_) && m.id <= cfg_.voters.size() && m.disk.term == 0 && m.disk.entries.empty() && !m.disk.snapshot) {
+    // A new mesh's voter: every voter writes the same first configuration. A member that
+    // does not vote starts with none: the leader adds it. From then on the configuration in
+    // the log says who votes (`corral mesh promote`, `remove`), not the voters list.
     std::vector<service::Member> conf;
     for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
       conf.push_back(service::Member{i + 1, endpoint(cfg_.voters[i]), Role::voter});
@@ -225,12 +247,19 @@ void MeshLink::start_curve() {
                                           });
 }
 
-// A voter by its place in voters; a member by the address the raft configuration holds.
+// A member at the address the raft configuration holds; before this member knows a
+// configuration, a first voter at its place in voters.
+std::string MeshLink::address_of(std::uint64_t id) const {
+  const std::vector<service::Member> members = m_->node->members();
+  for (const service::Member& mb : members)
+    if (mb.id == id) return mb.address;
+  if (members.empty() && id >= 1 && id <= cfg_.voters.size()) return endpoint(cfg_.voters[id - 1]);
+  return "";
+}
+
 void MeshLink::send_to(std::uint64_t id, std::string bytes) {
   if (id == 0 || id == m_->id) return;
-  if (id <= cfg_.voters.size()) return m_->env->send(id, endpoint(cfg_.voters[id - 1]), std::move(bytes));
-  for (const service::Member& mb : m_->node->members())
-    if (mb.id == id) return m_->env->send(id, mb.address, std::move(bytes));
+  if (std::string to = address_of(id); !to.empty()) m_->env->send(id, to, std::move(bytes));
 }
 
 // A jobs message from another member (on the mesh thread).
@@ -566,11 +595,11 @@ void MeshLink::publish_status() {
   s.term = n.term();
   s.commit_index = n.commit_index();
   s.last_applied = n.last_applied();
-  s.voters = cfg_.voters;
   s.jobs = m.fsm.state().data().jobs.size();
   s.coordinator_id = n.leader_id();
   std::uint64_t now = m.loop.now_ms();
   for (const service::Member& mb : n.members()) {
+    if (mb.role == Role::voter) s.voters.push_back(bare(mb.address));
     proto::MeshMember pm;
     pm.id = mb.id;
     pm.address = bare(mb.address);
@@ -592,6 +621,7 @@ void MeshLink::publish_status() {
     if (mb.id == s.coordinator_id) s.coordinator = pm.name.empty() ? pm.address : pm.name;
     s.members.push_back(std::move(pm));
   }
+  if (s.voters.empty()) s.voters = cfg_.voters;  // no configuration known yet
   std::lock_guard<std::mutex> lock(mu_);
   status_ = std::move(s);
 }
@@ -612,21 +642,34 @@ void MeshLink::tick() {
   m.feed->heartbeat(MeshFeed::View{cfg_.node_name, cfg_.listen, std::string(m.node->state_name()), m.node->term(),
                                    m.node->commit_index()});
   m.coordinator->node(NodeReport{m.id, cfg_.node_name, n.cores, n.mem_mb, n.jobfs_mb, n.running, m.loop.now_ms()});
-  // A voter follows every member; a member the voters (not one another).
-  std::set<std::string> follow;
-  for (std::size_t i = 0; i < cfg_.voters.size(); ++i)
-    if (i + 1 != m.id) follow.insert(endpoint(proto::link::publish_address(cfg_.voters[i])));
-  bool admitted = false;
-  for (const service::Member& mb : m.node->members()) {
-    admitted = admitted || mb.id == m.id;
-    if (m.id <= cfg_.voters.size() && mb.role != Role::voter && mb.id != m.id)
-      follow.insert(endpoint(proto::link::publish_address(bare(mb.address))));
+  // A voter follows every member; a member the voters (not one another). Who votes is the
+  // raft configuration's say; the voters list only while this member knows none.
+  const std::vector<service::Member> members = m.node->members();
+  std::set<std::string> follow, voters;
+  bool admitted = false, voter = false;
+  for (const service::Member& mb : members) {
+    if (mb.id == m.id) {
+      admitted = true;
+      voter = mb.role == Role::voter;
+    } else if (mb.role == Role::voter) {
+      voters.insert(bare(mb.address));
+    }
   }
+  if (voters.empty())
+    for (const std::string& v : cfg_.voters)
+      if (v != cfg_.listen) voters.insert(v);
+  for (const std::string& v : voters) follow.insert(endpoint(proto::link::publish_address(v)));
+  for (const service::Member& mb : members)
+    if (voter && mb.role != Role::voter && mb.id != m.id)
+      follow.insert(endpoint(proto::link::publish_address(bare(mb.address))));
   m.feed->follow(follow);
   ++m.ticks;
-  if (m.id > cfg_.voters.size() && (!admitted || m.ticks % kHelloTicks == 0)) {
+  if (!voter && (!admitted || m.ticks % kHelloTicks == 0)) {
+    // To the configuration's voters and the voters list: where a starting member looks first.
+    for (const std::string& v : cfg_.voters)
+      if (v != cfg_.listen) voters.insert(v);
     std::string hello = proto::link::encode(proto::link::Hello{cfg_.name, m.id, cfg_.node_name, cfg_.listen});
-    for (std::size_t i = 0; i < cfg_.voters.size(); ++i) m.env->send(i + 1, endpoint(cfg_.voters[i]), hello);
+    for (const std::string& v : voters) m.env->send(0, endpoint(v), hello);
   }
 }
 
@@ -642,7 +685,7 @@ void MeshLink::on_link(std::string_view bytes) {
     return;
   }
   auto* h = std::get_if<proto::link::Hello>(&msg);
-  if (h && h->mesh == cfg_.name && h->id > cfg_.voters.size())
+  if (h && h->mesh == cfg_.name && h->id != 0)
     m_->admit->heard(h->id, endpoint(h->address), h->name);
   else if (auto* a = std::get_if<proto::link::SnapshotAsk>(&msg); a && a->mesh == cfg_.name && a->id != 0)
     answer_snapshot(*a);
@@ -659,9 +702,7 @@ void MeshLink::answer_snapshot(const proto::link::SnapshotAsk& a) {
   Member& m = *m_;
   std::string bytes = proto::link::encode(m.feed->snapshot(MeshFeed::View{
       cfg_.node_name, cfg_.listen, std::string(m.node->state_name()), m.node->term(), m.node->commit_index()}));
-  bool known = a.id <= cfg_.voters.size();
-  for (const service::Member& mb : m.node->members()) known = known || mb.id == a.id;
-  if (known) send_to(a.id, std::move(bytes));
+  if (!address_of(a.id).empty()) send_to(a.id, std::move(bytes));
   else if (!a.address.empty()) m.env->send(a.id, endpoint(a.address), std::move(bytes));
 }
 

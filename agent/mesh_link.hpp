@@ -28,7 +28,10 @@ namespace corral::agent {
 
 struct MeshConfig {
   std::string name;                  // the mesh's name
-  std::vector<std::string> voters;   // host:port, the same order on every member
+  // host:port, the same order on every member: the voters a new mesh starts with, and where
+  // a starting member first looks for the mesh; after that the raft configuration in the log
+  // says who votes (corral mesh promote / remove).
+  std::vector<std::string> voters;
   std::string node_name;
   std::string listen;                // host:port: one of voters, or a member's own (it does not vote)
   std::string dir;                   // raft files (created)
@@ -119,6 +122,7 @@ class MeshLink {
   void answer_snapshot(const proto::link::SnapshotAsk& a);
   void on_jobs_message(std::string_view bytes);
   void send_to(std::uint64_t id, std::string bytes);
+  std::string address_of(std::uint64_t id) const;  // "tcp://host:port", or "" (unknown)
   void deliver(std::uint64_t to, proto::jobs::Message m);  // on the mesh thread
   void await_run(std::uint64_t job, std::int32_t run, std::function<void(std::vector<std::string>)> done,
                  std::uint64_t left_ms);  // on the mesh thread
@@ -145,9 +149,10 @@ class MeshLink {
 // a node name for a member that does not vote. Returns "" or what is wrong.
 std::string check_mesh_config(const MeshConfig& cfg);
 
-// A member's raft id: a voter's place in voters (from 1); a member that does
-// not vote, proto::link::member_id_of its node name (node names must differ:
-// the coordinator refuses an id it holds at another address).
+// A member's raft id at its first start: a first voter's place in voters (from 1); any other
+// member, proto::link::member_id_of its node name (node names must differ: the coordinator
+// refuses an id it holds at another address). The id is then kept in the raft directory
+// (`id`): a member promoted to voter keeps it.
 std::uint64_t mesh_member_id(const MeshConfig& cfg);
 
 }  // namespace corral::agent

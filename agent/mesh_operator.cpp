@@ -39,9 +39,9 @@ void Daemon::mesh_job_admin(Client& c, const proto::ControlReq& r) {
 }
 
 void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
-  if (r.action != "drain" && r.action != "undrain" && r.action != "remove") {
+  if (r.action != "drain" && r.action != "undrain" && r.action != "remove" && r.action != "promote") {
     send(c, proto::ErrorRep{"invalid", "unknown node action '" + proto::printable(r.action.substr(0, 32)) +
-                                           "' (drain, undrain or remove)"});
+                                           "' (drain, undrain, remove or promote)"});
     return;
   }
   if (!c.peer.admin) {  // also checked by the coordinator: refused here without a round trip
@@ -52,7 +52,10 @@ void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
   ask.node = r.node;
   ask.reason = r.reason;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  const std::string state = r.action == "drain" ? "drained" : r.action == "remove" ? "removed" : "up";
+  const std::string state = r.action == "drain"     ? "drained"
+                            : r.action == "remove"  ? "removed"
+                            : r.action == "promote" ? "voter"
+                                                    : "up";
   mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, r, state](const SubmitResult& res) {
     if (res.ok) mesh_answer(fd, ticket, proto::NodeAdminRep{r.node, state, r.action == "drain" ? r.reason : ""});
     else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});

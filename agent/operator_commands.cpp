@@ -117,8 +117,9 @@ void Daemon::load_drain() {
 }
 
 proto::Message Daemon::on_node_admin(const Peer& p, const proto::NodeAdminReq& r) {
-  if (r.action == "remove")
-    return refuse("invalid", "this corrald is standalone: there is no mesh to remove " + proto::printable(r.node) + " from");
+  if (r.action == "remove" || r.action == "promote")
+    return refuse("invalid", "this corrald is standalone: there is no mesh to " + r.action + " " + proto::printable(r.node) +
+                                 (r.action == "remove" ? " from" : " in"));
   if (r.action != "drain" && r.action != "undrain")
     return refuse("invalid", "unknown node action '" + proto::printable(r.action.substr(0, 32)) + "' (drain or undrain)");
   if (!p.admin) return refuse("permission", "only " + admins() + " may " + r.action + " a node");

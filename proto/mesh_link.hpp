@@ -103,7 +103,8 @@ struct Snapshot {
 using Message = std::variant<Hello, NodeEvent, JobsEvent, Heartbeat, SnapshotAsk, Snapshot>;
 
 // A member that does not vote: its id, a hash of its node name (FNV-1a) in
-// [kFirstMemberId, kLastMemberId]; voters are 1..the number of voters.
+// [kFirstMemberId, kLastMemberId]; the first voters are 1..the number of voters (a member
+// promoted to voter keeps its own).
 inline constexpr std::uint64_t kFirstMemberId = 1000, kLastMemberId = 9999999;
 inline std::uint64_t member_id_of(std::string_view node_name) {
   std::uint64_t h = 14695981039346656037ull;

@@ -263,7 +263,7 @@ struct MeshMember {
 struct MeshStatus {
   std::string mesh;              // the mesh's name; "" when standalone (a mesh of one)
   std::string node;              // this node's name
-  std::uint64_t id = 0;          // this member's id (its place in voters, from 1)
+  std::uint64_t id = 0;          // this member's raft id (a first voter's place in voters, from 1)
   std::string address;           // host:port it listens on
   std::string state;             // leader | follower | candidate | unavailable | standalone
   std::string coordinator;       // the leader's name ("" while none is known)
@@ -271,7 +271,7 @@ struct MeshStatus {
   std::uint64_t term = 0;
   std::uint64_t commit_index = 0;
   std::uint64_t last_applied = 0;
-  std::vector<std::string> voters;    // host:port, as configured
+  std::vector<std::string> voters;    // host:port: the raft configuration's (as configured until one is known)
   std::vector<MeshMember> members;    // every member of the raft configuration
   std::uint64_t jobs = 0;        // jobs in the replicated state
   CORRAL_MSGPACK_MAP(mesh, node, id, address, state, coordinator, coordinator_id, term, commit_index,
@@ -365,7 +365,7 @@ struct ReportRep {
   CORRAL_MSGPACK_MAP(text)
 };
 // `corral drain NODE --reason TEXT` / `corral undrain NODE` (root or an operator; added after
-// version 1). action: drain | undrain.
+// version 1). action: drain | undrain | remove | promote (corral mesh).
 struct NodeAdminReq {
   std::string node;
   std::string action;

@@ -33,6 +33,7 @@
 #include "coordinator/service/env.hpp"
 #include "coordinator/service/job_desk.hpp"
 #include "coordinator/service/mesh_state.hpp"
+#include "coordinator/service/voter_change.hpp"
 #include "proto/mesh_jobs.hpp"
 
 namespace corral::service {
@@ -60,7 +61,11 @@ class CoordinatorLoop {
   void leadership(bool leader, std::uint64_t term);
   void node(const NodeReport& r);
   // A node heard of (its heartbeat), before its report is current: an operator may name it.
-  void heard_of(const std::string& name) { heard_of_.insert(name); }
+  // `member`: its raft id (a voter is named by it in `corral mesh remove`).
+  void heard_of(const std::string& name, std::uint64_t member = 0) {
+    heard_of_.insert(name);
+    if (member) heard_ids_[name] = member;
+  }
   void on_ack(const proto::jobs::StartAck& a);
   // A user's cancel: a pending job ends "cancelled" in the log; a running
   // one gets a CancelAsked entry (a new coordinator knows of it) and is
@@ -138,6 +143,9 @@ class CoordinatorLoop {
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void remove_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // member_remove.cpp
+  void promote_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
+  std::set<std::uint64_t> live_members() const;  // heard from within kNodeStaleMs, this one too
+  std::uint64_t member_of(const std::string& node) const;  // its raft id: as heard, else by its name
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // The plan file's calendar with the replicated allocation changes over it (before a pass).
   void follow_allocations();
@@ -216,9 +224,11 @@ class CoordinatorLoop {
   std::uint64_t next_pass_ = 0;                // a pass at least then while jobs wait (Env ms)
   std::map<std::string, NodeReport> nodes_;    // by name
   std::set<std::string> heard_of_;             // every node heard of, its report current or not
+  std::map<std::string, std::uint64_t> heard_ids_;  // their raft ids, by name
   std::vector<proto::mesh::GrantSet> grants_;  // configured
   std::uint64_t grants_term_ = 0;              // the term that proposed them
   std::map<std::uint64_t, std::string> demoted_;  // pending jobs moved by this pass or one before: queue
+  VoterChange voters_{c_};                      // corral mesh promote / remove of a voter
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

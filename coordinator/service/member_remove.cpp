@@ -1,8 +1,8 @@
-// `corral mesh remove NODE`: a member that does not vote leaves the mesh for good. Only a node
-// drained and running nothing, so that no job is lost with it. The node is first marked
-// removed in the log (MemberAdmit then never adds it back, and no start may name it), then
-// taken out of the raft configuration, so the coordinator stops replicating to it. An undrain
-// lets it in again. Voters are fixed by the mesh's configuration and are not removed here.
+// `corral mesh remove NODE`: a member leaves the mesh for good. Only a node drained and running
+// nothing, so that no job is lost with it. The node is first marked removed in the log
+// (MemberAdmit then never adds it back, and no start may name it), then taken out of the raft
+// configuration, so the coordinator stops replicating to it. An undrain lets it in again. A
+// voter also by VoterChange's rules (checked first): at least 3 voters stay, most of them up.
 #include "coordinator/service/coordinator_loop.hpp"
 #include "proto/mesh_link.hpp"
 
@@ -18,18 +18,31 @@ void CoordinatorLoop::remove_ask(const proto::jobs::CancelAsk& ask, const JobDes
   if (!ask.admin) return done(remove_refused("only root or an operator may remove a node", "permission"));
   const std::string& node = ask.node;
   auto admin = state_.data().nodes.find(node);
-  auto heard = nodes_.find(node);
-  const std::uint64_t id = heard != nodes_.end() ? heard->second.member : proto::link::member_id_of(node);
+  const std::uint64_t id = member_of(node);
   const Member* member = nullptr;
   std::vector<Member> members = c_.members();
   for (const Member& m : members)
     if (m.id == id) member = &m;
-  if (heard == nodes_.end() && admin == state_.data().nodes.end() && !member)
+  if (!nodes_.count(node) && !heard_of_.count(node) && admin == state_.data().nodes.end() && !member)
     return done(remove_refused("no node '" + node + "' in mesh " + mesh_, "not_found"));
-  if (member && member->role == Role::voter)
-    return done(remove_refused(node + " is a voter: the voters are fixed by the mesh's configuration", "invalid"));
+  const bool voter = member && member->role == Role::voter;
+  if (voter)
+    if (std::string why = voter_remove_refusal(members, id, node, c_.id(), live_members()); !why.empty())
+      return done(remove_refused(why, "invalid"));
   const std::string state = admin == state_.data().nodes.end() ? "" : admin->second.state;
   if (state == proto::mesh::admin::kRemoved && !member) return done(DeskAnswer{"ok", 0, 0, "removed", ""});
+  if (!member && !heard_ids_.count(node)) {  // a voter is known by name only once heard: never "removed" by mistake
+    std::string unheard;
+    for (const Member& m : members) {
+      bool heard = false;
+      for (const auto& [name, hid] : heard_ids_) heard = heard || hid == m.id;
+      if (m.role == Role::voter && !heard && m.id != c_.id()) unheard += (unheard.empty() ? "" : ", ") + std::to_string(m.id);
+    }
+    if (!unheard.empty())
+      return done(remove_refused("this coordinator never heard " + node + ", and never heard voter(s) " + unheard +
+                                     " either (corral mesh lists their ids): ask once a coordinator that heard it leads",
+                                 "invalid"));
+  }
   if (state != proto::mesh::admin::kDrain && state != proto::mesh::admin::kRemoved)
     return done(remove_refused("drain " + node + " first (corral drain " + node + " --reason TEXT) and wait for its jobs",
                                "invalid"));
@@ -37,8 +50,13 @@ void CoordinatorLoop::remove_ask(const proto::jobs::CancelAsk& ask, const JobDes
     return done(remove_refused(std::to_string(n) + " job(s) still run on " + node + ": wait for them, or cancel them",
                                "invalid"));
   commit(proto::mesh::NodeAdmin{node, std::string(proto::mesh::admin::kRemoved), "removed by " + ask.who}, 0, "removed",
-         [this, alive = alive_, id, found = member != nullptr, done](const DeskAnswer& a) {
+         [this, alive = alive_, id, node, voter, found = member != nullptr, done](const DeskAnswer& a) {
            if (a.status != "ok" || !found || !*alive) return done(a);
+           if (voter)
+             return voters_.remove(id, node, live_members(), [done](bool ok, const std::string& message) {
+               if (ok) return done(DeskAnswer{"ok", 0, 0, "removed", ""});
+               done(DeskAnswer{"error", 0, 0, "marked removed, but " + message + " (corral mesh remove again)", ""});
+             });
            c_.remove(id, [done](Status st) {
              if (st == Status::ok) return done(DeskAnswer{"ok", 0, 0, "removed", ""});
              done(DeskAnswer{"error", 0, 0,

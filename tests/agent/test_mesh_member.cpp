@@ -4,7 +4,9 @@
 // listed by `corral mesh` and `corral nodes`, takes a user's submit, runs the
 // job the plan gives it (4 cores: only the member has them) and reports its
 // end to the replicated state; after a SIGKILL to the coordinator it follows
-// the new one. A fifth agent whose key the voters do not allow is refused.
+// the new one. A fifth agent whose key the voters do not allow is refused. A dead voter is
+// replaced by promoting the member and removing the dead one; the mesh then outlives the
+// death of another original voter.
 #include <chrono>
 #include <sstream>
 #include <string>
@@ -145,13 +147,13 @@ TEST_CASE("mesh member: corral mesh remove takes a drained member out for good; 
   };
   REQUIRE(listed(true));
 
-  // Not while it may run jobs, never a voter, only root or an operator.
+  // Not while it may run jobs, never the coordinator, only root or an operator.
   Result busy = m.agents[other]->cli({"mesh", "remove", "n4"});
   CHECK(busy.rc != 0);
   CHECK(busy.err.find("drain n4 first") != std::string::npos);
   Result voter = m.agents[other]->cli({"mesh", "remove", m.names[lead]});
   CHECK(voter.rc != 0);
-  CHECK(voter.err.find("is a voter") != std::string::npos);
+  CHECK(voter.err.find("is the coordinator") != std::string::npos);
   CHECK(m.agents[other]->cli({"mesh", "remove", "n4"}, 65534).rc != 0);
 
   REQUIRE(m.agents[other]->cli({"drain", "n4", "--reason", "retired"}).rc == 0);
@@ -175,4 +177,62 @@ TEST_CASE("mesh member: corral mesh remove takes a drained member out for good; 
   // An undrain lets it in again.
   REQUIRE(m.agents[other]->cli({"undrain", "n4"}).rc == 0);
   CHECK(listed(true));
+}
+
+TEST_CASE("mesh member: a dead voter is replaced by promoting a member; the mesh outlives another voter's death",
+          "[mesh]") {
+  SKIP_UNLESS_ROOT();
+  Mesh m(3, Keys::all, 0, 1);  // n4 a member
+  const unsigned mem = 3;
+  const int l = m.elect(4);
+  REQUIRE(l >= 0);
+  const double t0 = now_ms();
+  const unsigned lead = static_cast<unsigned>(l), dead = (lead + 1) % 3, other = (lead + 2) % 3;
+  auto role_of = [&](unsigned i, const std::string& name) {
+    Json mb = member_named(m.status(i), name);
+    return mb.is_object() ? mb.value("role", std::string()) : std::string();
+  };
+  auto becomes = [&](unsigned i, const std::string& name, const std::string& role) {
+    for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+      if (role_of(i, name) == role) return true;
+    return false;
+  };
+  REQUIRE(becomes(lead, "n4", "member"));
+  std::uint64_t term = m.status(lead)["term"].get<std::uint64_t>();
+
+  // A voter dies. Removing it first would leave 2 voters: refused.
+  m.agents[dead]->stop(SIGKILL);
+  Result early = m.agents[other]->cli({"mesh", "remove", m.names[dead]});
+  INFO(early.out << early.err);
+  CHECK(early.rc != 0);
+  CHECK(early.err.find("would leave 2 voters") != std::string::npos);
+
+  // Promote the member (from the member itself), then drain and remove the dead voter.
+  Result up = m.agents[mem]->cli({"mesh", "promote", "n4"});
+  INFO(up.out << up.err << m.agents[lead]->log());
+  REQUIRE(up.rc == 0);
+  CHECK(up.out == "n4 voter\n");
+  CHECK(becomes(other, "n4", "voter"));
+  REQUIRE(m.agents[other]->cli({"drain", m.names[dead], "--reason", "disk lost"}).rc == 0);
+  Result rm = m.agents[other]->cli({"mesh", "remove", m.names[dead], "--json"});
+  INFO(rm.out << rm.err);
+  REQUIRE(rm.rc == 0);
+  CHECK(Json::parse(rm.out)["state"] == "removed");
+  Json s = m.status(mem);
+  for (double end = now_ms() + 5000; now_ms() < end && s["voters"].size() != 3;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    s = m.status(mem);
+  INFO(s.dump());
+  CHECK(s["voters"].size() == 3);
+  CHECK(s["voters"].dump().find('"' + m.listen[mem] + '"') != std::string::npos);
+  CHECK(s["voters"].dump().find('"' + m.listen[dead] + '"') == std::string::npos);
+
+  // The coordinator, an original voter, dies too: the other original voter and n4 are two of
+  // the 3 voters, elect a coordinator and run a job (it fits only on n4).
+  m.agents[lead]->stop(SIGKILL);
+  const int nl = m.agreed({other, mem}, term, 15000);
+  INFO(m.agents[other]->log() << m.agents[mem]->log());
+  REQUIRE(nl >= 0);
+  runs_on_member(m, mem, static_cast<unsigned>(nl), m.agents[mem]->dir + "/ran");
+  WARN("voter replaced and the mesh re-elected in " << (now_ms() - t0) / 1000 << " s after the first election");
 }

@@ -15,10 +15,14 @@ namespace {
 const char* const kMeshHelp =
     "usage: corral mesh [--json] [--socket PATH]\n"
     "       corral mesh remove NODE [--json]\n"
+    "       corral mesh promote NODE [--json]\n"
     "The mesh as this node's corrald sees it: members, voters, the coordinator, its\n"
     "term, commit index and the last contact with each member. Standalone, a mesh of one.\n"
     "remove: NODE (a member that does not vote, drained and running nothing) leaves the\n"
-    "mesh for good and is not let in again until `corral undrain NODE` (root or an operator).\n";
+    "mesh for good and is not let in again until `corral undrain NODE` (root or an operator).\n"
+    "A voter is removed so too, and only while at least 3 voters stay, most of them up.\n"
+    "promote: NODE (a member that is up) becomes a voter (root or an operator). A dead voter\n"
+    "is replaced by promoting a member, then removing the dead voter.\n";
 
 using Json = nlohmann::ordered_json;
 
@@ -90,9 +94,10 @@ int cmd_mesh(int argc, char** argv) {
       std::fputs(kMeshHelp, stdout);
       return 0;
     }
-    if (!c.args.empty() && c.args[0] == "remove") {
-      if (c.args.size() != 2 || c.args[1].empty()) throw UsageError("give one node name (corral mesh remove NODE)");
-      proto::Message r = request(c.socket, proto::NodeAdminReq{c.args[1], "remove", ""});
+    if (!c.args.empty() && (c.args[0] == "remove" || c.args[0] == "promote")) {
+      if (c.args.size() != 2 || c.args[1].empty())
+        throw UsageError("give one node name (corral mesh " + c.args[0] + " NODE)");
+      proto::Message r = request(c.socket, proto::NodeAdminReq{c.args[1], c.args[0], ""});
       if (auto* e = std::get_if<proto::ErrorRep>(&r)) throw std::runtime_error(e->message);
       auto* rep = std::get_if<proto::NodeAdminRep>(&r);
       if (!rep) throw std::runtime_error("unexpected reply '" + std::string(proto::type_name(r)) + "' from corrald");
