@@ -36,7 +36,7 @@ enum class Predictor { Mean2, Max3, Similar };
 // Why a job (or one run of it) ended, as `corral stat --json`, the journal
 // and events spell it.
 enum class EndReason { Completed, Failed, Walltime, Memory, Jobfs, Cancelled, Preempted, Checkpointed,
-                       LaunchFailed, Rejected, DependencyNeverMet };
+                       LaunchFailed, Rejected, DependencyNeverMet, NodeFail };
 
 // Each list, in enum order.
 inline constexpr std::array<std::string_view, 5> kBackfillNames = {"fcfs", "easy", "conservative", "reserve",
@@ -48,9 +48,9 @@ inline constexpr std::array<std::string_view, 7> kOrderNames = {"fifo", "sjf", "
 inline constexpr std::array<std::string_view, 2> kPreemptModeNames = {"requeue", "suspend"};
 // Run-time predictors (the simulator's --predictor), in enum order.
 inline constexpr std::array<std::string_view, 3> kPredictorNames = {"mean2", "max3", "similar"};
-inline constexpr std::array<std::string_view, 11> kEndReasonNames = {
+inline constexpr std::array<std::string_view, 12> kEndReasonNames = {
     "completed", "failed", "walltime", "mem", "jobfs", "cancelled", "preempted", "checkpointed", "launch_failed",
-    "rejected", "dependency_never_met"};
+    "rejected", "dependency_never_met", "node_fail"};
 
 // What each list is called in an error message, and its names.
 template <class E> struct NameList;

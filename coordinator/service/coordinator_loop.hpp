@@ -58,6 +58,9 @@ class CoordinatorLoop {
                   std::vector<Queue> queues, Push push);
   ~CoordinatorLoop();
 
+  // A drained node not heard from for this long may be removed with its jobs (member_remove.cpp).
+  static constexpr std::uint64_t kNodeDownMs = 10000;
+
   void leadership(bool leader, std::uint64_t term);
   void node(const NodeReport& r);
   // A node heard of (its heartbeat), before its report is current: an operator may name it.
@@ -143,6 +146,8 @@ class CoordinatorLoop {
   void job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   void remove_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // member_remove.cpp
+  bool down(const std::string& node) const;                                         // member_remove.cpp
+  void end_runs_on(const std::string& node, const std::string& who);                // member_remove.cpp
   void promote_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
   std::set<std::uint64_t> live_members() const;  // heard from within kNodeStaleMs, this one too
   std::uint64_t member_of(const std::string& node) const;  // its raft id: as heard, else by its name

@@ -387,3 +387,45 @@ TEST_CASE("coordinator loop: a node's acknowledgement of a suspend or resume is 
   CHECK(w.fsm.state().job(job)->state == corral::proto::state::kSuspended);
   CHECK(orders_in(pushed, 1, job).empty());
 }
+
+TEST_CASE("coordinator loop: a drained node down for 10 s is removed with its jobs ended node_fail",
+          "[mesh_state]") {
+  OneVoter w;
+  w.report(2, "b", {});
+  corral::proto::JobSpec spec;
+  spec.ncpus = 1;
+  spec.walltime = 600;
+  bool accepted = false;
+  w.node.propose(mesh::encode_entry(mesh::JobAccepted{spec, "u", 1000, 1000, 1.0, "t1"}),
+                 [&](const Proposed& p) { accepted = p.status == Status::ok && p.applied.ok; });
+  REQUIRE(w.net.run_until([&] { return accepted && w.fsm.state().job(1)->state == corral::proto::state::kRunning; }, 10000));
+  REQUIRE(w.fsm.state().job(1)->runs.back().nodes == std::vector<std::string>{"b"});
+  auto ask = [&](const std::string& action) {
+    jobs::CancelAsk a;
+    a.admin = true;
+    a.who = "root";
+    a.action = action;
+    a.node = "b";
+    a.reason = "dead";
+    std::optional<DeskAnswer> answer;
+    w.loop.operate(a, [&](const DeskAnswer& d) { answer = d; });
+    REQUIRE(w.net.run_until([&] { return answer.has_value(); }, 5000));
+    return *answer;
+  };
+  REQUIRE(ask("drain").status == "ok");
+  // Heard from just now: its job runs, the removal waits for it.
+  w.report(2, "b", {1});
+  DeskAnswer early = ask("remove");
+  CHECK(early.status == "refused");
+  CHECK(early.message.find("1 job(s) still run on b") != std::string::npos);
+  CHECK(w.fsm.state().job(1)->state == corral::proto::state::kRunning);
+  // Silent for 10 s: removed, its job ended node_fail with who removed it.
+  w.net.run_for(corral::service::CoordinatorLoop::kNodeDownMs + 500);
+  DeskAnswer removed = ask("remove");
+  CHECK(removed.status == "ok");
+  const MeshJob* j = w.fsm.state().job(1);
+  CHECK(j->state == corral::proto::state::kEnded);
+  CHECK(j->end_reason == "node_fail");
+  CHECK(j->end_message == "node b was removed while down, by root");
+  CHECK(w.fsm.state().data().nodes.at("b").state == mesh::admin::kRemoved);
+}
