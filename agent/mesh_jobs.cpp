@@ -44,6 +44,19 @@ std::string mesh_output(const proto::JobSpec& s, bool err, std::uint64_t id, std
   return array_id ? task_path(path, index) : path;
 }
 
+namespace {
+// The memory job j holds: its request, or with memory per slot (Grid Engine's h_vmem) that
+// times its slots: on each node of its last run, or the fewest it may start with while pending.
+std::int64_t mesh_mem_mb(const service::MeshJob& j) {
+  if (j.spec.mem_per_slot_mb <= 0) return j.spec.mem_mb;
+  if (j.state == proto::state::kPending || j.runs.empty())
+    return proto::mem_for_slots(j.spec, std::max(1, j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min));
+  std::int64_t mb = 0;
+  for (std::size_t n = 0; n < j.runs.back().nodes.size(); ++n) mb += service::share_mem_mb(j, n);
+  return mb;
+}
+}  // namespace
+
 // A replicated job as users see it (as info() shows a local one).
 proto::JobInfo mesh_info(const service::MeshJob& j) {
   proto::JobInfo i;
@@ -60,7 +73,7 @@ proto::JobInfo mesh_info(const service::MeshJob& j) {
   i.submit_time = j.submit_time;
   i.walltime = s.walltime;
   i.ncpus = s.ncpus;
-  i.mem_mb = s.mem_mb;
+  i.mem_mb = mesh_mem_mb(j);
   i.jobfs_mb = s.jobfs_mb;
   i.stdout_path = mesh_output(s, false, j.id, j.array_id, j.array_index);
   i.stderr_path = mesh_output(s, true, j.id, j.array_id, j.array_index);
