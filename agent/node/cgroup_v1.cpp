@@ -201,8 +201,19 @@ class CpusetController : public V1Controller {
     }
   }
   void ensure_parent() override {
-    if (!parent_ok_) pcpus_.clear();
+    if (parent_ok_) return;
+    pcpus_.clear();
     V1Controller::ensure_parent();
+    // A parent made by a corrald killed between libcgroup's mkdir and its writes has no cpus or
+    // mems, and no child of it could take a task: it gets the root's, as a new one does.
+    for (const char* key : {"cpus", "mems"}) {
+      const std::string file = dir("") + "/cpuset." + key;
+      if (!trim(read_file(file)).empty()) continue;
+      std::string root = trim(read_file(mount_ + "/cpuset.effective_" + key));
+      if (root.empty()) root = trim(read_file(mount_ + "/cpuset." + key));
+      std::string err;
+      if (!write_file(file, root, &err)) throw CgroupError("cannot set " + file + "=" + root + ": " + err);
+    }
   }
   void check_subset(const std::string& want, const std::string& have, const char* what) {
     auto w = parse_cpu_list(want), h = parse_cpu_list(have);

@@ -2,6 +2,7 @@
 // remove); v2 on a real cgroup2 mount (freezing, killing, the hierarchy, delegation) and on a fake
 // file tree laid out like /sys/fs/cgroup for the files that need the cpuset and memory controllers.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -90,6 +91,22 @@ TEST_CASE("a slot pins, limits, freezes and kills through cgroup v1", "[node][cg
   CHECK(slot.pids().empty());
   slot.destroy();
   CHECK(b->list().empty());
+}
+
+TEST_CASE("a cpuset parent left without cpus by a killed corrald gets them back", "[node][cgroup]") {
+  if (!nodetest::need_cgroups()) return;
+  nodetest::CgroupGuard guard("corral_t_cgroup3");
+  // As libcgroup leaves it when corrald is killed between its mkdir and its writes.
+  const std::string parent = "/sys/fs/cgroup/cpuset/corral_t_cgroup3";
+  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  REQUIRE(slurp(parent + "/cpuset.cpus") == "\n");
+  auto b = make_cgroup_v1("corral_t_cgroup3");
+  const int cpu = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN) - 1);
+  SlotCgroups slot(*b, 3);
+  slot.create({cpu}, {0}, 64);
+  CHECK(slurp(b->cpuset_path("job.3") + "/cpuset.cpus") == std::to_string(cpu) + "\n");
+  CHECK(slurp(parent + "/cpuset.cpus") != "\n");
+  slot.destroy();
 }
 
 TEST_CASE("bad slot limits are refused with a message and leave nothing", "[node][cgroup]") {
