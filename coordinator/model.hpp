@@ -96,6 +96,8 @@ struct Job {
   Time work_done = 0;            // seconds of work saved by checkpoints; a restart
                                  // only has (run time - work_done) left
   Time first_start = -1;         // first time it ever started (-1: never)
+  Time age_at = 0;               // aged from this time on if before its aging bound
+                                 // (OrderConfig::aging; 0: none)
 
   bool operator==(const Job&) const = default;
 };

@@ -75,7 +75,7 @@ void order_pending(const Snapshot& snap, const OrderConfig& cfg, PassState& st, 
     const std::int64_t cores = up_cores(snap);
     rest = std::stable_partition(st.order.begin(), st.order.end(), [&](std::uint32_t i) {
       const Time a = aging_of(pend[i], cfg, cores);
-      return a > 0 && snap.now - pend[i].submit >= a;
+      return a > 0 && (snap.now - pend[i].submit >= a || (pend[i].age_at > 0 && snap.now >= pend[i].age_at));
     });
     if (cfg.aged_ahead > 0 && rest - st.order.begin() > cfg.aged_ahead) rest = st.order.begin() + cfg.aged_ahead;
   }

@@ -27,6 +27,7 @@ struct OrderConfig {
   // Starvation bound: a job that has waited at least `aging` seconds goes ahead
   // of every job that has not, and aged jobs keep FIFO order among themselves,
   // so (with a reservation for the head) no job waits much beyond it. 0: off.
+  // A job whose Job::age_at has come is aged too (when aging is on).
   Time aging = 0;
   // Wide jobs (slots_min >= wide_fraction x the up cores) age after
   // min(aging, aging_wide) instead (0: `aging` for every job; no effect when

@@ -27,6 +27,9 @@ void Simulator::arrive(std::size_t idx) {
   j.slots_min = j.slots_max = s.procs;
   j.checkpointable = ckpt_mark_[idx] != 0;
   ++arrived_;
+  if (opt_.aging_backlog > 0 &&
+      static_cast<double>(j.slots_min) >= cfg_.order.wide_fraction * static_cast<double>(total_))
+    j.age_at = s.submit + static_cast<Time>(opt_.aging_backlog * backlog_seconds(s.submit));
   if (opt_.on_arrival) opt_.on_arrival(j, s);
   // A hook may have changed its submit time.
   if (snap_.pending.size() >= 2 && fifo_less(j, snap_.pending[snap_.pending.size() - 2])) hints_.pending.fifo = false;
@@ -50,6 +53,23 @@ void Simulator::arrive(std::size_t idx) {
   set_odd(idx, j);
   if (swap_pending_) fifo_insert(snap_.pending.size() - 1);
   if (scout) repredict(s.user);  // the scout is queued: predicted anew
+}
+
+double Simulator::backlog_seconds(Time now) const {
+  // Order-only predictions shorten a run; planning ones are the estimate already.
+  auto left = [](const Job& j) {
+    const Time e = j.estimate > 0 ? j.estimate : j.walltime;
+    return j.predicted > 0 ? std::min(e, j.predicted) : e;
+  };
+  double work = 0;
+  for (const RunningJob& rj : snap_.running) {
+    if (rj.suspended) continue;
+    const Time end = std::min(rj.expected_end, rj.start + left(rj.job));
+    work += static_cast<double>(rj.slots) * static_cast<double>(std::max<Time>(0, end - now));
+  }
+  for (std::size_t k = 0; k + 1 < snap_.pending.size(); ++k)  // the last is the arriving job
+    work += static_cast<double>(snap_.pending[k].slots_min) * static_cast<double>(left(snap_.pending[k]));
+  return work / static_cast<double>(std::max<std::int64_t>(1, total_));
 }
 
 void Simulator::repredict(long user) {

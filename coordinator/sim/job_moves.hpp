@@ -31,7 +31,7 @@ constexpr std::size_t field_count() {
 // model.hpp's Job: the member count check fails when Job changes, so this is
 // updated with it.
 inline void shift_job(Job& d, Job& s) {
-  static_assert(field_count<Job>() == 28, "corral::Job changed: update shift_job()");
+  static_assert(field_count<Job>() == 29, "corral::Job changed: update shift_job()");
   auto str = [](std::string& a, std::string& b) {
     if ((a.size() | b.size()) != 0) a = std::move(b);  // one branch: both empty, nothing to do
   };
@@ -63,6 +63,7 @@ inline void shift_job(Job& d, Job& s) {
   d.last_start_priority = s.last_start_priority;
   d.work_done = s.work_done;
   d.first_start = s.first_start;
+  d.age_at = s.age_at;
 }
 
 // A Job built from pending job `s` by shift_job() where it is needed: as the

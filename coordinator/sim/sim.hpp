@@ -42,6 +42,12 @@ struct SimOptions {
   bool repredict = false;
   // With `predict`: RunPredictor::set_burst_gap (0: off).
   Time burst_gap = 0;
+  // > 0: a wide job (OrderConfig::wide_fraction) also ages (Job::age_at) once
+  // it has waited this many times the backlog ahead of it as it arrived: the
+  // core-seconds the running and queued jobs still have to run (predicted,
+  // else requested) over the machine's cores, about what FIFO would make it
+  // wait. 0: off.
+  double aging_backlog = 0;
   Time checkpoint_cost = 60;   // s a checkpointed job holds its resources longer
   Time restart_cost = 60;      // s more a restarted job needs
   std::uint64_t seed = 1;

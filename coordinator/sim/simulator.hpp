@@ -315,6 +315,9 @@ class Simulator {
   }
 
   void arrive(std::size_t idx);
+  // Seconds the machine would need to run what is running and queued at
+  // `now` (SimOptions::aging_backlog), the arriving job (last queued) aside.
+  double backlog_seconds(Time now) const;
 
   // The job's project (the plan's members: ProjectPlan::project_of) and
   // whether it is within the project's allocation as it arrives.

@@ -51,6 +51,10 @@ const char* kSimHelp =
     "                       (if shorter than --aging; 0: same as --aging)\n"
     "  --aging-factor X     a job also ages once its wait reaches (X - 1) x its\n"
     "                       requested time, if sooner than --aging (default off)\n"
+    "  --aging-backlog C    a job of >= --wide-fraction of the machine also ages once\n"
+    "                       its wait reaches C x the backlog as it arrived (the\n"
+    "                       running and queued jobs' predicted core-seconds over the\n"
+    "                       cores), if sooner than --aging (default off)\n"
     "  --aged-ahead N       only the N oldest aged jobs go first; other aged jobs keep\n"
     "                       their place in --order (0: every aged job; default 6 with\n"
     "                       --policy corral, else 0)\n"
@@ -194,7 +198,7 @@ struct SimArgs {
   std::optional<Order> order;
   std::optional<Time> aging, aging_wide, default_duration, reserve_wait, burst_gap;
   std::optional<Time> pending_threshold, start_window, window_quantum, resume_window;
-  std::optional<double> wide_fraction, split, aging_factor, reserve_factor;
+  std::optional<double> wide_fraction, split, aging_factor, reserve_factor, aging_backlog;
   std::optional<bool> predict, repredict, preempt, predict_order_only;
   std::optional<Predictor> predictor;
   std::optional<int> max_reservation, pba_max_requeues, reserve_depth, aged_ahead;
@@ -273,6 +277,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--reserve-depth", "N", [&a](const std::string& v) { a.reserve_depth = static_cast<int>(whole("--reserve-depth", v, 1, 1 << 20)); });
   value("--reserve-wait", "T", [&a](const std::string& v) { a.reserve_wait = duration("--reserve-wait", v); });
   value("--reserve-factor", "X", [&a](const std::string& v) { a.reserve_factor = number("--reserve-factor", v, 1, 1e6, true, "(1, 1e6]"); });
+  value("--aging-backlog", "C", [&a](const std::string& v) { a.aging_backlog = number("--aging-backlog", v, 0, 1e6, false, "[0, 1e6]"); });
   value("--burst-gap", "T", [&a](const std::string& v) { a.burst_gap = duration("--burst-gap", v); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
@@ -357,6 +362,7 @@ void apply_args(SimArgs& a) {
   opt.predictor = a.predictor.value_or(preset.predictor);
   opt.predict_order_only = a.predict_order_only.value_or(preset.predict_order_only);
   opt.burst_gap = a.burst_gap.value_or(0);
+  opt.aging_backlog = a.aging_backlog.value_or(0);
   if (a.reserve_depth) opt.sched.planner.reserve_depth = *a.reserve_depth;
   if (a.reserve_wait) opt.sched.planner.reserve_wait = *a.reserve_wait;
   if (a.order) opt.sched.order.policy = *a.order;
@@ -439,6 +445,7 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"aging_wide", opt.sched.order.aging_wide},
       {"aged_ahead", opt.sched.order.aged_ahead},
       {"aging_factor", opt.sched.order.aging_factor},
+      {"aging_backlog", opt.sched.order.aging > 0 ? opt.aging_backlog : 0},
       {"wide_fraction", opt.sched.order.wide_fraction},
       {"split_factor", opt.sched.planner.checkpoint_split},
       {"reserve_depth", opt.sched.planner.reserve_depth},

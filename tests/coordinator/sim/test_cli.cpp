@@ -410,13 +410,14 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(def["reserve_wait"] == 2 * 86400);
   CHECK(def["aging_factor"] == 0);
   CHECK(def["reserve_factor"] == 0);
+  CHECK(def["aging_backlog"] == 0);
   def.erase("sim_seconds");
   r = corral_sim(kSample + " --policy corral");
   auto named = nlohmann::json::parse(r.out);
   named.erase("sim_seconds");
   CHECK(named == def);
   // Options layer on any policy; durations in weeks too.
-  r = corral_sim(kSample + " --policy easy --predict --aging 2w --aging-factor 10 --reserve-factor 5");
+  r = corral_sim(kSample + " --policy easy --predict --aging 2w --aging-factor 10 --reserve-factor 5 --aging-backlog 0.5");
   REQUIRE(r.code == 0);
   const auto layered = nlohmann::json::parse(r.out);
   CHECK(layered["policy"] == "easy");
@@ -424,6 +425,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(layered["aging"] == 2 * 7 * 86400);
   CHECK(layered["aging_factor"] == 10);
   CHECK(layered["reserve_factor"] == 5);
+  CHECK(layered["aging_backlog"] == 0.5);
   CHECK(layered["order"] == "fifo");
 }
 

@@ -417,6 +417,48 @@ TEST_CASE("order: aging_factor ages a job after (factor - 1) x its request", "[s
   CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});
 }
 
+TEST_CASE("order: a job whose age_at has come is aged", "[sim][order]") {
+  Snapshot s = order_snap();  // now 1000; asked 500, 100, 50, 50, 300
+  OrderConfig c;
+  c.policy = Order::Sjf;
+  c.aging = 10000;  // nobody has waited that long
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});
+  s.pending[4].age_at = 1001;  // not yet
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});
+  s.pending[4].age_at = 1000;  // job 5 is aged: first
+  s.pending[0].age_at = 999;   // and job 1, older: before it (aged jobs are FIFO)
+  CHECK(ids(s, c) == std::vector<JobId>{1, 5, 3, 4, 2});
+  c.aging = 0;  // no aging at all: age_at does not age either
+  CHECK(ids(s, c) == std::vector<JobId>{3, 4, 2, 5, 1});
+}
+
+TEST_CASE("sim: aging_backlog ages a wide job after C x the backlog it arrived behind", "[sim][order]") {
+  // Machine 4.  id submit run est procs
+  //              1    0   100 100   4   nothing ahead: ages at once (0), runs at once
+  //              2   10    50  50   2   wide: 360 core-s ahead / 4 = 90 s; x 2: ages at 190
+  //              3   20    40  40   1   narrow (under 0.5 x 4): never by the backlog
+  //              4   30   200 200   4   280 + 100 + 40 core-s ahead = 105 s; ages at 240
+  SwfTrace t = parse_swf("; MaxProcs: 4\n" + swf_line(1, 0, 100, 4, 4, 100) + swf_line(2, 10, 50, 2, 2, 50) +
+                         swf_line(3, 20, 40, 1, 1, 40) + swf_line(4, 30, 200, 4, 4, 200));
+  SimOptions opt;
+  opt.sched.planner.backfill = Backfill::Easy;
+  opt.sched.order.aging = 86400;
+  opt.sched.order.wide_fraction = 0.5;
+  opt.aging_backlog = 2;
+  std::map<JobId, Time> age_at;
+  opt.scheduler = [&](const Snapshot& s, const SchedConfig& c, std::uint64_t sd) {
+    for (const Job& j : s.pending) age_at[j.id] = j.age_at;
+    return schedule(s, c, sd);
+  };
+  SimResult r = simulate(t, opt);
+  CHECK(r.finished == 4);
+  CHECK(age_at == std::map<JobId, Time>{{1, 0}, {2, 190}, {3, 0}, {4, 240}});
+  opt.aging_backlog = 0;  // off: no job gets one
+  age_at.clear();
+  simulate(t, opt);
+  CHECK(age_at == std::map<JobId, Time>{{1, 0}, {2, 0}, {3, 0}, {4, 0}});
+}
+
 TEST_CASE("order: PendingHints::fifo skips the check, the policies still apply", "[sim][order]") {
   Snapshot s = order_snap();
   PassHints h;
