@@ -40,8 +40,9 @@ struct SimOptions {
   // With `predict`: when a user's job ends, that user's queued jobs are
   // predicted again from the new history (EASY++ predicts only at submit).
   bool repredict = false;
-  // With `predict`: RunPredictor::set_burst_gap (0: off).
+  // With `predict`: RunPredictor::set_burst_gap (0: off) and set_scout_min.
   Time burst_gap = 0;
+  std::uint32_t scout_min = 2;
   Time checkpoint_cost = 60;   // s a checkpointed job holds its resources longer
   Time restart_cost = 60;      // s more a restarted job needs
   std::uint64_t seed = 1;
