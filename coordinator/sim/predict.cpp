@@ -33,11 +33,12 @@ bool RunPredictor::arrive(const SwfJob& s) {
   u.last_submit = s.submit;
   burst_of_[s.id] = u.n;
   BurstFirst& f = burst_first_[burst_key(s)];
+  ++f.count;
   if (f.first == 0) {
     f.first = s.id;
     return false;
   }
-  if (f.scout) return false;
+  if (f.scout || f.count < scout_min_) return false;
   f.scout = true;
   scout_[f.first] = true;
   return true;

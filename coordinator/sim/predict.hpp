@@ -13,11 +13,13 @@
 //            history falls back to max3.
 // With a burst gap (set_burst_gap), each of them first looks at the job's
 // burst (bench/sim/RESULTS.md: on HPC2N one user sent 135 jobs of 5 s with
-// the request and size of the 29-h jobs sent 52 min before).
+// the request and size of the 29-h jobs sent 52 min before); set_scout_min
+// keeps small bursts from sending scouts (each scout jumps the queue).
 // Every prediction is capped by the request and at least 1 s; a user with no
 // history gets 0 (the request is the estimate).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -38,6 +40,10 @@ class RunPredictor {
   // such job (the scout, once a second arrives) is predicted at 1 s, so it
   // runs early and tells its siblings' run time.
   void set_burst_gap(Time gap) { burst_gap_ = gap; }
+  // A burst's first job of a kind becomes its scout only once `n` (>= 2)
+  // jobs of the kind have arrived in the burst: a scout pays off over its
+  // siblings, and a large burst has many.
+  void set_scout_min(std::uint32_t n) { scout_min_ = std::max<std::uint32_t>(n, 2); }
   // `s` arrived (before predict(s)); true: an earlier queued job of its
   // user became a scout (its prediction changed).
   bool arrive(const SwfJob& s);
@@ -62,10 +68,12 @@ class RunPredictor {
   };
   struct BurstFirst {
     JobId first = 0;
+    std::uint32_t count = 0;  // the burst's jobs of the kind so far
     bool scout = false;
   };
   Predictor kind_;
   Time burst_gap_ = 0;
+  std::uint32_t scout_min_ = 2;
   std::unordered_map<long, UserBursts> bursts_;
   std::unordered_map<JobId, std::uint32_t> burst_of_;
   std::unordered_map<std::uint64_t, BurstFirst> burst_first_;

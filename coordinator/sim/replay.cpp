@@ -10,6 +10,7 @@ namespace corral::sim::detail {
 
 Simulator::Simulator(const SwfTrace& tr, const SimOptions& o) : tr_(tr), opt_(o), cfg_(o.sched) {
   predictor_.set_burst_gap(o.burst_gap);
+  predictor_.set_scout_min(o.scout_min);
   n_ = tr.jobs.size();
   if (opt_.max_jobs > 0 && opt_.max_jobs < n_) n_ = opt_.max_jobs;
   int machine = tr.max_procs > 0 ? tr.max_procs : tr.max_nodes;

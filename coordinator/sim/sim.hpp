@@ -40,8 +40,9 @@ struct SimOptions {
   // With `predict`: when a user's job ends, that user's queued jobs are
   // predicted again from the new history (EASY++ predicts only at submit).
   bool repredict = false;
-  // With `predict`: RunPredictor::set_burst_gap (0: off).
+  // With `predict`: RunPredictor::set_burst_gap (0: off) and set_scout_min.
   Time burst_gap = 0;
+  std::uint32_t scout_min = 2;
   // > 0: a wide job (OrderConfig::wide_fraction) also ages (Job::age_at) once
   // it has waited this many times the backlog ahead of it as it arrived: the
   // core-seconds the running and queued jobs still have to run (predicted,

@@ -90,6 +90,9 @@ const char* kSimHelp =
     "                       jobs of the same request and size first, and a burst's\n"
     "                       first such job is predicted at 1 s until one ends (0: off,\n"
     "                       the default)\n"
+    "  --scout-min N        with --burst-gap: a burst's first job of a kind is\n"
+    "                       predicted at 1 s only once N jobs of the kind are in the\n"
+    "                       burst (default 2: a second one)\n"
     "  --checkpoint-cost S  seconds a checkpoint holds the job's resources (default 60)\n"
     "  --restart-cost S     seconds a restart adds to the job (default 60)\n"
     "  --checkpoint-budget F  once F of the jobs arrived so far were checkpointed,\n"
@@ -279,6 +282,7 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--reserve-factor", "X", [&a](const std::string& v) { a.reserve_factor = number("--reserve-factor", v, 1, 1e6, true, "(1, 1e6]"); });
   value("--aging-backlog", "C", [&a](const std::string& v) { a.aging_backlog = number("--aging-backlog", v, 0, 1e6, false, "[0, 1e6]"); });
   value("--burst-gap", "T", [&a](const std::string& v) { a.burst_gap = duration("--burst-gap", v); });
+  value("--scout-min", "N", [&o](const std::string& v) { o.scout_min = static_cast<std::uint32_t>(whole("--scout-min", v, 2, 1 << 20)); });
   flag("--predict", [&a] { a.predict = true; });
   flag("--no-predict", [&a] { a.predict = false; });
   value("--predictor", "NAME", [&a](const std::string& v) { a.predictor = named<Predictor>("--predictor", v); });
@@ -457,6 +461,7 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
       {"preempt", opt.sched.preempt.enabled},
       {"repredict", opt.repredict && opt.predict},
       {"burst_gap", opt.predict ? opt.burst_gap : 0},
+      {"scout_min", opt.scout_min},
       {"checkpointable", opt.checkpointable},
       {"seed", opt.seed},
       {"checkpoint_budget", opt.checkpoint_budget},

@@ -175,27 +175,29 @@ TEST_CASE("predict: mean2 (EASY++), max3 and similar on a hand-built history", "
   REQUIRE_THROWS_AS(parse_name<Predictor>("oracle"), std::invalid_argument);
 }
 
+// User 1's job of one kind (4 procs, 5000 s asked) for the burst tests.
+static SwfJob burst_job(JobId id, Time submit, Time run) {
+  SwfJob s;
+  s.id = id;
+  s.user = 1;
+  s.submit = submit;
+  s.run = run;
+  s.estimate = 5000;
+  s.procs = 4;
+  return s;
+}
+
 TEST_CASE("predict: bursts tell apart jobs of one kind submitted apart", "[sim][predict]") {
-  auto job = [](JobId id, Time submit, Time run) {
-    SwfJob s;
-    s.id = id;
-    s.user = 1;
-    s.submit = submit;
-    s.run = run;
-    s.estimate = 5000;
-    s.procs = 4;
-    return s;
-  };
   RunPredictor p(Predictor::Similar);
   p.set_burst_gap(600);
   // Three lone jobs of the kind (4 procs, 5000 s asked), 1000 s apart (a
   // burst each, no scout), ran 4000 s each.
   for (JobId i = 1; i <= 3; ++i) {
-    REQUIRE_FALSE(p.arrive(job(i, 1000 * i, 4000)));
-    p.record(job(i, 1000 * i, 4000));
+    REQUIRE_FALSE(p.arrive(burst_job(i, 1000 * i, 4000)));
+    p.record(burst_job(i, 1000 * i, 4000));
   }
   // A burst of two of the same kind at 5000: the kind says 4000 s.
-  const SwfJob a = job(10, 5000, 5), b = job(11, 5010, 5);
+  const SwfJob a = burst_job(10, 5000, 5), b = burst_job(11, 5010, 5);
   REQUIRE_FALSE(p.arrive(a));
   REQUIRE(p.predict(a) == 4000);
   REQUIRE(p.arrive(b));           // a second one: the first is the scout
@@ -203,13 +205,39 @@ TEST_CASE("predict: bursts tell apart jobs of one kind submitted apart", "[sim][
   REQUIRE(p.predict(b) == 4000);  // the others keep the kind's until then
   p.record(a);
   REQUIRE(p.predict(b) == 5);     // the burst's own run
-  const SwfJob c = job(12, 5010 + 600, 5);  // 600 s after b: a new burst
+  const SwfJob c = burst_job(12, 5010 + 600, 5);  // 600 s after b: a new burst
   REQUIRE_FALSE(p.arrive(c));
   REQUIRE(p.predict(c) == 4000);  // the kind's last three: 4000, 4000, 5
   RunPredictor off(Predictor::Similar);  // no burst gap: no bursts
   REQUIRE_FALSE(off.arrive(a));
   REQUIRE_FALSE(off.arrive(b));
   REQUIRE(off.predict(a) == 0);
+}
+
+TEST_CASE("predict: --scout-min sends a scout from large bursts only", "[sim][predict]") {
+  RunPredictor p(Predictor::Similar);
+  p.set_burst_gap(600);
+  p.set_scout_min(3);
+  REQUIRE_FALSE(p.arrive(burst_job(1, 0, 4000)));
+  p.record(burst_job(1, 0, 4000));  // the kind's history: 4000 s
+  // A burst of the kind at 5000: its second job makes no scout yet.
+  const SwfJob a = burst_job(10, 5000, 5), b = burst_job(11, 5010, 5), c = burst_job(12, 5020, 5);
+  REQUIRE_FALSE(p.arrive(a));
+  REQUIRE_FALSE(p.arrive(b));
+  REQUIRE(p.predict(a) == 4000);
+  REQUIRE(p.arrive(c));        // the third: the first is the scout
+  REQUIRE(p.predict(a) == 1);
+  REQUIRE(p.predict(c) == 4000);
+  REQUIRE_FALSE(p.arrive(burst_job(13, 5030, 5)));  // one scout per burst and kind
+  // A burst of two (600 s later) sends none.
+  REQUIRE_FALSE(p.arrive(burst_job(20, 6000, 5)));
+  REQUIRE_FALSE(p.arrive(burst_job(21, 6010, 5)));
+  REQUIRE(p.predict(burst_job(20, 6000, 5)) == 4000);
+  RunPredictor q(Predictor::Similar);
+  q.set_burst_gap(600);
+  q.set_scout_min(1);  // below 2 means 2: a scout needs a sibling
+  REQUIRE_FALSE(q.arrive(a));
+  REQUIRE(q.arrive(b));
 }
 
 TEST_CASE("predict_order_only: predictions order the queue, requests plan it", "[sim][predict]") {

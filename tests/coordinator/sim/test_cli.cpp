@@ -357,6 +357,7 @@ TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration, n
       {" --policy magic", "--policy: unknown policy 'magic' (fcfs, easy, conservative, reserve, checkpoint, corral)"},
       {" --order random", "--order: unknown order 'random' (fifo, sjf, saf, wfp3, lxf, sjbf, lxbf)"},
       {" --aging 2y", "--aging: expected a duration (3600, 90s, 30m, 12h, 7d or 2w), got '2y'"},
+      {" --scout-min 1", "--scout-min: '1' is not a whole number in [2, 1048576]"},
       {" --bogus", "unknown option '--bogus'"},
       {" --predict=yes", "--predict takes no value"},
       {" extra.swf", "unexpected argument 'extra.swf'"},
@@ -411,13 +412,14 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(def["aging_factor"] == 0);
   CHECK(def["reserve_factor"] == 0);
   CHECK(def["aging_backlog"] == 0);
+  CHECK(def["scout_min"] == 2);
   def.erase("sim_seconds");
   r = corral_sim(kSample + " --policy corral");
   auto named = nlohmann::json::parse(r.out);
   named.erase("sim_seconds");
   CHECK(named == def);
   // Options layer on any policy; durations in weeks too.
-  r = corral_sim(kSample + " --policy easy --predict --aging 2w --aging-factor 10 --reserve-factor 5 --aging-backlog 0.5");
+  r = corral_sim(kSample + " --policy easy --predict --aging 2w --aging-factor 10 --reserve-factor 5 --aging-backlog 0.5 --scout-min 20");
   REQUIRE(r.code == 0);
   const auto layered = nlohmann::json::parse(r.out);
   CHECK(layered["policy"] == "easy");
@@ -426,6 +428,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(layered["aging_factor"] == 10);
   CHECK(layered["reserve_factor"] == 5);
   CHECK(layered["aging_backlog"] == 0.5);
+  CHECK(layered["scout_min"] == 20);
   CHECK(layered["order"] == "fifo");
 }
 
