@@ -50,7 +50,7 @@ namespace {
 std::int64_t mesh_mem_mb(const service::MeshJob& j) {
   if (j.spec.mem_per_slot_mb <= 0) return j.spec.mem_mb;
   if (j.state == proto::state::kPending || j.runs.empty())
-    return proto::mem_for_slots(j.spec, std::max(1, j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min));
+    return proto::mem_for_slots(j.spec, proto::least_slots(j.spec));
   std::int64_t mb = 0;
   for (std::size_t n = 0; n < j.runs.back().nodes.size(); ++n) mb += service::share_mem_mb(j, n);
   return mb;

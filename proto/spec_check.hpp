@@ -3,6 +3,7 @@
 // with the same words. Node-dependent checks (cores, memory, queues) stay in corrald.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,6 +34,10 @@ bool state_listed(std::string_view states, std::string_view state);
 
 // Why `s` cannot be accepted, or "" when it can (empty name, queue and walltime are "not given").
 std::string check_spec(const JobSpec& s);
+
+// The fewest slots job `s` starts on: its cpus, or the low end of its parallel environment's
+// slot range; at least 1.
+inline std::int32_t least_slots(const JobSpec& s) { return std::max(1, s.pe.empty() ? s.ncpus : s.slots_min); }
 
 // The memory (MiB) job `s` holds when it starts on `slots` slots: Grid Engine's h_vmem is per slot
 // (mem_per_slot_mb), else mem_mb is the whole job's (0: not limited).

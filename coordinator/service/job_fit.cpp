@@ -34,7 +34,7 @@ std::string CoordinatorLoop::too_large(const proto::JobSpec& s) const {
   }
   if (nodes == 0) return "";
   const std::string mesh = "the mesh's " + std::to_string(nodes) + " node(s) have ";
-  const int want = s.pe.empty() ? s.ncpus : s.slots_min;
+  const int want = proto::least_slots(s);
   if (s.chunk_ncpus > 0 && chunks_fit < s.ncpus / s.chunk_ncpus)
     return "the job asks for " + std::to_string(s.ncpus / s.chunk_ncpus) + " chunk(s) of " +
            std::to_string(s.chunk_ncpus) + " cpus, each on one node; " + mesh + "room for " +

@@ -64,7 +64,7 @@ std::string CoordinatorLoop::lacks(const MeshJob& j, const std::map<std::string,
     mem_known &= f.mem_known;
     widest = std::max<std::int64_t>(widest, nodes_.at(name).cores);
   }
-  const std::int64_t need = s.pe.empty() ? s.ncpus : s.slots_min;
+  const std::int64_t need = proto::least_slots(s);
   const std::int64_t mem = proto::mem_for_slots(s, need);
   if (s.chunk_ncpus > 0)
     return wait_text::lacks({wait_text::short_of(s.ncpus / s.chunk_ncpus, chunks,

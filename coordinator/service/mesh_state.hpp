@@ -107,7 +107,7 @@ struct MeshJob {
 inline std::int32_t share_slots(const MeshJob& j, std::size_t i) {
   const MeshRun& run = j.runs.back();
   if (run.slots.size() == run.nodes.size() && i < run.slots.size()) return run.slots[i];
-  return std::max(1, j.spec.pe.empty() ? j.spec.ncpus : j.spec.slots_min);
+  return proto::least_slots(j.spec);
 }
 inline std::int64_t share_mem_mb(const MeshJob& j, std::size_t i) {
   const MeshRun& run = j.runs.back();
