@@ -1,7 +1,7 @@
 # The quality table with checkpointable jobs (bench/sim/RESULTS.md, between
 # its "checkpointable table" markers): every trace in $TRACES under textbook
-# EASY, EASY++, the previous default, the default before --reserve-wait
-# (reservations beyond the head for young jobs too: --reserve-wait 0) and the
+# EASY, EASY++, the previous default, the default before --split-factor 0.05
+# (--split-factor 0.25; with no job checkpointable it is the default) and the
 # default with 30 % and with no job checkpointable, one run at a time (others
 # share the machine).
 # Sourced by `bench/sim/table.sh --checkpointable [CORRAL_BINARY]`, which
@@ -16,8 +16,7 @@ SETTINGS=(
   "EASY|--policy easy --order fifo --aging 0 --no-predict"
   "EASY++|--policy easy --order sjbf --aging 0 --predict --predictor mean2 --no-predict-order-only --no-repredict --no-preempt"
   "previous default, 30 %|$PREV --checkpointable 0.3"
-  "default before --reserve-wait, 30 %|--reserve-wait 0 --checkpointable 0.3"
-  "default before --reserve-wait, 0 %|--reserve-wait 0 --checkpointable 0"
+  "default before --split-factor 0.05, 30 %|--split-factor 0.25 --checkpointable 0.3"
   "default, 30 %|--checkpointable 0.3"
   "default, 0 %|--checkpointable 0"
 )

@@ -92,7 +92,7 @@ TEST_CASE("names: a textbook policy sets its planner policy alone; corral the be
   CHECK(c.order.aging_wide == 0);
   CHECK(c.order.aged_ahead == 6);
   CHECK(c.order.wide_fraction == 0.1);
-  CHECK(c.planner.checkpoint_split == 0.25);
+  CHECK(c.planner.checkpoint_split == 0.05);
   CHECK(c.planner.reserve_depth == 3);
   CHECK(c.planner.reserve_wait == 2 * 86400);
   CHECK_FALSE(c.preempt.enabled);

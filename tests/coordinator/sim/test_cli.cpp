@@ -406,7 +406,7 @@ TEST_CASE("corral sim: --policy easy alone is textbook EASY; corral is the defau
   CHECK(def["predict_order_only"] == true);
   CHECK(def["repredict"] == true);
   CHECK(def["preempt"] == false);
-  CHECK(def["split_factor"] == 0.25);
+  CHECK(def["split_factor"] == 0.05);
   CHECK(def["reserve_depth"] == 3);
   CHECK(def["reserve_wait"] == 2 * 86400);
   CHECK(def["aging_factor"] == 0);
