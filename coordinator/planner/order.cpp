@@ -19,8 +19,7 @@ Time est_of(const Job& j) {
 Time aging_of(const Job& job, const OrderConfig& cfg, std::int64_t cores) {
   if (cfg.aging <= 0) return 0;  // no aging at all
   Time a = cfg.aging;
-  if (cfg.aging_wide > 0 && static_cast<double>(job.slots_min) >= cfg.wide_fraction * static_cast<double>(cores))
-    a = std::min(a, cfg.aging_wide);
+  if (cfg.aging_wide > 0 && is_wide(job, cfg, cores)) a = std::min(a, cfg.aging_wide);
   return std::min(a, factor_wait(job, cfg.aging_factor));
 }
 

@@ -59,6 +59,12 @@ inline Time factor_wait(const Job& job, double factor) {
   return w >= static_cast<double>(kForever) ? kForever : static_cast<Time>(w);
 }
 
+// Whether `job` is wide on a machine of `cores` up cores: it asks for at least
+// cfg.wide_fraction of them.
+inline bool is_wide(const Job& job, const OrderConfig& cfg, std::int64_t cores) {
+  return static_cast<double>(job.slots_min) >= cfg.wide_fraction * static_cast<double>(cores);
+}
+
 // The aging bound that applies to `job` on a machine of `cores` up cores.
 Time aging_of(const Job& job, const OrderConfig& cfg, std::int64_t cores);
 // Cores of the up nodes.

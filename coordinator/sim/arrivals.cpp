@@ -27,8 +27,7 @@ void Simulator::arrive(std::size_t idx) {
   j.slots_min = j.slots_max = s.procs;
   j.checkpointable = ckpt_mark_[idx] != 0;
   ++arrived_;
-  if (opt_.aging_backlog > 0 &&
-      static_cast<double>(j.slots_min) >= cfg_.order.wide_fraction * static_cast<double>(total_))
+  if (opt_.aging_backlog > 0 && is_wide(j, cfg_.order, total_))
     j.age_at = s.submit + static_cast<Time>(opt_.aging_backlog * backlog_seconds(s.submit));
   if (opt_.on_arrival) opt_.on_arrival(j, s);
   // A hook may have changed its submit time.
