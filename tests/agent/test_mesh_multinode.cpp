@@ -126,6 +126,19 @@ void check_ranks(const Mesh& m, const Json& j, const std::string& id, const std:
   CHECK(per_node[share_i] == 2);
 }
 
+// Runs `launch` as a 2-node job of user nobody, its output in dir/mpi.out and mpi.err, its exit
+// status in mpi.rc: it ends 0 and its four ranks are placed as check_ranks says.
+void run_mpi_job(const Mesh& m, const std::string& what, const std::string& launch, const std::string& dir) {
+  const std::string id = submit_two_nodes(
+      m, launch + " > " + dir + "/mpi.out 2> " + dir + "/mpi.err; echo $? > " + dir + "/mpi.rc");
+  Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
+  INFO(j.dump() << "\n" << what << "'s stdout:\n" << slurp(dir + "/mpi.out") << what << "'s stderr:\n"
+                << slurp(dir + "/mpi.err"));
+  REQUIRE(j.is_object());
+  CHECK(trim(slurp(dir + "/mpi.rc")) == "0");
+  check_ranks(m, j, id, dir + "/mpi.out");
+}
+
 }  // namespace
 
 TEST_CASE("mesh: a job larger than a node runs across two, each node's share in its cgroups", "[mesh]") {
@@ -295,16 +308,11 @@ TEST_CASE("mesh: mpirun starts ranks on both nodes of a job through corral exec"
   std::filesystem::permissions(out + "/agent.sh", std::filesystem::perms(0755));
   // The rsh launcher with `corral exec` (no PBS TM or Grid Engine launcher is picked: the job
   // sets neither PBS_ENVIRONMENT nor SGE_ROOT); ranks unbound (each node's cpuset is the job's).
-  const std::string script = "mkdir -p " + out + "/tmp-hnp && TMPDIR=" + out +
-                             "/tmp-hnp mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent " +
-                             out + "/agent.sh --bind-to none -np 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " +
-                             out + "/mpi.err; echo $? > " + out + "/mpi.rc";
-  const std::string id = submit_two_nodes(m, script);
-  Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
-  INFO(j.dump() << "\nmpirun's stdout:\n" << slurp(out + "/mpi.out") << "mpirun's stderr:\n" << slurp(out + "/mpi.err"));
-  REQUIRE(j.is_object());
-  CHECK(trim(slurp(out + "/mpi.rc")) == "0");
-  check_ranks(m, j, id, out + "/mpi.out");
+  run_mpi_job(m, "mpirun",
+              "mkdir -p " + out + "/tmp-hnp && TMPDIR=" + out +
+                  "/tmp-hnp mpirun --hostfile \"$CORRAL_NODEFILE\" --mca plm rsh --mca plm_rsh_agent " + out +
+                  "/agent.sh --bind-to none -np 4 " + out + "/rank.sh",
+              out);
 }
 
 // MPICH's mpiexec inside a 2-node job with `corral-rsh` (corral exec under one name) as its
@@ -322,14 +330,9 @@ TEST_CASE("mesh: MPICH's mpiexec starts ranks on both nodes through corral-rsh",
   std::filesystem::create_symlink(std::filesystem::absolute(m.agents[0]->corral()), out + "/corral-rsh");
   // The nodes here share one host name, which resolves to 127.0.0.1 in every namespace: the
   // proxies are told the launching node's own address to call back (-localhost).
-  const std::string script = "h=$(ip -4 -o addr show scope global | awk '{split($4,a,\"/\"); print a[1]; exit}'); "
-                             "mpiexec.hydra -launcher rsh -launcher-exec " + out + "/corral-rsh -f \"$CORRAL_NODEFILE\" "
-                             "-localhost ${h:-127.0.0.1} -n 4 " + out + "/rank.sh > " + out + "/mpi.out 2> " + out +
-                             "/mpi.err; echo $? > " + out + "/mpi.rc";
-  const std::string id = submit_two_nodes(m, script);
-  Json j = job_when(m, 1, std::stoull(id), 60000, [](const Json& x) { return x["state"] == "ended"; });
-  INFO(j.dump() << "\nmpiexec's stdout:\n" << slurp(out + "/mpi.out") << "mpiexec's stderr:\n" << slurp(out + "/mpi.err"));
-  REQUIRE(j.is_object());
-  CHECK(trim(slurp(out + "/mpi.rc")) == "0");
-  check_ranks(m, j, id, out + "/mpi.out");
+  run_mpi_job(m, "mpiexec",
+              "h=$(ip -4 -o addr show scope global | awk '{split($4,a,\"/\"); print a[1]; exit}'); "
+              "mpiexec.hydra -launcher rsh -launcher-exec " + out + "/corral-rsh -f \"$CORRAL_NODEFILE\" "
+              "-localhost ${h:-127.0.0.1} -n 4 " + out + "/rank.sh",
+              out);
 }

@@ -40,6 +40,13 @@ struct Answer {
   }
 };
 
+// The message of change `a`, refused within 1 s of simulated time.
+std::string refused(SimCluster& c, const Answer& a) {
+  REQUIRE(c.net.run_until([&] { return a.done; }, 1000));
+  CHECK_FALSE(a.ok);
+  return a.message;
+}
+
 // Entry `token` committed by the leader of c within 5 s of simulated time.
 bool commits(SimCluster& c, const std::string& token) {
   if (!c.net.run_until([&] { return c.leader() >= 0; }, 5000)) return false;
@@ -83,14 +90,10 @@ TEST_CASE("voters: a dead voter is replaced by promoting a member, then removed;
   // Removing the dead voter first would leave 2 voters; a member that is down is not promoted.
   Answer early;
   change.remove(c.slots[dead].id, "dead", live_of(c), early.cb());
-  REQUIRE(c.net.run_until([&] { return early.done; }, 1000));
-  CHECK_FALSE(early.ok);
-  CHECK(early.message.find("would leave 2 voters (at least 3)") != std::string::npos);
+  CHECK(refused(c, early).find("would leave 2 voters (at least 3)") != std::string::npos);
   Answer asleep;
   change.promote(c.slots[down].id, "down", live_of(c), asleep.cb());
-  REQUIRE(c.net.run_until([&] { return asleep.done; }, 1000));
-  CHECK_FALSE(asleep.ok);
-  CHECK(asleep.message.find("is not up") != std::string::npos);
+  CHECK(refused(c, asleep).find("is not up") != std::string::npos);
 
   // Promote the member (a second change meanwhile is refused), then remove the dead voter.
   Answer up, twice;
@@ -105,9 +108,7 @@ TEST_CASE("voters: a dead voter is replaced by promoting a member, then removed;
   CHECK(voters_in(lead.members()) == 4);
   Answer self;
   change.remove(lead.id(), "lead", live_of(c), self.cb());
-  REQUIRE(c.net.run_until([&] { return self.done; }, 1000));
-  CHECK_FALSE(self.ok);
-  CHECK(self.message.find("is the coordinator") != std::string::npos);
+  CHECK(refused(c, self).find("is the coordinator") != std::string::npos);
   Answer gone;
   change.remove(c.slots[dead].id, "dead", live_of(c), gone.cb());
   REQUIRE(c.net.run_until([&] { return gone.done; }, 5000));
