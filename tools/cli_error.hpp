@@ -1,6 +1,6 @@
 // CLI11's parse errors in the words corral and corrald use for a bad command
 // line ("unknown option '--x'", "--socket needs a value", "--json takes no
-// value"); anything else as CLI11 says it. Header only, for both programs.
+// value", "--aging given more than once"); anything else as CLI11 says it. Header only, for both programs.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,8 +22,10 @@ inline std::string usage_error(const CLI::ParseError& e) {
       if (!flag.empty() && flag[0] != '-') flag = (flag.size() == 1 ? "-" : "--") + flag;
       return flag + " takes no value";
     }
-    if (const std::size_t p = m.find(": "); p != std::string::npos && m.find(" required ") != std::string::npos)
-      return m.substr(0, p) + " needs a value";
+    const std::size_t p = m.find(": ");
+    if (p != std::string::npos && m.find("At Most 1 required but received") != std::string::npos)
+      return m.substr(0, p) + " given more than once";
+    if (p != std::string::npos && m.find(" required ") != std::string::npos) return m.substr(0, p) + " needs a value";
   }
   return m;
 }

@@ -6,6 +6,9 @@ worst waits over EASY's summed, geometric mean of the bsld ratios).
 
 usage: bench/sim/summary.py CORRAL LABEL [-- corral sim OPTIONS]
        TRACES=DIR (default ../shared/traces), J=parallel runs (default 2)
+
+In OPTIONS, {easy_starts} stands for the --starts file of the trace's EASY
+run (e.g. --oracle-starts {easy_starts}).
 """
 import glob
 import json
@@ -13,6 +16,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 EASY = ['--policy', 'easy', '--order', 'fifo', '--aging', '0', '--no-predict']
@@ -33,9 +37,14 @@ def main():
         r = subprocess.run(['nice', '-n', '19', corral, 'sim', t] + o, capture_output=True, text=True, check=True)
         return json.loads(r.stdout)
 
-    tasks = [(t, EASY) for t in traces] + [(t, opts + ['--checkpointable', c]) for t in traces for c in ('0.3', '0')]
+    tmp = tempfile.TemporaryDirectory()
+    starts = {t: os.path.join(tmp.name, f'{i}.csv') for i, t in enumerate(traces)}
+    tasks = [(t, EASY + ['--starts', starts[t]]) for t in traces]
+    tasks += [(t, [x.replace('{easy_starts}', starts[t]) for x in opts] + ['--checkpointable', c])
+              for t in traces for c in ('0.3', '0')]
     with ThreadPoolExecutor(int(os.environ.get('J', '2'))) as ex:
-        res = list(ex.map(lambda a: run(*a), tasks))
+        res = list(ex.map(lambda a: run(*a), tasks[:len(traces)]))  # EASY first: its starts are used
+        res += list(ex.map(lambda a: run(*a), tasks[len(traces):]))
     easy = dict(zip(traces, res[:len(traces)]))
     met_b = met_w = 0
     excess = logs = 0.0

@@ -25,6 +25,7 @@
 #include "tools/cli_error.hpp"
 #include "tools/corral/commands.hpp"
 #include "tools/corral/option_values.hpp"
+#include "tools/corral/sim_oracle.hpp"
 #include "tools/corral/sim_pictures.hpp"
 #include "tools/corral/sim_policy.hpp"
 
@@ -132,6 +133,10 @@ const char* kSimHelp =
     "                       only those are ever checkpointed, by any policy\n"
     "                       (default 1: every job; 0: none)\n"
     "  --starts FILE        write 'id,start' lines, one per job (first start)\n"
+    "  --oracle-starts FILE analysis, not a policy: a job also ages when it has\n"
+    "                       waited --oracle-fraction (default 1) x its wait in FILE,\n"
+    "                       another run's --starts (e.g. EASY's), if it waited there\n"
+    "                       at least --oracle-min-wait (default 0); needs aging\n"
     "  --gantt FILE.svg     draw a Gantt chart (who ran where) of --from .. --to\n"
     "  --from T, --to T     the chart's range, counted from the trace's first submit\n"
     "                       (e.g. --from 1d --to 36h; default: the first day)\n"
@@ -197,6 +202,9 @@ const char* kSimHelp =
 struct SimArgs {
   std::string trace, starts, monitor, projects, report, report_json;
   SimPictures pictures;
+  SimOracle oracle;
+  std::optional<double> oracle_fraction;
+  std::optional<Time> oracle_min_wait;
   Policy policy = Policy::Corral;
   std::optional<Order> order;
   std::optional<Time> aging, aging_wide, default_duration, reserve_wait, burst_gap;
@@ -307,6 +315,12 @@ void add_options(CLI::App& app, SimArgs& a) {
   value("--seed", "N", [&o](const std::string& v) { o.seed = static_cast<std::uint64_t>(whole("--seed", v, 0, 1LL << 62)); });
   value("--checkpointable", "F", [&o](const std::string& v) { o.checkpointable = number("--checkpointable", v, 0, 1, false, "[0, 1]"); });
   value("--starts", "FILE", [&a](const std::string& v) { a.starts = v; });
+  value("--oracle-starts", "FILE", [&a](const std::string& v) {
+    if (v.empty()) refuse("--oracle-starts: empty file name");
+    a.oracle.file = v;
+  });
+  value("--oracle-fraction", "X", [&a](const std::string& v) { a.oracle_fraction = number("--oracle-fraction", v, 0, 1e3, false, "[0, 1000]"); });
+  value("--oracle-min-wait", "T", [&a](const std::string& v) { a.oracle_min_wait = duration("--oracle-min-wait", v); });
   value("--gantt", "FILE.svg", [&a](const std::string& v) { a.pictures.gantt = v; });
   value("--timeline", "FILE.svg", [&a](const std::string& v) { a.pictures.timeline = v; });
   value("--from", "T", [&a](const std::string& v) { a.pictures.from = duration("--from", v); });
@@ -338,6 +352,8 @@ void add_options(CLI::App& app, SimArgs& a) {
 // Options that need others (refused with what they need).
 void check_combinations(SimArgs& a) {
   if (a.trace.empty()) refuse("missing TRACE (see corral sim --help)");
+  if ((a.oracle_fraction || a.oracle_min_wait) && a.oracle.file.empty())
+    refuse(std::string(a.oracle_fraction ? "--oracle-fraction" : "--oracle-min-wait") + " needs --oracle-starts FILE");
   if (std::string e = picture_usage_error(a.pictures); !e.empty()) refuse(e);
   if ((!a.report.empty() || !a.report_json.empty()) && a.projects.empty()) refuse("--report/--report-json need --projects FILE");
   if ((a.nci || a.pending_threshold) && a.projects.empty())
@@ -367,6 +383,8 @@ void apply_args(SimArgs& a) {
   opt.predict_order_only = a.predict_order_only.value_or(preset.predict_order_only);
   opt.burst_gap = a.burst_gap.value_or(0);
   opt.aging_backlog = a.aging_backlog.value_or(0);
+  a.oracle.fraction = a.oracle_fraction.value_or(1);
+  a.oracle.min_wait = a.oracle_min_wait.value_or(0);
   if (a.reserve_depth) opt.sched.planner.reserve_depth = *a.reserve_depth;
   if (a.reserve_wait) opt.sched.planner.reserve_wait = *a.reserve_wait;
   if (a.order) opt.sched.order.policy = *a.order;
@@ -476,6 +494,11 @@ nlohmann::ordered_json labels_of(const SimArgs& a, const sim::SwfTrace& trace) {
   }
   if (a.default_duration) l["default_duration"] = *a.default_duration;
   if (opt.duration_offset) l["duration_offset"] = opt.duration_offset;
+  if (!a.oracle.file.empty()) {
+    l["oracle_starts"] = a.oracle.file;
+    l["oracle_fraction"] = a.oracle.fraction;
+    l["oracle_min_wait"] = a.oracle.min_wait;
+  }
   if (!a.projects.empty()) {
     l["projects_file"] = a.projects;
     l["nci"] = a.nci;
@@ -560,6 +583,19 @@ int cmd_sim(int argc, char** argv) {
   if (trace.jobs.empty()) {
     std::fprintf(stderr, "corral sim: '%s' has no usable job\n", a.trace.c_str());
     return 2;
+  }
+  if (!a.oracle.file.empty()) {
+    // Job::age_at counts only where jobs age at all.
+    if (a.opt.sched.order.aging <= 0) {
+      std::fprintf(stderr, "corral sim: --oracle-starts needs aging (--aging T, T > 0)\n");
+      return 2;
+    }
+    try {
+      use_oracle(a.opt, a.oracle, read_oracle_starts(a.oracle.file));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "corral sim: %s\n", e.what());
+      return 2;
+    }
   }
   if (!a.projects.empty())
     if (auto why = use_plan(a, trace)) {

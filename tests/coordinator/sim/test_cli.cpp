@@ -140,6 +140,63 @@ TEST_CASE("corral sim --starts writes id,start lines; --gantt draws only the job
   CHECK(drawn_jobs(slurp(tmp / "b.svg")) == std::set<JobId>{3, 5});
 }
 
+// A 2-processor machine, three jobs of 2 processors: 1 runs 0..100, then
+// sjf serves the short job 3 (10 s) before the long job 2 (500 s) unless
+// job 2 has aged by t=100.
+const char* const kThree =
+    "; MaxProcs: 2\n"
+    "1  0 -1 100 2 -1 -1 2 100 -1 1 1 1 -1 1 -1 -1 -1\n"
+    "2 10 -1 500 2 -1 -1 2 500 -1 1 2 1 -1 1 -1 -1 -1\n"
+    "3 20 -1  10 2 -1 -1 2  10 -1 1 3 1 -1 1 -1 -1 -1\n";
+
+TEST_CASE("corral sim --oracle-starts ages a job after its wait in another run", "[cli][oracle]") {
+  TempDir tmp;
+  std::ofstream(tmp / "three.swf") << kThree;
+  const std::string sjf = " " + (tmp / "three.swf") + " --policy easy --order sjf --aging 1000 --starts " + (tmp / "s.csv");
+  auto starts = [&](const std::string& ref, const std::string& opts) {
+    std::ofstream(tmp / "ref.csv") << ref;
+    const Run r = corral_sim(sjf + " --oracle-starts " + (tmp / "ref.csv") + opts);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return slurp(tmp / "s.csv");
+  };
+  const std::string short_first = "1,0\n2,110\n3,100\n", long_first = "1,0\n2,100\n3,600\n";
+  REQUIRE(corral_sim(sjf).code == 0);
+  CHECK(slurp(tmp / "s.csv") == short_first);
+  CHECK(starts("2,10\n", "") == long_first);                          // waited 0: aged at 10
+  CHECK(starts("2,10\n", " --oracle-min-wait 1") == short_first);    // too short a wait to count
+  CHECK(starts("2,210\n", "") == short_first);                       // ages at 210, after t=100
+  CHECK(starts("2,210\n", " --oracle-fraction 0.25") == long_first); // ages at 10 + 50 = 60
+  CHECK(starts("1,0\n3,-1\n9,5\n", "") == short_first);            // other jobs, never started, unknown
+  const Run r = corral_sim(sjf + " --oracle-starts " + (tmp / "ref.csv") + " --oracle-fraction 0.5 --oracle-min-wait 1m");
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["oracle_starts"] == tmp / "ref.csv");
+  CHECK(j["oracle_fraction"] == 0.5);
+  CHECK(j["oracle_min_wait"] == 60);
+  CHECK_FALSE(nlohmann::json::parse(corral_sim(sjf).out).contains("oracle_starts"));
+  // Bad input: refused with the file and line, nothing run.
+  auto refused = [&](const std::string& ref, const std::string& opts, const std::string& why) {
+    std::ofstream(tmp / "ref.csv") << ref;
+    const Run bad = corral_sim(sjf + opts);
+    INFO(bad.err);
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find(why) != std::string::npos);
+  };
+  const std::string ref = " --oracle-starts " + (tmp / "ref.csv");
+  refused("2,10\nx\n", ref, "ref.csv:2: expected 'id,start'");
+  refused("2,10\n2,30\n", ref, "ref.csv:2: job 2 given twice");
+  refused("2,-5\n", ref, "ref.csv:1: expected 'id,start'");
+  refused("", " --oracle-starts " + (tmp / "none.csv"), "cannot read");
+  refused("", " --oracle-fraction 2", "--oracle-fraction needs --oracle-starts FILE");
+  refused("", ref + " --oracle-fraction -1", "--oracle-fraction: '-1' is not a number in [0, 1000]");
+  // Job::age_at counts only where jobs age: textbook EASY has no aging.
+  std::ofstream(tmp / "ref.csv") << "2,10\n";
+  const Run no_aging = corral_sim(" " + (tmp / "three.swf") + " --policy easy" + ref);
+  CHECK(no_aging.code == 2);
+  CHECK(no_aging.err.find("--oracle-starts needs aging") != std::string::npos);
+}
+
 // --------------------------------------------------------------- MONITOR --
 
 TEST_CASE("corral sim --monitor writes the schedule file line for line", "[cli][monitor]") {
@@ -343,6 +400,7 @@ TEST_CASE("corral sim: bad --max-reservation, --reserve-*, --default-duration, n
       {" --policy reserve --max-reservation -1", "--max-reservation: '-1' is not a whole number in [0, 1048576]"},
       {" --policy reserve --max-reservation many", "--max-reservation: 'many' is not a whole number"},
       {" --policy reserve --max-reservation", "--max-reservation needs a value"},
+      {" --aging 5 --aging 0", "--aging given more than once"},
       {" --policy easy --max-reservation 2", "--max-reservation needs --policy reserve"},
       {" --max-reservation 2", "--max-reservation needs --policy reserve"},
       {" --policy reserve --reserve-min-procs 0", "--reserve-min-procs: '0' is not a whole number in [1, "},
