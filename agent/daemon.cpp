@@ -71,6 +71,7 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
     mc.grants = grants_;
     mc.on_order = [this](const proto::jobs::Message& m) { mesh_order(m); };
     mc.on_ended = [this](std::uint64_t job) { mesh_wait_ended(job); };
+    mc.on_removed = [this](const std::string& by) { mesh_removed(by); };
     mesh_ = std::make_unique<MeshLink>(std::move(mc));
   }
 

@@ -179,6 +179,7 @@ class Daemon {
   void mesh_order(const proto::jobs::Message& m);
   void mesh_start(const proto::jobs::StartJob& s);
   void mesh_stop(const proto::jobs::CancelJob& s);
+  void mesh_removed(const std::string& by);
   // The coordinator's suspend, resume, requeue or checkpoint of a run here (mesh_orders.cpp).
   void mesh_control(const proto::jobs::JobOrder& o);
   void mesh_ended(const JobRecord& rec);
@@ -398,6 +399,9 @@ class Daemon {
   std::uint64_t mesh_term_ = 0;       // the newest coordinator term a start came from
   // The newest order (decided term, decision) carried out for each job here: never an older one.
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> mesh_orders_;
+  // Runs stopped because the mesh removed this node: their ends are not sent (it has them).
+  std::set<std::uint64_t> mesh_removed_runs_;
+  bool mesh_told_removed_ = false;    // logged once, then only when runs are stopped
   // `corral exec`: the connection each call of this node waits on (by its ticket), and the
   // processes started here for other nodes' calls (its threads use mesh_: reset first).
   struct ExecCall {

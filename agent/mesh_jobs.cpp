@@ -143,6 +143,28 @@ void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
   poll_launcher();
 }
 
+// The coordinator (node `by`) refused this node: the mesh removed it, and ended the runs it
+// still held (node_fail, when it was removed while silent). Their processes are stopped
+// here, as a cancel stops them; their ends are not sent (the mesh has them).
+void Daemon::mesh_removed(const std::string& by) {
+  std::string stopped;
+  for (std::uint64_t id : std::vector<std::uint64_t>(active_.begin(), active_.end())) {
+    JobRecord* rec = store_->find(id);
+    if (!rec || rec->ended() || !mesh_removed_runs_.insert(id).second) continue;
+    rec->cancel_requested = true;
+    rec->comment = "stopped: " + cfg_.node_name + " was removed from mesh " + cfg_.mesh;
+    store_->put(*rec);
+    if (std::string err = launcher_->cancel(id); !err.empty()) log_line("job " + std::to_string(id) + ": cancel: " + err);
+    stopped += (stopped.empty() ? "" : ", ") + std::to_string(id);
+  }
+  if (!stopped.empty() || !mesh_told_removed_)
+    log_line("mesh: " + by + " refuses this node: it was removed from mesh " + cfg_.mesh + "; " +
+             (stopped.empty() ? std::string("no run to stop") : "stopping job(s) " + stopped) +
+             " (corral undrain " + cfg_.node_name + " lets it in again)");
+  mesh_told_removed_ = true;
+  if (!stopped.empty()) poll_launcher();
+}
+
 void Daemon::mesh_cancel(Client& c, const proto::CancelReq& r) {
   proto::jobs::CancelAsk ask{r.id, c.peer.uid, c.peer.gid, c.peer.admin, user_name(c.peer.uid)};
   if (ask.who.empty()) ask.who = std::to_string(c.peer.uid);
@@ -253,6 +275,10 @@ void Daemon::mesh_requeue(const JobRecord& r) {
 
 // A run of a mesh job ended here: the mesh is told until it has it.
 void Daemon::mesh_ended(const JobRecord& rec) {
+  if (mesh_removed_runs_.erase(rec.id)) {
+    log_line("mesh: job " + std::to_string(rec.id) + " stopped; its end is not sent (the mesh ended it when it removed this node)");
+    return mesh_report_node();
+  }
   std::int32_t run = rec.requeues + 1;
   std::string what = "end of job " + std::to_string(rec.id) + " run " + std::to_string(run);
   mesh_->propose(proto::mesh::JobEnded{rec.id, run, rec.end_reason, rec.exit_code, rec.end_time},

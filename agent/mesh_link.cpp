@@ -211,6 +211,8 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
     const auto& nodes = m_->fsm.state().data().nodes;
     auto it = nodes.find(name);
     return it != nodes.end() && it->second.state == proto::mesh::admin::kRemoved;
+  }, [this](std::uint64_t id, const std::string& address, const std::string& name) {
+    m_->env->send(id, address, proto::link::encode(proto::link::Removed{cfg_.name, id, name, cfg_.node_name}));
   });
   m.desk->set_check([this](const proto::mesh::Entry& e) { return m_->coordinator->admit(e); });
   m.forward->set_cancel_desk([this](const proto::jobs::CancelAsk& ask, JobDesk::Done done) {
@@ -691,6 +693,8 @@ void MeshLink::on_link(std::string_view bytes) {
     answer_snapshot(*a);
   else if (std::holds_alternative<proto::link::Snapshot>(msg))
     m_->feed->on(msg);
+  else if (auto* r = std::get_if<proto::link::Removed>(&msg); r && r->mesh == cfg_.name && r->id == m_->id && cfg_.on_removed)
+    reply([fn = cfg_.on_removed, by = r->by] { fn(by); });
 }
 
 void MeshLink::ask_snapshot(std::uint64_t publisher) {

@@ -47,6 +47,9 @@ struct MeshConfig {
   // A job ended in the replicated state this member applied (`corral wait`), on the daemon's
   // thread; only while watch_ends(true).
   std::function<void(std::uint64_t job)> on_ended;
+  // The coordinator (node `by`) refused this member: the mesh removed its node
+  // (proto::link::Removed), on the daemon's thread, at each refused hello.
+  std::function<void(const std::string& by)> on_removed;
 };
 
 class MeshLink {

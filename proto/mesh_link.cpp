@@ -7,7 +7,7 @@
 namespace corral::proto::link {
 namespace {
 
-constexpr KindNames<Message> kKinds = {"hello", "node", "jobs", "heartbeat", "snapshot_ask", "snapshot"};
+constexpr KindNames<Message> kKinds = {"hello", "node", "jobs", "heartbeat", "snapshot_ask", "snapshot", "removed"};
 
 }  // namespace
 

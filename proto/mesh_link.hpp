@@ -10,7 +10,8 @@
 //    does not vote introduces itself (`hello`) until it is admitted, and a
 //    subscriber that saw a gap, or hears a publisher for the first time or in
 //    a new incarnation, asks it for its whole report (`snapshot_ask`), which
-//    it answers (`snapshot`, with the number of its last event).
+//    it answers (`snapshot`, with the number of its last event); the
+//    coordinator answers a removed node's hello with `removed`.
 // Version 2: version 1 (every report in a hello) is refused as "of another
 // version"; every member of a mesh must run the same version.
 #pragma once
@@ -100,7 +101,20 @@ struct Snapshot {
                      running)
 };
 
-using Message = std::variant<Hello, NodeEvent, JobsEvent, Heartbeat, SnapshotAsk, Snapshot>;
+// Request channel: the coordinator's answer to the hello of a member whose
+// node the mesh removed (corral mesh remove): the mesh ended its runs
+// (node_fail when it was removed while silent), so the member stops the
+// processes it still runs for them. Sent at every such hello; a member of
+// an older version drops it as a bad message.
+struct Removed {
+  std::string mesh;
+  std::uint64_t id = 0;          // the member told
+  std::string name;              // its node name
+  std::string by;                // the coordinator's node name
+  CORRAL_MSGPACK_MAP(mesh, id, name, by)
+};
+
+using Message = std::variant<Hello, NodeEvent, JobsEvent, Heartbeat, SnapshotAsk, Snapshot, Removed>;
 
 // A member that does not vote: its id, a hash of its node name (FNV-1a) in
 // [kFirstMemberId, kLastMemberId]; the first voters are 1..the number of voters (a member

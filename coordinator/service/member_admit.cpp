@@ -12,6 +12,7 @@ void MemberAdmit::heard(std::uint64_t id, const std::string& address, const std:
       log_("mesh: refused member " + std::to_string(id) + " (" + name + ") at " + address +
            ": it was removed from the mesh (corral undrain " + name + " lets it in again)");
     refused_ = id;
+    if (tell_) tell_(id, address, name);
     return;
   }
   const Member* known = nullptr;

@@ -6,7 +6,8 @@
 // end to the replicated state; after a SIGKILL to the coordinator it follows
 // the new one. A fifth agent whose key the voters do not allow is refused. A dead voter is
 // replaced by promoting the member and removing the dead one; the mesh then outlives the
-// death of another original voter.
+// death of another original voter. A member removed while silent stops its job's processes
+// once it is back and told.
 #include <chrono>
 #include <sstream>
 #include <string>
@@ -131,7 +132,8 @@ TEST_CASE("mesh member: joins through the voters, runs the jobs placed on it, fo
   runs_on_member(m, mem, static_cast<unsigned>(nl), ran);
 }
 
-TEST_CASE("mesh member: corral mesh remove takes a drained member out for good; undrain lets it in again",
+TEST_CASE("mesh member: corral mesh remove takes a drained member out for good; undrain lets it in again; "
+          "a member removed while silent stops its runs when it is back",
           "[mesh]") {
   SKIP_UNLESS_ROOT();
   Mesh m(3, Keys::all, 0, 1);  // n4 a member
@@ -177,6 +179,41 @@ TEST_CASE("mesh member: corral mesh remove takes a drained member out for good; 
   // An undrain lets it in again.
   REQUIRE(m.agents[other]->cli({"undrain", "n4"}).rc == 0);
   CHECK(listed(true));
+
+  // n4 runs a job (4 cores: only it has them), then falls silent (its corrald stopped; the
+  // job's process runs on). Silent 10 s, it may be removed: its job ends node_fail.
+  Result sub = m.agents[other]->submit({"-l", "walltime=600,ncpus=4", "--wrap", "sleep 300"});
+  INFO(sub.out << sub.err);
+  REQUIRE(sub.rc == 0);
+  const std::uint64_t id = std::stoull(sub.out);
+  bool running = false;
+  for (double end = now_ms() + 15000; now_ms() < end && !running; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    running = !job_pids(*m.agents[mem], id).empty();
+  INFO(m.agents[mem]->log());
+  REQUIRE(running);
+  const pid_t n4 = m.agents[mem]->pid;
+  REQUIRE(::kill(n4, SIGSTOP) == 0);
+  REQUIRE(m.agents[other]->cli({"drain", "n4", "--reason", "cut off"}).rc == 0);
+  Result gone;
+  for (double end = now_ms() + 30000; now_ms() < end && gone.rc != 0; std::this_thread::sleep_for(std::chrono::milliseconds(250)))
+    gone = m.agents[other]->cli({"mesh", "remove", "n4"});
+  ::kill(n4, SIGCONT);  // before any REQUIRE: the fixture stops it at the end
+  INFO(gone.out << gone.err);
+  REQUIRE(gone.rc == 0);
+  Json j = ended_job(m, other, id, 5000);
+  CHECK(j["end_reason"] == "node_fail");
+  // Back, n4 is refused and told why: it stops the job's processes, and does not send its end.
+  bool stopped = false;
+  for (double end = now_ms() + 15000; now_ms() < end && !stopped; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    stopped = job_pids(*m.agents[mem], id).empty();
+  INFO(m.agents[mem]->log());
+  CHECK(stopped);
+  CHECK(m.agents[mem]->log().find("it was removed from mesh") != std::string::npos);
+  bool unsent = false;
+  for (double end = now_ms() + 5000; now_ms() < end && !unsent; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    unsent = m.agents[mem]->log().find("job " + std::to_string(id) + " stopped; its end is not sent") != std::string::npos;
+  CHECK(unsent);
+  CHECK(ended_job(m, other, id, 1000)["end_reason"] == "node_fail");
 }
 
 TEST_CASE("mesh member: a dead voter is replaced by promoting a member; the mesh outlives another voter's death",
@@ -208,7 +245,13 @@ TEST_CASE("mesh member: a dead voter is replaced by promoting a member; the mesh
   CHECK(early.err.find("would leave 2 voters") != std::string::npos);
 
   // Promote the member (from the member itself), then drain and remove the dead voter.
-  Result up = m.agents[mem]->cli({"mesh", "promote", "n4"});
+  // The coordinator counts a voter up once it holds its current report (a snapshot asked
+  // of it after the election): until then "not a majority".
+  Result up;
+  for (double end = now_ms() + 10000; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    up = m.agents[mem]->cli({"mesh", "promote", "n4"});
+    if (up.rc == 0 || up.err.find("not a majority") == std::string::npos) break;
+  }
   INFO(up.out << up.err << m.agents[lead]->log());
   REQUIRE(up.rc == 0);
   CHECK(up.out == "n4 voter\n");

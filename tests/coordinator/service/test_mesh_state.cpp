@@ -629,6 +629,8 @@ TEST_CASE("link messages: each kind survives its bytes; raft's bytes and bad one
   CHECK(b.seq == 2);
   CHECK(b.name == "node2");
   CHECK(b.commit_index == 12);
+  auto rm = std::get<link::Removed>(back(link::Removed{"rack1", 1001, "node7", "node2"}));
+  CHECK((rm.mesh == "rack1" && rm.id == 1001 && rm.name == "node7" && rm.by == "node2"));
   auto a = std::get<link::SnapshotAsk>(back(link::SnapshotAsk{"rack1", 3, "10.0.0.3:7470"}));
   CHECK(a.address == "10.0.0.3:7470");
   auto s = std::get<link::Snapshot>(
