@@ -117,6 +117,7 @@ void Daemon::load_drain() {
 }
 
 proto::Message Daemon::on_node_admin(const Peer& p, const proto::NodeAdminReq& r) {
+  if (r.action == "handover") return refuse("invalid", "this corrald is standalone: it has no mesh to hand over");
   if (r.action == "remove" || r.action == "promote")
     return refuse("invalid", "this corrald is standalone: there is no mesh to " + r.action + " " + proto::printable(r.node) +
                                  (r.action == "remove" ? " from" : " in"));

@@ -365,7 +365,8 @@ struct ReportRep {
   CORRAL_MSGPACK_MAP(text)
 };
 // `corral drain NODE --reason TEXT` / `corral undrain NODE` (root or an operator; added after
-// version 1). action: drain | undrain | remove | promote (corral mesh).
+// version 1). action: drain | undrain | remove | promote | handover (corral mesh; handover's
+// node may be empty: the coordinator chooses).
 struct NodeAdminReq {
   std::string node;
   std::string action;
@@ -374,7 +375,7 @@ struct NodeAdminReq {
 };
 struct NodeAdminRep {
   std::string node;
-  std::string state;             // up | drained | removed, after the request
+  std::string state;             // up | drained | removed | voter | coordinator, after the request
   std::string reason;
   CORRAL_MSGPACK_MAP(node, state, reason)
 };

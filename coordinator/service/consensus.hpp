@@ -87,6 +87,10 @@ class Consensus {
   virtual void add(const Member& m, DoneCb cb) = 0;
   virtual void assign(std::uint64_t id, Role role, DoneCb cb) = 0;
   virtual void remove(std::uint64_t id, DoneCb cb) = 0;
+  // Leader only: hands the leadership to voter `id` (0: the voter most up to
+  // date). `cb` fires with ok once `id` leads or an election timeout has
+  // passed: leader_id() then says whether it took over.
+  virtual void transfer(std::uint64_t id, DoneCb cb) = 0;
 };
 
 }  // namespace corral::service

@@ -149,6 +149,9 @@ class CoordinatorLoop {
   bool down(const std::string& node) const;                                         // member_remove.cpp
   void end_runs_on(const std::string& node, const std::string& who);                // member_remove.cpp
   void promote_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
+  void handover_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
+  void hand_over(std::uint64_t id, int tries, const JobDesk::Done& done);
+  std::string name_of(std::uint64_t member) const;  // as heard ("member ID" if never)
   std::set<std::uint64_t> live_members() const;  // heard from within kNodeStaleMs, this one too
   std::uint64_t member_of(const std::string& node) const;  // its raft id: as heard, else by its name
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);

@@ -27,6 +27,7 @@ void CoordinatorLoop::operate(const proto::jobs::CancelAsk& ask, const JobDesk::
   if (a == "drain" || a == "undrain") return node_ask(ask, done);
   if (a == "remove") return remove_ask(ask, done);
   if (a == "promote") return promote_ask(ask, done);
+  if (a == "handover") return handover_ask(ask, done);
   if (a == "alloc_set") return alloc_ask(ask, done);
   if (a == "task") return task_ask(ask, done);
   if (a == "suspend" || a == "resume" || a == "requeue" || a == "checkpoint") return control(ask, done);

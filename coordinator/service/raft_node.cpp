@@ -23,6 +23,11 @@ struct RaftNode::ChangeReq {
   RaftNode* node = nullptr;
   DoneCb cb;
 };
+struct RaftNode::TransferReq {
+  struct raft_transfer req{};
+  RaftNode* node = nullptr;
+  DoneCb cb;
+};
 
 namespace {
 
@@ -284,6 +289,25 @@ void RaftNode::assign(std::uint64_t id, Role role, DoneCb cb) {
 
 void RaftNode::remove(std::uint64_t id, DoneCb cb) {
   change(std::move(cb), [&](raft_change* req) { return raft_remove(raft_.get(), req, id, change_cb); });
+}
+
+void RaftNode::transfer(std::uint64_t id, DoneCb cb) {
+  if (!is_leader()) return fail_later(std::move(cb), Status::not_leader);
+  auto* req = new TransferReq;
+  req->node = this;
+  req->cb = std::move(cb);
+  req->req.data = req;
+  int rv = raft_transfer(raft_.get(), &req->req, id, [](struct raft_transfer* r) {
+    auto* q = static_cast<TransferReq*>(r->data);
+    q->node->deliver([cb = std::move(q->cb)] {
+      if (cb) cb(Status::ok);
+    });
+    delete q;
+  });
+  if (rv != 0) {  // RAFT_BADID: not a voter of the configuration, or this member
+    fail_later(std::move(req->cb), status_of(rv));
+    delete req;
+  }
 }
 
 }  // namespace corral::service

@@ -63,11 +63,13 @@ class RaftNode final : public Consensus {
   void add(const Member& m, DoneCb cb) override;
   void assign(std::uint64_t id, Role role, DoneCb cb) override;
   void remove(std::uint64_t id, DoneCb cb) override;
+  void transfer(std::uint64_t id, DoneCb cb) override;
 
  private:
   struct ApplyReq;
   struct BarrierReq;
   struct ChangeReq;
+  struct TransferReq;
   static int fsm_apply(raft_fsm* fsm, const raft_buffer* buf, void** result);
   static int fsm_snapshot(raft_fsm* fsm, raft_buffer* bufs[], unsigned* n_bufs);
   static int fsm_restore(raft_fsm* fsm, raft_buffer* buf);

@@ -34,4 +34,47 @@ void CoordinatorLoop::promote_ask(const proto::jobs::CancelAsk& ask, const JobDe
   });
 }
 
+std::string CoordinatorLoop::name_of(std::uint64_t member) const {
+  for (const auto& [name, id] : heard_ids_)
+    if (id == member) return name;
+  for (const auto& [name, r] : nodes_)
+    if (r.member == member) return name;
+  return "member " + std::to_string(member);
+}
+
+// `corral mesh handover [NODE]`: this coordinator hands its role to NODE, a voter that is up
+// (none named: the voter most up to date), e.g. before its machine goes down for maintenance.
+void CoordinatorLoop::handover_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
+  auto refuse = [&done](std::string why, std::string code) { done(DeskAnswer{"refused", 0, 0, std::move(why), std::move(code)}); };
+  if (!ask.admin) return refuse("only root or an operator may hand the coordinator over", "permission");
+  std::uint64_t id = 0;
+  if (!ask.node.empty()) {
+    id = member_of(ask.node);
+    const Member* m = nullptr;
+    const std::vector<Member> ms = c_.members();
+    for (const Member& x : ms)
+      if (x.id == id) m = &x;
+    if (!m) return refuse("no voter '" + ask.node + "' in mesh " + mesh_, "not_found");
+    if (id == c_.id()) return refuse(ask.node + " is the coordinator already", "invalid");
+    if (m->role != Role::voter)
+      return refuse(ask.node + " is not a voter: only a voter can coordinate (corral mesh promote " + ask.node + ")", "invalid");
+    if (!live_members().count(id)) return refuse(ask.node + " is not up (not heard from lately)", "invalid");
+  }
+  hand_over(id, 3, done);
+}
+
+// A target still writing entries ignores the leader's TimeoutNow, and the transfer ends
+// unchanged after an election timeout: asked again, up to `tries` times.
+void CoordinatorLoop::hand_over(std::uint64_t id, int tries, const JobDesk::Done& done) {
+  c_.transfer(id, [this, alive = alive_, id, tries, done, from = c_.id()](Status s) {
+    if (!*alive) return;
+    if (s != Status::ok)
+      return done(DeskAnswer{"refused", 0, 0, s == Status::error ? "no other voter is up to take over" : std::string(status_name(s)), "invalid"});
+    const std::uint64_t now = c_.leader_id();
+    if (now != from && now != 0) return done(DeskAnswer{"ok", 0, 0, name_of(now), ""});
+    if (now == from && tries > 1 && c_.is_leader()) return hand_over(id, tries - 1, done);
+    done(DeskAnswer{"error", 0, 0, "no voter took over within an election timeout; " + std::string(now ? "this node still coordinates" : "an election is under way"), ""});
+  });
+}
+
 }  // namespace corral::service

@@ -16,13 +16,17 @@ const char* const kMeshHelp =
     "usage: corral mesh [--json] [--socket PATH]\n"
     "       corral mesh remove NODE [--json]\n"
     "       corral mesh promote NODE [--json]\n"
+    "       corral mesh handover [NODE] [--json]\n"
     "The mesh as this node's corrald sees it: members, voters, the coordinator, its\n"
     "term, commit index and the last contact with each member. Standalone, a mesh of one.\n"
     "remove: NODE (a member that does not vote, drained and running nothing) leaves the\n"
     "mesh for good and is not let in again until `corral undrain NODE` (root or an operator).\n"
     "A voter is removed so too, and only while at least 3 voters stay, most of them up.\n"
     "promote: NODE (a member that is up) becomes a voter (root or an operator). A dead voter\n"
-    "is replaced by promoting a member, then removing the dead voter.\n";
+    "is replaced by promoting a member, then removing the dead voter.\n"
+    "handover: the coordinator hands its role to NODE, a voter that is up (default: the\n"
+    "voter most up to date), e.g. before its machine goes down (root or an operator);\n"
+    "prints the node that took over.\n";
 
 using Json = nlohmann::ordered_json;
 
@@ -94,10 +98,13 @@ int cmd_mesh(int argc, char** argv) {
       std::fputs(kMeshHelp, stdout);
       return 0;
     }
-    if (!c.args.empty() && (c.args[0] == "remove" || c.args[0] == "promote")) {
-      if (c.args.size() != 2 || c.args[1].empty())
-        throw UsageError("give one node name (corral mesh " + c.args[0] + " NODE)");
-      proto::Message r = request(c.socket, proto::NodeAdminReq{c.args[1], c.args[0], ""});
+    const bool handover = !c.args.empty() && c.args[0] == "handover";
+    if (handover && c.args.size() > 2) throw UsageError("give at most one node name (corral mesh handover [NODE])");
+    if (!handover && !c.args.empty() && (c.args[0] == "remove" || c.args[0] == "promote") &&
+        (c.args.size() != 2 || c.args[1].empty()))
+      throw UsageError("give one node name (corral mesh " + c.args[0] + " NODE)");
+    if (handover || (!c.args.empty() && (c.args[0] == "remove" || c.args[0] == "promote"))) {
+      proto::Message r = request(c.socket, proto::NodeAdminReq{c.args.size() > 1 ? c.args[1] : "", c.args[0], ""});
       if (auto* e = std::get_if<proto::ErrorRep>(&r)) throw std::runtime_error(e->message);
       auto* rep = std::get_if<proto::NodeAdminRep>(&r);
       if (!rep) throw std::runtime_error("unexpected reply '" + std::string(proto::type_name(r)) + "' from corrald");

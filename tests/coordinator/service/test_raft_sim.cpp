@@ -203,6 +203,41 @@ TEST_CASE("sim: a member joins as a non-voter, replicates, then becomes a voter"
   CHECK(refused == Status::not_leader);
 }
 
+TEST_CASE("sim: the leader hands its leadership to a voter; refused for itself and unknown ids",
+          "[raft_sim]") {
+  SimCluster c(3, 3);
+  REQUIRE(c.net.run_until([&] { return c.leader() >= 0; }, 5000));
+  const unsigned l = static_cast<unsigned>(c.leader()), to = (l + 2) % 3;
+  Status self = Status::ok, unknown = Status::ok, handed = Status::error;
+  c.slots[l].node->transfer(c.slots[l].id, [&](Status s) { self = s; });
+  c.slots[l].node->transfer(99, [&](Status s) { unknown = s; });
+  REQUIRE(c.net.run_until([&] { return self != Status::ok && unknown != Status::ok; }, 100));
+  CHECK(self == Status::error);
+  CHECK(unknown == Status::error);
+  // The target's log must be up to date and idle: it ignores the leader's TimeoutNow while
+  // it still writes entries (the transfer then ends after an election timeout, unchanged).
+  bool committed = false;
+  c.slots[l].node->propose(accept_entry("j1"), [&](const Proposed& p) { committed = p.status == Status::ok; });
+  REQUIRE(c.net.run_until([&] {
+    return committed && c.slots[to].node->last_applied() == c.slots[l].node->last_applied();
+  }, 5000));
+  const std::uint64_t term = c.slots[l].node->term();
+  c.slots[l].node->transfer(c.slots[to].id, [&](Status s) { handed = s; });
+  REQUIRE(c.net.run_until([&] { return handed == Status::ok; }, 5000));
+  CHECK(c.leader() == static_cast<int>(to));
+  CHECK(c.slots[l].node->leader_id() == c.slots[to].id);
+  CHECK(c.slots[to].node->term() > term);
+  // No longer the leader: refused; the new one hands over to whichever voter (0).
+  Status late = Status::ok, any = Status::error;
+  c.slots[l].node->transfer(0, [&](Status s) { late = s; });
+  REQUIRE(c.net.run_until([&] { return late != Status::ok; }, 100));
+  CHECK(late == Status::not_leader);
+  c.slots[to].node->transfer(0, [&](Status s) { any = s; });
+  REQUIRE(c.net.run_until([&] { return any == Status::ok; }, 5000));
+  CHECK(c.leader() >= 0);
+  CHECK(c.leader() != static_cast<int>(to));
+}
+
 namespace {
 
 // One seed's history: a client submitting (and retrying) jobs, leaders that
