@@ -39,30 +39,31 @@ void Daemon::mesh_job_admin(Client& c, const proto::ControlReq& r) {
 }
 
 void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
-  if (r.action != "drain" && r.action != "undrain" && r.action != "remove" && r.action != "promote" &&
-      r.action != "handover") {
+  namespace na = proto::node_action;
+  if (r.action != na::kDrain && r.action != na::kUndrain && r.action != na::kRemove && r.action != na::kPromote &&
+      r.action != na::kHandover) {
     send(c, proto::ErrorRep{"invalid", "unknown node action '" + proto::printable(r.action.substr(0, 32)) +
                                            "' (drain, undrain, remove, promote or handover)"});
     return;
   }
   if (!c.peer.admin) {  // also checked by the coordinator: refused here without a round trip
     send(c, proto::ErrorRep{"permission", "only " + admins() + " may " +
-                                              (r.action == "handover" ? "hand the coordinator over" : r.action + " a node")});
+                                              (r.action == na::kHandover ? "hand the coordinator over" : r.action + " a node")});
     return;
   }
   proto::jobs::CancelAsk ask = mesh_ask(c.peer, r.action);
   ask.node = r.node;
   ask.reason = r.reason;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  const std::string state = r.action == "drain"     ? "drained"
-                            : r.action == "remove"  ? "removed"
-                            : r.action == "promote" ? "voter"
-                            : r.action == "handover" ? "coordinator"
-                                                    : "up";
+  const std::string state = r.action == na::kDrain      ? "drained"
+                            : r.action == na::kRemove   ? "removed"
+                            : r.action == na::kPromote  ? "voter"
+                            : r.action == na::kHandover ? "coordinator"
+                                                        : "up";
   mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, r, state](const SubmitResult& res) {
     // A handover answers with the node that took over (the one named, or the one chosen).
-    const std::string node = r.action == "handover" ? res.message : r.node;
-    if (res.ok) mesh_answer(fd, ticket, proto::NodeAdminRep{node, state, r.action == "drain" ? r.reason : ""});
+    const std::string node = r.action == na::kHandover ? res.message : r.node;
+    if (res.ok) mesh_answer(fd, ticket, proto::NodeAdminRep{node, state, r.action == na::kDrain ? r.reason : ""});
     else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
   });
 }

@@ -117,17 +117,18 @@ void Daemon::load_drain() {
 }
 
 proto::Message Daemon::on_node_admin(const Peer& p, const proto::NodeAdminReq& r) {
-  if (r.action == "handover") return refuse("invalid", "this corrald is standalone: it has no mesh to hand over");
-  if (r.action == "remove" || r.action == "promote")
+  namespace na = proto::node_action;
+  if (r.action == na::kHandover) return refuse("invalid", "this corrald is standalone: it has no mesh to hand over");
+  if (r.action == na::kRemove || r.action == na::kPromote)
     return refuse("invalid", "this corrald is standalone: there is no mesh to " + r.action + " " + proto::printable(r.node) +
-                                 (r.action == "remove" ? " from" : " in"));
-  if (r.action != "drain" && r.action != "undrain")
+                                 (r.action == na::kRemove ? " from" : " in"));
+  if (r.action != na::kDrain && r.action != na::kUndrain)
     return refuse("invalid", "unknown node action '" + proto::printable(r.action.substr(0, 32)) + "' (drain or undrain)");
   if (!p.admin) return refuse("permission", "only " + admins() + " may " + r.action + " a node");
   if (r.node != node_name())
     return refuse("not_found", "no node '" + proto::printable(r.node) + "' here: this corrald is standalone, its node is " +
                                    node_name());
-  const bool drain = r.action == "drain";
+  const bool drain = r.action == na::kDrain;
   if (drain && r.reason.empty()) return refuse("invalid", "drain needs a reason (--reason TEXT)");
   const std::string path = cfg_.state_dir + "/drain";
   try {

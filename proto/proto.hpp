@@ -379,6 +379,14 @@ struct NodeAdminRep {
   std::string reason;
   CORRAL_MSGPACK_MAP(node, state, reason)
 };
+// NodeAdminReq's actions, spelled once.
+namespace node_action {
+inline constexpr std::string_view kDrain = "drain";
+inline constexpr std::string_view kUndrain = "undrain";
+inline constexpr std::string_view kRemove = "remove";      // mesh only
+inline constexpr std::string_view kPromote = "promote";    // mesh only
+inline constexpr std::string_view kHandover = "handover";  // mesh only; its node may be empty
+}  // namespace node_action
 // One node as `corral nodes` lists it (added after version 1).
 struct NodeLine {
   std::string name;

@@ -24,10 +24,11 @@ DeskAnswer refused(std::uint64_t job, std::string why, std::string code) {
 void CoordinatorLoop::operate(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
   const std::string& a = ask.action;
   if (a == "hold" || a == "release" || a == "qmove") return job_ask(ask, done);
-  if (a == "drain" || a == "undrain") return node_ask(ask, done);
-  if (a == "remove") return remove_ask(ask, done);
-  if (a == "promote") return promote_ask(ask, done);
-  if (a == "handover") return handover_ask(ask, done);
+  namespace na = proto::node_action;
+  if (a == na::kDrain || a == na::kUndrain) return node_ask(ask, done);
+  if (a == na::kRemove) return remove_ask(ask, done);
+  if (a == na::kPromote) return promote_ask(ask, done);
+  if (a == na::kHandover) return handover_ask(ask, done);
   if (a == "alloc_set") return alloc_ask(ask, done);
   if (a == "task") return task_ask(ask, done);
   if (a == "suspend" || a == "resume" || a == "requeue" || a == "checkpoint") return control(ask, done);
@@ -74,7 +75,7 @@ void CoordinatorLoop::job_ask(const proto::jobs::CancelAsk& ask, const JobDesk::
 
 void CoordinatorLoop::node_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
   if (!ask.admin) return done(refused(0, "only root or an operator may " + ask.action + " a node", "permission"));
-  const bool drain = ask.action == "drain";
+  const bool drain = ask.action == proto::node_action::kDrain;
   if (drain && ask.reason.empty()) return done(refused(0, "drain needs a reason (--reason TEXT)", "invalid"));
   if (!nodes_.count(ask.node) && !heard_of_.count(ask.node) && !state_.data().nodes.count(ask.node)) {
     std::set<std::string> known(heard_of_);

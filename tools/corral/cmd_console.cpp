@@ -89,9 +89,9 @@ bool console_change_key(int ch, const std::string& socket, const ConsoleState& s
     case 'd':
     case 'u':
       if (!node) v.status = "select a node first (Tab to the nodes)";
-      else if (ch == 'u') v.status = console_node_admin(socket, node->name, "undrain", "");
+      else if (ch == 'u') v.status = console_node_admin(socket, node->name, std::string(proto::node_action::kUndrain), "");
       else if (console_ask(s, v, "drain " + node->name + ", reason:", answer))
-        v.status = answer.empty() ? "drain needs a reason (not done)" : console_node_admin(socket, node->name, "drain", answer);
+        v.status = answer.empty() ? "drain needs a reason (not done)" : console_node_admin(socket, node->name, std::string(proto::node_action::kDrain), answer);
       return true;
     case 'h':
     case 'r':

@@ -98,12 +98,13 @@ int cmd_mesh(int argc, char** argv) {
       std::fputs(kMeshHelp, stdout);
       return 0;
     }
-    const bool handover = !c.args.empty() && c.args[0] == "handover";
+    namespace na = proto::node_action;
+    const std::string act = c.args.empty() ? "" : c.args[0];
+    const bool handover = act == na::kHandover, named = act == na::kRemove || act == na::kPromote;
     if (handover && c.args.size() > 2) throw UsageError("give at most one node name (corral mesh handover [NODE])");
-    if (!handover && !c.args.empty() && (c.args[0] == "remove" || c.args[0] == "promote") &&
-        (c.args.size() != 2 || c.args[1].empty()))
-      throw UsageError("give one node name (corral mesh " + c.args[0] + " NODE)");
-    if (handover || (!c.args.empty() && (c.args[0] == "remove" || c.args[0] == "promote"))) {
+    if (named && (c.args.size() != 2 || c.args[1].empty()))
+      throw UsageError("give one node name (corral mesh " + act + " NODE)");
+    if (handover || named) {
       proto::Message r = request(c.socket, proto::NodeAdminReq{c.args.size() > 1 ? c.args[1] : "", c.args[0], ""});
       if (auto* e = std::get_if<proto::ErrorRep>(&r)) throw std::runtime_error(e->message);
       auto* rep = std::get_if<proto::NodeAdminRep>(&r);
