@@ -1,7 +1,10 @@
 // The mesh's failover, end to end: 3 voters as real corrald processes
 // (`--emulate`: jobs are timers, no root) on 127.0.0.1 ports, jobs submitted
 // and running, and `--trials` times a SIGKILL to the coordinator, which is
-// restarted after each trial. Prints one JSON object.
+// restarted after each trial. With --handover, each trial asks the
+// coordinator to hand its role over instead (`corral mesh handover`, as root
+// or an operator: run the bench as one): nothing is killed. Prints one JSON
+// object.
 //
 // failover_ms of a trial: from the SIGKILL (this program's wall clock just
 // before kill()) to the new coordinator's first decision, which is the start
@@ -22,7 +25,7 @@
 // as on a rack.
 //
 //   build/bench/failover/bench_failover [--corrald build/agent/corrald] [--corral build/tools/corral]
-//                                       [--trials 20]
+//                                       [--trials 20] [--handover]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -74,8 +77,30 @@ double first_start_since(const MeshProcs& m, int i, double since) {
   return first;
 }
 
+// Asks member l's corrald to hand the coordinator's role over (to the voter most up to
+// date); "" when done, else why not.
+std::string hand_over(const MeshProcs& m, int l) {
+  try {
+    Conn c(m.nodes[l].sock);
+    if (c.fd < 0) return "cannot reach " + m.nodes[l].sock;
+    c.send(proto::NodeAdminReq{"", "handover", ""});
+    proto::Message r = c.recv();
+    if (auto* e = std::get_if<proto::ErrorRep>(&r)) return e->message;
+    return std::holds_alternative<proto::NodeAdminRep>(r) ? "" : "unexpected reply";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// The coordinator the members agree on once it is another than `old`; -1 after `ms`.
+int next_coordinator(const MeshProcs& m, int old, int ms) {
+  for (double end = wall_s() + ms / 1000.0; wall_s() < end; sleep_ms(20))
+    if (int nl = m.coordinator(m.all_but(-1), 1000); nl >= 0 && nl != old) return nl;
+  return -1;
+}
+
 int run(const std::string& corrald, const std::string& corral, const std::string& dir, const std::string& emulate,
-        int trials) {
+        int trials, bool handover) {
   MeshProcs m(corrald, dir, kVoters, emulate);
   m.make_keys(corral);
   m.start_all();
@@ -89,15 +114,21 @@ int run(const std::string& corrald, const std::string& corral, const std::string
     submit(m, static_cast<int>(rng() % kVoters), 30, rng, dir, acked);
     sleep_ms(1000 + static_cast<int>(rng() % 500));
     double t_kill = wall_s();
-    m.kill9(l);
-    std::vector<int> up = m.all_but(l);
-    int nl = m.coordinator(up, 15000);
+    int nl = -1;
+    if (handover) {
+      if (std::string why = hand_over(m, l); !why.empty())
+        throw std::runtime_error("trial " + std::to_string(t + 1) + ": handover refused: " + why);
+      nl = next_coordinator(m, l, 15000);
+    } else {
+      m.kill9(l);
+      nl = m.coordinator(m.all_but(l), 15000);
+    }
     double first = 0;
     for (double end = wall_s() + 15; nl >= 0 && first == 0 && wall_s() < end; sleep_ms(50))
       first = first_start_since(m, nl, t_kill);
     if (first == 0) ++timeouts;
     else ms.push_back((first - t_kill) * 1000);
-    m.start(l);
+    if (!handover) m.start(l);
     l = m.coordinator(m.all_but(-1), 30000);
     if (l < 0) throw std::runtime_error("trial " + std::to_string(t + 1) + ": no coordinator after the restart");
   }
@@ -132,10 +163,10 @@ int run(const std::string& corrald, const std::string& corral, const std::string
   }
   double load = 0;
   std::ifstream("/proc/loadavg") >> load;
-  std::printf("{\"bench\":\"failover\",\"voters\":%d,\"emulate\":\"%s\",\"trials\":%d,\"p50_ms\":%.0f,\"max_ms\":%.0f,"
+  std::printf("{\"bench\":\"failover\",\"mode\":\"%s\",\"voters\":%d,\"emulate\":\"%s\",\"trials\":%d,\"p50_ms\":%.0f,\"max_ms\":%.0f,"
               "\"timeouts\":%d,\"lost_jobs\":%d,\"double_starts\":%d,\"jobs\":%zu,\"not_completed\":%d,\"runs_requeued\":%d,"
               "\"loadavg_1m\":%.2f,\"failover_ms\":[",
-              kVoters, emulate.c_str(), trials, quantile(ms, 0.5), ms.empty() ? -1.0 : *std::max_element(ms.begin(), ms.end()),
+              handover ? "handover" : "sigkill", kVoters, emulate.c_str(), trials, quantile(ms, 0.5), ms.empty() ? -1.0 : *std::max_element(ms.begin(), ms.end()),
               timeouts, lost, doubled, acked.size(), not_completed, requeued, load);
   for (std::size_t k = 0; k < ms.size(); ++k) std::printf("%s%.0f", k ? "," : "", ms[k]);
   std::printf("]}\n");
@@ -147,6 +178,14 @@ int run(const std::string& corrald, const std::string& corral, const std::string
 int main(int argc, char** argv) {
   std::string corrald = "build/agent/corrald", corral = "build/tools/corral", emulate = "cores=4";
   int trials = 20;
+  bool handover = false;
+  for (int i = 1; i < argc; ++i)  // a flag: taken out before the NAME VALUE options
+    if (std::string(argv[i]) == "--handover") {
+      handover = true;
+      for (int k = i; k + 1 < argc; ++k) argv[k] = argv[k + 1];
+      --argc;
+      break;
+    }
   auto set = [&](const std::string& a, const std::string& v) {
     if (a == "--corrald") corrald = v;
     else if (a == "--corral") corral = v;
@@ -161,6 +200,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   return bench::run_in_temp_dir("bench_failover", [&](const std::string& dir) {
-    return run(corrald, corral, dir, emulate, trials);
+    return run(corrald, corral, dir, emulate, trials, handover);
   });
 }
