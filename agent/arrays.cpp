@@ -240,10 +240,7 @@ proto::Message Daemon::cancel_array(const Peer& p, JobRecord& arr) {
       finish(*t, EndReason::Cancelled, -1, "cancelled with its array by " + who);
       continue;
     }
-    t->cancel_requested = true;
-    t->comment = "cancel requested with its array by " + who;
-    store_->put(*t);
-    if (std::string err = launcher_->cancel(t->id); !err.empty()) log_line("job " + std::to_string(t->id) + ": cancel: " + err);
+    stop_for_cancel(*t, "cancel requested with its array by " + who);
   }
   poll_launcher();  // the ends are usually there at once
   settle_array(arr);

@@ -203,11 +203,7 @@ proto::Message Daemon::on_cancel(const Peer& p, const proto::CancelReq& r) {
   if (rec->state == proto::state::kPending) {
     finish(*rec, EndReason::Cancelled, -1, "cancelled by " + who + " before it started");
   } else {
-    rec->cancel_requested = true;
-    rec->comment = "cancel requested by " + who;
-    store_->put(*rec);
-    std::string err = launcher_->cancel(rec->id);
-    if (!err.empty()) log_line("job " + std::to_string(rec->id) + ": cancel: " + err);
+    stop_for_cancel(*rec, "cancel requested by " + who);
     poll_launcher();  // the end is usually there at once
   }
   log_line("job " + std::to_string(r.id) + " cancel requested by " + who);

@@ -234,6 +234,9 @@ class Daemon {
   // preempted or checkpointed, and requeue() puts it back); `pba`: PBA's requeue, counted toward
   // its bound. Returns "" or the launcher's error.
   std::string stop_for_requeue(JobRecord& rec, bool checkpoint, const std::string& reason, bool pba);
+  // Asks the launcher to cancel a running job (its end comes back at the next poll_launcher),
+  // `comment` saying why; a launcher error is logged.
+  void stop_for_cancel(JobRecord& rec, const std::string& comment);
   void poll_launcher();
   void on_end(const node::JobEnd& e);
   void heartbeat();

@@ -134,11 +134,7 @@ void Daemon::mesh_stop(const proto::jobs::CancelJob& s) {
   // A run older than the one named is over too (a share whose newer start never came).
   if (!rec || rec->ended() || rec->requeues + 1 > s.run) return;
   if (rec->cancel_requested) return;  // a resend: the first one is being carried out
-  rec->cancel_requested = true;
-  rec->comment = "cancel requested by " + s.who;
-  store_->put(*rec);
-  std::string err = launcher_->cancel(rec->id);
-  if (!err.empty()) log_line("job " + std::to_string(rec->id) + ": cancel: " + err);
+  stop_for_cancel(*rec, "cancel requested by " + s.who);
   log_line("job " + std::to_string(s.job) + " cancel requested by " + s.who + " through the mesh");
   poll_launcher();
 }
@@ -151,10 +147,7 @@ void Daemon::mesh_removed(const std::string& by) {
   for (std::uint64_t id : std::vector<std::uint64_t>(active_.begin(), active_.end())) {
     JobRecord* rec = store_->find(id);
     if (!rec || rec->ended() || !mesh_removed_runs_.insert(id).second) continue;
-    rec->cancel_requested = true;
-    rec->comment = "stopped: " + cfg_.node_name + " was removed from mesh " + cfg_.mesh;
-    store_->put(*rec);
-    if (std::string err = launcher_->cancel(id); !err.empty()) log_line("job " + std::to_string(id) + ": cancel: " + err);
+    stop_for_cancel(*rec, "stopped: " + cfg_.node_name + " was removed from mesh " + cfg_.mesh);
     stopped += (stopped.empty() ? "" : ", ") + std::to_string(id);
   }
   if (!stopped.empty() || !mesh_told_removed_)

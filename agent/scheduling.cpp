@@ -332,6 +332,13 @@ void Daemon::cycle() {
 
 // ------------------------------------------------------ decisions in: apply --
 
+void Daemon::stop_for_cancel(JobRecord& rec, const std::string& comment) {
+  rec.cancel_requested = true;
+  rec.comment = comment;
+  store_->put(rec);
+  if (std::string err = launcher_->cancel(rec.id); !err.empty()) log_line("job " + std::to_string(rec.id) + ": cancel: " + err);
+}
+
 std::string Daemon::stop_for_requeue(JobRecord& rec, bool ck, const std::string& reason, bool pba) {
   const std::string id = std::to_string(rec.id);
   std::string err = ck ? launcher_->checkpoint(rec.id) : launcher_->requeue(rec.id);
