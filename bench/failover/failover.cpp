@@ -83,7 +83,7 @@ std::string hand_over(const MeshProcs& m, int l) {
   try {
     Conn c(m.nodes[l].sock);
     if (c.fd < 0) return "cannot reach " + m.nodes[l].sock;
-    c.send(proto::NodeAdminReq{"", "handover", ""});
+    c.send(proto::NodeAdminReq{"", std::string(proto::node_action::kHandover), ""});
     proto::Message r = c.recv();
     if (auto* e = std::get_if<proto::ErrorRep>(&r)) return e->message;
     return std::holds_alternative<proto::NodeAdminRep>(r) ? "" : "unexpected reply";

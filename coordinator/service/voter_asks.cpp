@@ -50,15 +50,12 @@ void CoordinatorLoop::handover_ask(const proto::jobs::CancelAsk& ask, const JobD
   std::uint64_t id = 0;
   if (!ask.node.empty()) {
     id = member_of(ask.node);
-    const Member* m = nullptr;
     const std::vector<Member> ms = c_.members();
-    for (const Member& x : ms)
-      if (x.id == id) m = &x;
-    if (!m) return refuse("no voter '" + ask.node + "' in mesh " + mesh_, "not_found");
-    if (id == c_.id()) return refuse(ask.node + " is the coordinator already", "invalid");
-    if (m->role != Role::voter)
-      return refuse(ask.node + " is not a voter: only a voter can coordinate (corral mesh promote " + ask.node + ")", "invalid");
-    if (!live_members().count(id)) return refuse(ask.node + " is not up (not heard from lately)", "invalid");
+    bool member = false;
+    for (const Member& m : ms) member = member || m.id == id;
+    if (!member) return refuse("no voter '" + ask.node + "' in mesh " + mesh_, "not_found");
+    if (std::string why = handover_refusal(ms, id, ask.node, c_.id(), live_members()); !why.empty())
+      return refuse(why, "invalid");
   }
   hand_over(id, 3, done);
 }

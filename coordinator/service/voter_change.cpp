@@ -44,6 +44,16 @@ std::string promote_refusal(const std::vector<Member>& ms, std::uint64_t id, con
   return "";
 }
 
+std::string handover_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,
+                             std::uint64_t leader, const std::set<std::uint64_t>& live) {
+  const Member* m = find(ms, id);
+  if (!m) return "no voter '" + name + "' in the mesh's raft configuration";
+  if (id == leader) return name + " is the coordinator already";
+  if (m->role != Role::voter) return name + " is not a voter: only a voter can coordinate (corral mesh promote " + name + ")";
+  if (!live.count(id)) return name + " is not up (not heard from lately)";
+  return "";
+}
+
 std::string voter_remove_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,
                                  std::uint64_t leader, const std::set<std::uint64_t>& live) {
   const Member* m = find(ms, id);

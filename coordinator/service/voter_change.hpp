@@ -25,6 +25,10 @@ inline constexpr std::size_t kMaxVoters = 6;  // 5 and the member that replaces 
 // may); `live`: the members heard from lately, this one included.
 std::string promote_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,
                             const std::set<std::uint64_t>& live);
+// Why member `id` (called `name`, in configuration `ms`) may not take over from coordinator
+// `leader` ("" when it may): it must be a voter other than the leader, and live.
+std::string handover_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,
+                             std::uint64_t leader, const std::set<std::uint64_t>& live);
 // Why voter `id` may not leave configuration `ms` ("" when it may, or when it is no voter);
 // `leader`: the member asking (the coordinator does not remove itself).
 std::string voter_remove_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,
