@@ -126,7 +126,8 @@ Daemon::~Daemon() {
 
 // ----------------------------------------------------------------- loop --
 
-// SIGHUP reopens the log and the monitor file (rotation); SIGTERM and SIGINT stop the loop.
+// SIGHUP reopens the log and the monitor file (rotation); SIGTERM and SIGINT stop the loop,
+// the coordinator's once it has handed its role over (mesh_leave()).
 void Daemon::on_signals() {
   unsigned char sigs[16];
   ssize_t k;
@@ -140,7 +141,7 @@ void Daemon::on_signals() {
         } catch (const std::exception& e) {
           log_line(e.what());
         }
-      } else {
+      } else if (leave_by_ > 0 || !mesh_leave()) {  // a second signal does not wait for the handover
         log_line(std::string("signal ") + strsignal(sigs[i]) + ": shutting down (running jobs keep running)");
         stop_ = true;
       }
@@ -165,6 +166,7 @@ int Daemon::run() {
     if (!active_.empty()) deadline = std::min({deadline, next_poll_, next_usage_});
     if (!clients_.empty()) deadline = std::min(deadline, next_idle_check_);
     if (mono < accept_paused_until_) deadline = std::min(deadline, accept_paused_until_);
+    if (leave_by_ > 0) deadline = std::min(deadline, mono + 0.05);  // watching mesh_->status()
     int timeout = dirty_ ? 0 : static_cast<int>(std::max(0.0, (deadline - mono) * 1000.0) + 1);
 
     fds.clear();
@@ -223,6 +225,7 @@ int Daemon::run() {
       next_heartbeat_ = mono + cfg_.heartbeat_interval;
     }
     if (!commit_and_reply()) return 1;
+    if (leave_by_ > 0 && !stop_) mesh_left();
   }
   return 0;
 }

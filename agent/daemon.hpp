@@ -111,6 +111,10 @@ class Daemon {
   bool commit_and_reply();
   void refuse_unsynced_submits();
   double now() const;
+  // A stopping coordinator's handover takes a round trip; 3 tries of an election timeout
+  // (300 ms) when the voter it picked died meanwhile.
+  static constexpr double kLeaveS = 3;
+  static constexpr double kNamedS = 0.5;  // stepped down, a new coordinator is named within this
 
   // ---- the local socket (local_socket.cpp) ------------------------------
   static constexpr std::size_t kMaxClients = 4096;
@@ -156,6 +160,10 @@ class Daemon {
   void mesh_job_admin(Client& c, const proto::ControlReq& r);
   void mesh_node_admin(Client& c, const proto::NodeAdminReq& r);
   void mesh_nodes(Client& c, const proto::NodesReq& r);
+  // SIGTERM on the coordinator: hands its role to another voter, then stops (false: this node
+  // does not coordinate, nothing to hand over).
+  bool mesh_leave();
+  void mesh_left();  // while handing over: stops once this node no longer coordinates, or at leave_by_
   void load_drain();
 
   // ---- accounting and the allocation calendar (acct.cpp, alloc_calendar.cpp) ----
@@ -309,6 +317,8 @@ class Daemon {
   double boot_mono_ = 0;
   std::string hostname_;
   bool stop_ = false;
+  double leave_by_ = 0;  // monotonic; > 0: handing the coordinator over, stopping by then
+  double stepped_down_ = 0;  // monotonic: when, handing over, this node stopped coordinating
   int sig_pipe_[2] = {-1, -1};
   double next_cycle_ = 0, next_heartbeat_ = 0, next_poll_ = 0, next_usage_ = 0;  // monotonic
 

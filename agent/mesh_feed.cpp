@@ -12,6 +12,7 @@ namespace {
 
 constexpr int kZmtpPingMs = 1000;     // a connection silent for kZmtpDeadMs is closed, and its queue dropped:
 constexpr int kZmtpDeadMs = 3000;     // a subscriber cut off that long then sees a gap, not stale messages
+constexpr int kGoodbyeMs = 200;       // a stopping corrald's last heartbeat: at most this long to go out
 
 void tune(zmq::socket_t& s) {
   s.set(zmq::sockopt::linger, 0);
@@ -66,6 +67,12 @@ void MeshFeed::publish(std::int32_t cores, std::int64_t mem_mb, std::int64_t job
 
 void MeshFeed::heartbeat(const View& v) {
   send(proto::link::Heartbeat{mesh_, id_, incarnation_, seq_, v.name, v.address, v.state, v.term, v.commit_index});
+}
+
+void MeshFeed::goodbye(View v) {
+  v.state = std::string(proto::link::kStopping);
+  heartbeat(v);
+  pub_.set(zmq::sockopt::linger, kGoodbyeMs);
 }
 
 proto::link::Snapshot MeshFeed::snapshot(const View& v) const {

@@ -50,6 +50,8 @@ class MeshFeed {
   void publish(std::int32_t cores, std::int64_t mem_mb, std::int64_t jobfs_mb,
                const std::vector<std::uint64_t>& running);
   void heartbeat(const View& v);
+  // The last heartbeat (state kStopping), sent before the socket closes.
+  void goodbye(View v);
   // The answer to a snapshot ask: what was last published, and its number.
   proto::link::Snapshot snapshot(const View& v) const;
 

@@ -167,7 +167,8 @@ MeshLink::MeshLink(MeshConfig cfg) : cfg_(std::move(cfg)), m_(std::make_unique<M
           // The coordinator takes a report only while no event of it may be missing.
           if (m_->coordinator && !r.name.empty()) m_->coordinator->heard_of(r.name, id);
           if (r.current && m_->coordinator)
-            m_->coordinator->node(NodeReport{id, r.name, r.cores, r.mem_mb, r.jobfs_mb, r.running, r.at_ms});
+            m_->coordinator->node(NodeReport{id, r.name, r.cores, r.mem_mb, r.jobfs_mb, r.running, r.at_ms,
+                                             r.state == proto::link::kStopping});
         });
   } catch (const zmq::error_t& e) {
     throw std::runtime_error("publish " + publish + " (the listen port + 1): " + e.what());
@@ -583,6 +584,8 @@ void MeshLink::thread_main() {
       m.next_status_ms = m.loop.now_ms() + kStatusMs;
     }
   }
+  m.feed->goodbye(MeshFeed::View{cfg_.node_name, cfg_.listen, std::string(m.node->state_name()), m.node->term(),
+                                 m.node->commit_index()});
 }
 
 void MeshLink::publish_status() {
@@ -643,7 +646,8 @@ void MeshLink::tick() {
   m.feed->publish(n.cores, n.mem_mb, n.jobfs_mb, n.running);
   m.feed->heartbeat(MeshFeed::View{cfg_.node_name, cfg_.listen, std::string(m.node->state_name()), m.node->term(),
                                    m.node->commit_index()});
-  m.coordinator->node(NodeReport{m.id, cfg_.node_name, n.cores, n.mem_mb, n.jobfs_mb, n.running, m.loop.now_ms()});
+  m.coordinator->node(
+      NodeReport{m.id, cfg_.node_name, n.cores, n.mem_mb, n.jobfs_mb, n.running, m.loop.now_ms(), false});
   // A voter follows every member; a member the voters (not one another). Who votes is the
   // raft configuration's say; the voters list only while this member knows none.
   const std::vector<service::Member> members = m.node->members();

@@ -2,7 +2,8 @@
 // requeue and checkpoint of a job and
 // drain and undrain of a node go to the coordinator with the user as this node's local socket
 // saw them; the coordinator decides with a standalone node's rules and answers once the change
-// is in the replicated log. `corral nodes` lists every node as this member sees the mesh.
+// is in the replicated log. `corral nodes` lists every node as this member sees the mesh. A
+// coordinator told to stop hands its role over first.
 #include "agent/daemon.hpp"
 #include "agent/local_socket.hpp"
 #include "agent/mesh_link.hpp"
@@ -66,6 +67,44 @@ void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
     if (res.ok) mesh_answer(fd, ticket, proto::NodeAdminRep{node, state, r.action == na::kDrain ? r.reason : ""});
     else mesh_answer(fd, ticket, proto::ErrorRep{res.code, res.message});
   });
+}
+
+bool Daemon::mesh_leave() {
+  if (!mesh_ || mesh_->status().state != "leader") return false;
+  log_line("shutting down: handing the coordinator over to another voter first");
+  leave_by_ = mono_now() + kLeaveS;
+  proto::jobs::CancelAsk ask;
+  ask.admin = true;
+  ask.who = "corrald";
+  ask.action = proto::node_action::kHandover;
+  mesh_->cancel(std::move(ask), [this](const SubmitResult& res) {
+    if (stop_) return;
+    log_line((res.ok ? "coordinator handed over to " + res.message : "no handover: " + res.message) +
+             ": shutting down (running jobs keep running)");
+    stop_ = true;
+  });
+  return true;
+}
+
+// The answer may not come: the coordinator that answers is gone, or lost its majority when the
+// voter it picked had just died (the others' silence tells after an election timeout). A node
+// that stepped down learns the new coordinator from its first message, within a round trip.
+void Daemon::mesh_left() {
+  const proto::MeshStatus st = mesh_->status();
+  const double mono = mono_now();
+  std::string why;
+  if (st.state == "leader") {
+    if (mono >= leave_by_) why = "no voter took over within " + std::to_string(static_cast<int>(kLeaveS)) + " s";
+  } else if (!st.coordinator.empty() && st.coordinator != cfg_.node_name) {
+    why = "coordinator handed over to " + st.coordinator;
+  } else if (stepped_down_ == 0) {
+    stepped_down_ = mono;
+  } else if (mono - stepped_down_ >= kNamedS || mono >= leave_by_) {
+    why = "no longer the coordinator, none named since";
+  }
+  if (why.empty()) return;
+  log_line(why + ": shutting down (running jobs keep running)");
+  stop_ = true;
 }
 
 void Daemon::mesh_nodes(Client& c, const proto::NodesReq&) {

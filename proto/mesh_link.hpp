@@ -28,6 +28,9 @@ namespace corral::proto::link {
 
 inline constexpr std::uint32_t kVersion = 2;
 inline constexpr std::string_view kMagic = "corral-link";
+// A heartbeat's state when its corrald shuts down: its last one. Voters' changes and handovers
+// no longer count it up; its jobs' fate waits on its silence as before.
+inline constexpr std::string_view kStopping = "stopping";
 
 // A member that does not vote, to every voter until it is in the raft configuration.
 struct Hello {
@@ -68,7 +71,7 @@ struct Heartbeat {
   std::uint64_t seq = 0;         // of the last event published
   std::string name;
   std::string address;           // host:port (its listen)
-  std::string state;             // leader | follower | candidate | unavailable
+  std::string state;             // leader | follower | candidate | unavailable | stopping (kStopping)
   std::uint64_t term = 0;
   std::uint64_t commit_index = 0;
   CORRAL_MSGPACK_MAP(mesh, id, incarnation, seq, name, address, state, term, commit_index)

@@ -253,7 +253,7 @@ struct MeshMember {
   std::string name;              // its node_name ("" until heard from)
   std::string address;           // host:port
   std::string role;              // voter | standby | spare
-  std::string state;             // as it last said: leader | follower | candidate | unavailable
+  std::string state;             // as it last said: leader | follower | candidate | unavailable | stopping
   std::uint64_t term = 0;        // as it last said
   std::uint64_t commit_index = 0;
   std::int64_t last_contact_ms = -1;  // since this node last heard from it; -1 never, 0 itself

@@ -351,6 +351,8 @@ namespace corral::service {
 
 void CoordinatorLoop::cancel(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
   if (!c_.is_leader()) return done(DeskAnswer{"not_leader", 0, c_.leader_id(), "", ""});
+  // A handover needs no current state: a coordinator told to stop right after its election.
+  if (ask.action == proto::node_action::kHandover) return handover_ask(ask, done);
   if (!ready_) return done(DeskAnswer{"error", 0, 0, "the coordinator is not current yet", ""});
   if (!ask.action.empty() && ask.action != "cancel") return operate(ask, done);
   std::string id = std::to_string(ask.job);

@@ -47,6 +47,7 @@ struct NodeReport {
   std::int64_t jobfs_mb = 0;
   std::vector<std::uint64_t> running;  // job ids it runs
   std::uint64_t at_ms = 0;             // when heard (Env clock)
+  bool stopping = false;               // its corrald said it shuts down (its last heartbeat)
 };
 
 class CoordinatorLoop {
@@ -150,9 +151,9 @@ class CoordinatorLoop {
   void end_runs_on(const std::string& node, const std::string& who);                // member_remove.cpp
   void promote_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
   void handover_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);  // voter_asks.cpp
-  void hand_over(std::uint64_t id, int tries, const JobDesk::Done& done);
+  void hand_over(std::vector<std::uint64_t> ids, std::size_t next, int tries, const JobDesk::Done& done);
   std::string name_of(std::uint64_t member) const;  // as heard ("member ID" if never)
-  std::set<std::uint64_t> live_members() const;  // heard from within kNodeStaleMs, this one too
+  std::set<std::uint64_t> live_members() const;  // heard from within kNodeStaleMs and not stopping, this one too
   std::uint64_t member_of(const std::string& node) const;  // its raft id: as heard, else by its name
   void alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done);
   // The plan file's calendar with the replicated allocation changes over it (before a pass).

@@ -28,7 +28,6 @@ void CoordinatorLoop::operate(const proto::jobs::CancelAsk& ask, const JobDesk::
   if (a == na::kDrain || a == na::kUndrain) return node_ask(ask, done);
   if (a == na::kRemove) return remove_ask(ask, done);
   if (a == na::kPromote) return promote_ask(ask, done);
-  if (a == na::kHandover) return handover_ask(ask, done);
   if (a == "alloc_set") return alloc_ask(ask, done);
   if (a == "task") return task_ask(ask, done);
   if (a == "suspend" || a == "resume" || a == "requeue" || a == "checkpoint") return control(ask, done);

@@ -16,7 +16,7 @@ std::set<std::uint64_t> CoordinatorLoop::live_members() const {
   std::set<std::uint64_t> live{c_.id()};
   const std::uint64_t now = env_.now_ms();
   for (const auto& [name, r] : nodes_)
-    if (now - r.at_ms <= kNodeStaleMs) live.insert(r.member);
+    if (now - r.at_ms <= kNodeStaleMs && !r.stopping) live.insert(r.member);
   return live;
 }
 
@@ -43,33 +43,39 @@ std::string CoordinatorLoop::name_of(std::uint64_t member) const {
 }
 
 // `corral mesh handover [NODE]`: this coordinator hands its role to NODE, a voter that is up
-// (none named: the voter most up to date), e.g. before its machine goes down for maintenance.
+// (none named: each voter that is up, in turn), e.g. before its machine goes down for
+// maintenance; corrald asks it of itself on SIGTERM.
 void CoordinatorLoop::handover_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {
   auto refuse = [&done](std::string why, std::string code) { done(DeskAnswer{"refused", 0, 0, std::move(why), std::move(code)}); };
   if (!ask.admin) return refuse("only root or an operator may hand the coordinator over", "permission");
-  std::uint64_t id = 0;
+  const std::vector<Member> ms = c_.members();
+  std::vector<std::uint64_t> ids;
   if (!ask.node.empty()) {
-    id = member_of(ask.node);
-    const std::vector<Member> ms = c_.members();
+    const std::uint64_t id = member_of(ask.node);
     bool member = false;
     for (const Member& m : ms) member = member || m.id == id;
     if (!member) return refuse("no voter '" + ask.node + "' in mesh " + mesh_, "not_found");
     if (std::string why = handover_refusal(ms, id, ask.node, c_.id(), live_members()); !why.empty())
       return refuse(why, "invalid");
+    ids.push_back(id);
+  } else {
+    ids = handover_candidates(ms, c_.id(), live_members());
+    if (ids.empty()) return refuse("no other voter is up to take over", "invalid");
   }
-  hand_over(id, 3, done);
+  hand_over(std::move(ids), 0, 3, done);
 }
 
 // A target still writing entries ignores the leader's TimeoutNow, and the transfer ends
-// unchanged after an election timeout: asked again, up to `tries` times.
-void CoordinatorLoop::hand_over(std::uint64_t id, int tries, const JobDesk::Done& done) {
-  c_.transfer(id, [this, alive = alive_, id, tries, done, from = c_.id()](Status s) {
+// unchanged after an election timeout: asked again, of the next candidate, up to `tries` times.
+void CoordinatorLoop::hand_over(std::vector<std::uint64_t> ids, std::size_t next, int tries, const JobDesk::Done& done) {
+  const std::uint64_t id = ids[next % ids.size()];
+  c_.transfer(id, [this, alive = alive_, ids = std::move(ids), next, tries, done, from = c_.id()](Status s) mutable {
     if (!*alive) return;
     if (s != Status::ok)
       return done(DeskAnswer{"refused", 0, 0, s == Status::error ? "no other voter is up to take over" : std::string(status_name(s)), "invalid"});
     const std::uint64_t now = c_.leader_id();
     if (now != from && now != 0) return done(DeskAnswer{"ok", 0, 0, name_of(now), ""});
-    if (now == from && tries > 1 && c_.is_leader()) return hand_over(id, tries - 1, done);
+    if (now == from && tries > 1 && c_.is_leader()) return hand_over(std::move(ids), next + 1, tries - 1, done);
     done(DeskAnswer{"error", 0, 0, "no voter took over within an election timeout; " + std::string(now ? "this node still coordinates" : "an election is under way"), ""});
   });
 }

@@ -1,5 +1,7 @@
 #include "coordinator/service/voter_change.hpp"
 
+#include <algorithm>
+
 namespace corral::service {
 
 namespace {
@@ -35,7 +37,7 @@ std::string promote_refusal(const std::vector<Member>& ms, std::uint64_t id, con
   const Member* m = find(ms, id);
   if (!m) return name + " is not in the mesh's raft configuration (a member is, once `corral mesh` lists it)";
   if (m->role == Role::voter) return "";
-  if (!live.count(id)) return name + " is not up (not heard from lately): only a member that is up becomes a voter";
+  if (!live.count(id)) return name + " is not up (stopping, or not heard from lately): only a member that is up becomes a voter";
   Count c = voters_of(ms, live);
   if (c.voters + 1 > kMaxVoters)
     return "the mesh has " + std::to_string(c.voters) + " voters already (at most " + std::to_string(kMaxVoters) +
@@ -50,8 +52,17 @@ std::string handover_refusal(const std::vector<Member>& ms, std::uint64_t id, co
   if (!m) return "no voter '" + name + "' in the mesh's raft configuration";
   if (id == leader) return name + " is the coordinator already";
   if (m->role != Role::voter) return name + " is not a voter: only a voter can coordinate (corral mesh promote " + name + ")";
-  if (!live.count(id)) return name + " is not up (not heard from lately)";
+  if (!live.count(id)) return name + " is not up (stopping, or not heard from lately)";
   return "";
+}
+
+std::vector<std::uint64_t> handover_candidates(const std::vector<Member>& ms, std::uint64_t leader,
+                                               const std::set<std::uint64_t>& live) {
+  std::vector<std::uint64_t> ids;
+  for (const Member& m : ms)
+    if (m.role == Role::voter && m.id != leader && live.count(m.id)) ids.push_back(m.id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 std::string voter_remove_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,

@@ -29,6 +29,10 @@ std::string promote_refusal(const std::vector<Member>& ms, std::uint64_t id, con
 // `leader` ("" when it may): it must be a voter other than the leader, and live.
 std::string handover_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,
                              std::uint64_t leader, const std::set<std::uint64_t>& live);
+// The voters a handover naming none tries, in turn: the live ones other than `leader`, in id
+// order (libraft's own pick, the most up to date, may be a voter that has just died).
+std::vector<std::uint64_t> handover_candidates(const std::vector<Member>& ms, std::uint64_t leader,
+                                               const std::set<std::uint64_t>& live);
 // Why voter `id` may not leave configuration `ms` ("" when it may, or when it is no voter);
 // `leader`: the member asking (the coordinator does not remove itself).
 std::string voter_remove_refusal(const std::vector<Member>& ms, std::uint64_t id, const std::string& name,

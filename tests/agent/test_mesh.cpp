@@ -23,7 +23,8 @@ using namespace harness;
 using Json = nlohmann::json;
 using namespace mesh_cluster;
 
-TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the killed one rejoins",
+TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the killed one rejoins; "
+          "SIGTERM hands over",
           "[mesh]") {
   SKIP_UNLESS_ROOT();
   Mesh m(3);  // its own network when the machine allows it (checked to route nowhere else first)
@@ -94,6 +95,42 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
        std::this_thread::sleep_for(std::chrono::milliseconds(20)))
     asked_again = asked_of(static_cast<unsigned>(nl), killed_name);
   CHECK(asked_again > asked);
+
+  // `systemctl stop` on the coordinator (SIGTERM): it hands its role to another voter before it
+  // exits, and the two others name that voter.
+  const unsigned c = static_cast<unsigned>(nl);
+  term = m.status(c)["term"].get<std::uint64_t>();
+  double stopped = now_ms();
+  m.agents[c]->stop(SIGTERM);
+  const double exited = now_ms() - stopped;
+  const std::string log = m.agents[c]->log();
+  INFO(log);
+  const std::string said = "coordinator handed over to ";
+  const std::size_t at = log.find(said);
+  REQUIRE(at != std::string::npos);
+  const std::string to = log.substr(at + said.size(), log.find(':', at) - at - said.size());
+  std::vector<unsigned> rest;
+  for (unsigned i = 0; i < 3; ++i)
+    if (i != c) rest.push_back(i);
+  const int next = m.agreed(rest, term, 5000);
+  REQUIRE(next >= 0);
+  CHECK(m.names[static_cast<unsigned>(next)] == to);
+  // Its last heartbeat said it stops: the new coordinator lists it so.
+  std::string said_last;
+  for (double end = now_ms() + 2000; now_ms() < end && said_last != "stopping";
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    Json s = m.status(static_cast<unsigned>(next));
+    for (const Json& mb : s.is_object() ? s["members"] : Json::array())
+      if (mb["name"] == m.names[c]) said_last = mb.value("state", std::string());
+  }
+  CHECK(said_last == "stopping");
+  // So the new coordinator counts it down at once (heard from less than a second ago).
+  Result back_to = m.agents[static_cast<unsigned>(next)]->cli({"mesh", "handover", m.names[c]});
+  CHECK(back_to.rc != 0);
+  CHECK(back_to.err.find(m.names[c] + " is not up (stopping") != std::string::npos);
+  WARN("SIGTERM to the coordinator: exited after " << static_cast<int>(exited) << " ms, handed over to " << to
+                                                   << ", both others named it after "
+                                                   << static_cast<int>(now_ms() - stopped) << " ms");
 }
 
 namespace {

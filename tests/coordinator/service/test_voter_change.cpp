@@ -143,8 +143,12 @@ TEST_CASE("voters: the rules of a change, on configurations with voters down", "
   CHECK(handover_refusal(five, 2, "n2", 1, live).empty());
   CHECK(handover_refusal(five, 1, "n1", 1, live) == "n1 is the coordinator already");
   CHECK(handover_refusal(five, 1001, "m", 1, live).find("m is not a voter") == 0);
-  CHECK(handover_refusal(five, 4, "n4", 1, live) == "n4 is not up (not heard from lately)");
+  CHECK(handover_refusal(five, 4, "n4", 1, live) == "n4 is not up (stopping, or not heard from lately)");
   CHECK(handover_refusal(five, 77, "x", 1, live).find("no voter 'x'") == 0);
+  // Naming none: the live voters but the leader (n4, n5 down; m no voter), in id order.
+  CHECK(handover_candidates(five, 1, live) == std::vector<std::uint64_t>{2, 3});
+  CHECK(handover_candidates(five, 2, live) == std::vector<std::uint64_t>{1, 3});
+  CHECK(handover_candidates(five, 1, {1, 1001}).empty());
   five.push_back(Member{1002, "m2", Role::voter});
   five.push_back(Member{1003, "m3", Role::standby});
   CHECK(promote_refusal(five, 1003, "m3", {1, 2, 3, 1001, 1002, 1003}).find("6 voters already") != std::string::npos);
