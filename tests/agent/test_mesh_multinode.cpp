@@ -72,6 +72,13 @@ bool appears(const std::string& path, int ms) {
 
 constexpr int kNobody = 65534;
 
+// Whether agent a's log says `text` within ms (a line may follow what the test saw happen).
+bool logged(const Agent& a, const std::string& text, int ms) {
+  for (double end = now_ms() + ms; now_ms() < end; std::this_thread::sleep_for(std::chrono::milliseconds(50)))
+    if (a.log().find(text) != std::string::npos) return true;
+  return false;
+}
+
 // The pid of `sleep SECONDS` in agent a's cgroups ("" when none within 10 s).
 std::string process_of(const Agent& a, const std::string& seconds) {
   const std::string cmdline = std::string("sleep") + '\0' + seconds + '\0';
@@ -254,7 +261,7 @@ TEST_CASE("mesh: corral exec runs a job's process on its other node, only from i
   REQUIRE(::kill(std::stoi(slurp(out + "/caller.pid")), SIGTERM) == 0);
   CHECK(gone(stopped, 10000));
   WARN("the process of a killed corral exec gone after " << now_ms() - t0 << " ms");
-  CHECK(share.log().find("): stopped: its caller went away") != std::string::npos);
+  CHECK(logged(share, "): stopped: its caller went away", 5000));
 
   // The other node's agent silent (SIGSTOP) for longer than 5 s: the call of `sleep 302` fails
   // with why; once that agent runs again, the process of the failed call is stopped.
