@@ -169,8 +169,9 @@ class MeshProcs {
     for (int i = 0; i < size(); ++i) start(i);
   }
 
-  void kill9(int i) {
-    ::kill(nodes[i].pid, SIGKILL);
+  // Signals member i's corrald and waits for its exit (SIGTERM: a coordinator hands over first).
+  void stop(int i, int sig) {
+    ::kill(nodes[i].pid, sig);
     ::waitpid(nodes[i].pid, nullptr, 0);
     std::replace(g_children.begin(), g_children.end(), nodes[i].pid, pid_t(-1));
     nodes[i].pid = -1;

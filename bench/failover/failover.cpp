@@ -3,8 +3,9 @@
 // and running, and `--trials` times a SIGKILL to the coordinator, which is
 // restarted after each trial. With --handover, each trial asks the
 // coordinator to hand its role over instead (`corral mesh handover`, as root
-// or an operator: run the bench as one): nothing is killed. Prints one JSON
-// object.
+// or an operator: run the bench as one): nothing is killed. With --sigterm,
+// the coordinator's corrald is stopped as `systemctl stop` does (it hands its
+// role over, then exits) and restarted. Prints one JSON object.
 //
 // failover_ms of a trial: from the SIGKILL (this program's wall clock just
 // before kill()) to the new coordinator's first decision, which is the start
@@ -25,7 +26,7 @@
 // as on a rack.
 //
 //   build/bench/failover/bench_failover [--corrald build/agent/corrald] [--corral build/tools/corral]
-//                                       [--trials 20] [--handover]
+//                                       [--trials 20] [--handover | --sigterm]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -99,8 +100,11 @@ int next_coordinator(const MeshProcs& m, int old, int ms) {
   return -1;
 }
 
+enum class Mode { sigkill, handover, sigterm };
+const char* mode_name(Mode m) { return m == Mode::sigkill ? "sigkill" : m == Mode::handover ? "handover" : "sigterm"; }
+
 int run(const std::string& corrald, const std::string& corral, const std::string& dir, const std::string& emulate,
-        int trials, bool handover) {
+        int trials, Mode mode) {
   MeshProcs m(corrald, dir, kVoters, emulate);
   m.make_keys(corral);
   m.start_all();
@@ -115,12 +119,12 @@ int run(const std::string& corrald, const std::string& corral, const std::string
     sleep_ms(1000 + static_cast<int>(rng() % 500));
     double t_kill = wall_s();
     int nl = -1;
-    if (handover) {
+    if (mode == Mode::handover) {
       if (std::string why = hand_over(m, l); !why.empty())
         throw std::runtime_error("trial " + std::to_string(t + 1) + ": handover refused: " + why);
       nl = next_coordinator(m, l, 15000);
     } else {
-      m.kill9(l);
+      m.stop(l, mode == Mode::sigterm ? SIGTERM : SIGKILL);
       nl = m.coordinator(m.all_but(l), 15000);
     }
     double first = 0;
@@ -128,7 +132,7 @@ int run(const std::string& corrald, const std::string& corral, const std::string
       first = first_start_since(m, nl, t_kill);
     if (first == 0) ++timeouts;
     else ms.push_back((first - t_kill) * 1000);
-    if (!handover) m.start(l);
+    if (mode != Mode::handover) m.start(l);
     l = m.coordinator(m.all_but(-1), 30000);
     if (l < 0) throw std::runtime_error("trial " + std::to_string(t + 1) + ": no coordinator after the restart");
   }
@@ -166,7 +170,7 @@ int run(const std::string& corrald, const std::string& corral, const std::string
   std::printf("{\"bench\":\"failover\",\"mode\":\"%s\",\"voters\":%d,\"emulate\":\"%s\",\"trials\":%d,\"p50_ms\":%.0f,\"max_ms\":%.0f,"
               "\"timeouts\":%d,\"lost_jobs\":%d,\"double_starts\":%d,\"jobs\":%zu,\"not_completed\":%d,\"runs_requeued\":%d,"
               "\"loadavg_1m\":%.2f,\"failover_ms\":[",
-              handover ? "handover" : "sigkill", kVoters, emulate.c_str(), trials, quantile(ms, 0.5), ms.empty() ? -1.0 : *std::max_element(ms.begin(), ms.end()),
+              mode_name(mode), kVoters, emulate.c_str(), trials, quantile(ms, 0.5), ms.empty() ? -1.0 : *std::max_element(ms.begin(), ms.end()),
               timeouts, lost, doubled, acked.size(), not_completed, requeued, load);
   for (std::size_t k = 0; k < ms.size(); ++k) std::printf("%s%.0f", k ? "," : "", ms[k]);
   std::printf("]}\n");
@@ -178,13 +182,18 @@ int run(const std::string& corrald, const std::string& corral, const std::string
 int main(int argc, char** argv) {
   std::string corrald = "build/agent/corrald", corral = "build/tools/corral", emulate = "cores=4";
   int trials = 20;
-  bool handover = false;
-  for (int i = 1; i < argc; ++i)  // a flag: taken out before the NAME VALUE options
-    if (std::string(argv[i]) == "--handover") {
-      handover = true;
+  Mode mode = Mode::sigkill;
+  for (int i = 1; i < argc;)  // flags: taken out before the NAME VALUE options
+    if (std::string a = argv[i]; a == "--handover" || a == "--sigterm") {
+      if (mode != Mode::sigkill) {
+        std::fprintf(stderr, "bench_failover: one of --handover and --sigterm, once\n");
+        return 2;
+      }
+      mode = a == "--handover" ? Mode::handover : Mode::sigterm;
       for (int k = i; k + 1 < argc; ++k) argv[k] = argv[k + 1];
       --argc;
-      break;
+    } else {
+      ++i;
     }
   auto set = [&](const std::string& a, const std::string& v) {
     if (a == "--corrald") corrald = v;
@@ -200,6 +209,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   return bench::run_in_temp_dir("bench_failover", [&](const std::string& dir) {
-    return run(corrald, corral, dir, emulate, trials, handover);
+    return run(corrald, corral, dir, emulate, trials, mode);
   });
 }
