@@ -294,7 +294,7 @@ proto::Message Daemon::on_node(const Peer&, const proto::NodeReq& r) {
   n.slots_used = slots_used();
   n.pending = static_cast<int>(pending_.size() + dep_waiting_.size());
   for (auto id : held_) n.pending += dep_waiting_.count(id) ? 0 : 1;
-  n.state = drained_ ? "drained" : "up";
+  n.state = drained_ ? proto::node_state::kDrained : proto::node_state::kUp;
   n.drain_reason = drain_reason_;
   for (auto id : active_) n.running.push_back(info(*store_->find(id)));
   std::vector<const JobRecord*> ended;

@@ -462,20 +462,22 @@ void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
     const MeshData& st = m.fsm.state().data();
     std::uint64_t now = m.loop.now_ms();
     std::map<std::string, proto::NodeLine> lines;
-    auto line = [&](const std::string& name, int cores, std::int64_t mem_mb, std::int64_t ago) {
+    namespace ns = proto::node_state;
+    auto line = [&](const std::string& name, int cores, std::int64_t mem_mb, std::int64_t ago, bool stopping) {
       proto::NodeLine& n = lines[name];
       n.name = name;
       n.cores = cores;
       n.mem_mb = mem_mb;
       n.last_contact_ms = ago;
-      n.state = ago > static_cast<std::int64_t>(kNodeUnreachableMs) ? "unreachable" : "up";
+      n.state = stopping ? ns::kStopped : ago > static_cast<std::int64_t>(kNodeUnreachableMs) ? ns::kUnreachable : ns::kUp;
     };
     {
       std::lock_guard<std::mutex> lock(mu_);
-      line(cfg_.node_name, node_.cores, node_.mem_mb, 0);
+      line(cfg_.node_name, node_.cores, node_.mem_mb, 0, false);
     }
     for (const auto& [id, r] : m.feed->reports().all())
-      if (!r.name.empty()) line(r.name, r.cores, r.mem_mb, static_cast<std::int64_t>(now - r.at_ms));
+      if (!r.name.empty())
+        line(r.name, r.cores, r.mem_mb, static_cast<std::int64_t>(now - r.at_ms), r.state == proto::link::kStopping);
     for (const auto& [name, admin] : st.nodes) {
       if (admin.state == proto::mesh::admin::kRemoved) {  // gone for good: not listed
         lines.erase(name);
@@ -483,9 +485,9 @@ void MeshLink::nodes(std::function<void(std::vector<proto::NodeLine>)> done) {
       }
       proto::NodeLine& n = lines[name];
       n.name = name;
-      if (n.state.empty()) n.state = "unreachable";  // named by an admin state, never heard
+      if (n.state.empty()) n.state = ns::kUnreachable;  // named by an admin state, never heard
       if (admin.state == proto::mesh::admin::kDrain) {
-        n.state = "drained";
+        n.state = ns::kDrained;
         n.reason = admin.reason;
       }
     }

@@ -56,11 +56,11 @@ void Daemon::mesh_node_admin(Client& c, const proto::NodeAdminReq& r) {
   ask.node = r.node;
   ask.reason = r.reason;
   std::uint64_t ticket = c.mesh_ticket = ++mesh_tickets_;
-  const std::string state = r.action == na::kDrain      ? "drained"
+  const std::string state = r.action == na::kDrain      ? std::string(proto::node_state::kDrained)
                             : r.action == na::kRemove   ? "removed"
                             : r.action == na::kPromote  ? "voter"
                             : r.action == na::kHandover ? "coordinator"
-                                                        : "up";
+                                                        : std::string(proto::node_state::kUp);
   mesh_->cancel(std::move(ask), [this, fd = c.fd, ticket, r, state](const SubmitResult& res) {
     // A handover answers with the node that took over (the one named, or the one chosen).
     const std::string node = r.action == na::kHandover ? res.message : r.node;

@@ -146,14 +146,14 @@ proto::Message Daemon::on_node_admin(const Peer& p, const proto::NodeAdminReq& r
   drain_reason_ = drain ? r.reason : "";
   dirty_ = true;
   log_line("node " + node_name() + (drain ? " drained by " + caller(p) + ": " + r.reason : " undrained by " + caller(p)));
-  return proto::NodeAdminRep{node_name(), drain ? "drained" : "up", drain_reason_};
+  return proto::NodeAdminRep{node_name(), std::string(drain ? proto::node_state::kDrained : proto::node_state::kUp), drain_reason_};
 }
 
 proto::Message Daemon::on_nodes(const Peer&, const proto::NodesReq&) {
   const node::Topology& topo = launcher_->topology();
   proto::NodeLine n;
   n.name = node_name();
-  n.state = drained_ ? "drained" : "up";
+  n.state = drained_ ? proto::node_state::kDrained : proto::node_state::kUp;
   n.reason = drain_reason_;
   n.cores = static_cast<int>(topo.cores.size());
   n.cores_used = slots_used();

@@ -387,10 +387,17 @@ inline constexpr std::string_view kRemove = "remove";      // mesh only
 inline constexpr std::string_view kPromote = "promote";    // mesh only
 inline constexpr std::string_view kHandover = "handover";  // mesh only; its node may be empty
 }  // namespace node_action
+// A node's state as `corral nodes` lists it, spelled once.
+namespace node_state {
+inline constexpr std::string_view kUp = "up";
+inline constexpr std::string_view kDrained = "drained";
+inline constexpr std::string_view kUnreachable = "unreachable";  // mesh only: not heard from for 3 s
+inline constexpr std::string_view kStopped = "stopped";          // mesh only: its corrald said it stops
+}  // namespace node_state
 // One node as `corral nodes` lists it (added after version 1).
 struct NodeLine {
   std::string name;
-  std::string state;             // up | drained | unreachable
+  std::string state;             // node_state: up | drained | unreachable | stopped
   std::string reason;            // why it is drained ("" otherwise)
   std::int32_t cores = 0;
   std::int32_t cores_used = 0;

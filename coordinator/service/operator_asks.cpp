@@ -84,7 +84,7 @@ void CoordinatorLoop::node_ask(const proto::jobs::CancelAsk& ask, const JobDesk:
     return done(refused(0, "no node '" + ask.node + "' in mesh " + mesh_ + " (nodes: " + names + ")", "not_found"));
   }
   std::string state(drain ? proto::mesh::admin::kDrain : proto::mesh::admin::kUp);
-  commit(proto::mesh::NodeAdmin{ask.node, state, drain ? ask.reason : ""}, 0, drain ? "drained" : "up", done);
+  commit(proto::mesh::NodeAdmin{ask.node, state, drain ? ask.reason : ""}, 0, std::string(drain ? proto::node_state::kDrained : proto::node_state::kUp), done);
 }
 
 void CoordinatorLoop::alloc_ask(const proto::jobs::CancelAsk& ask, const JobDesk::Done& done) {

@@ -124,6 +124,9 @@ TEST_CASE("mesh: three corrald elect a coordinator, re-elect after SIGKILL, the 
       if (mb["name"] == m.names[c]) said_last = mb.value("state", std::string());
   }
   CHECK(said_last == "stopping");
+  Result nodes = m.agents[static_cast<unsigned>(next)]->cli({"nodes", "--json"});
+  REQUIRE(nodes.rc == 0);
+  for (const Json& n : Json::parse(nodes.out)) CHECK(n["state"] == (n["name"] == m.names[c] ? "stopped" : "up"));
   // So the new coordinator counts it down at once (heard from less than a second ago).
   Result back_to = m.agents[static_cast<unsigned>(next)]->cli({"mesh", "handover", m.names[c]});
   CHECK(back_to.rc != 0);

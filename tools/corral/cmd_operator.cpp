@@ -32,8 +32,8 @@ const char* const kDrainHelp =
     "  undrain  NODE takes new jobs again\n";
 const char* const kNodesHelp =
     "usage: corral nodes [--json]\n"
-    "Every node of the mesh (standalone: this one): state (up, drained, unreachable),\n"
-    "cores and memory used and free, jobs running.\n";
+    "Every node of the mesh (standalone: this one): state (up, drained, unreachable,\n"
+    "stopped), cores and memory used and free, jobs running.\n";
 
 // One ControlReq per job: a line each (or a JSON array), exit 1 when any was refused.
 int job_requests(const char* cmd, const Common& c, const std::string& action, const std::string& queue,
