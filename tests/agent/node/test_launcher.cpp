@@ -1014,7 +1014,8 @@ TEST_CASE("defer_cleanup: an ended job's slot goes at tidy(); a requeued id rest
   // Requeued: its checkpoint dir is kept; the same id starts again before any tidy() and runs in
   // a fresh slot of its own (the old one is removed first, not after).
   REQUIRE(n.L->start(n.spec(122, {"/bin/sh", "-c", "echo one > $CORRAL_CKPT_DIR/mark; exec sleep 30"})) == "");
-  REQUIRE(wait_until([&] { return std::filesystem::exists(n.cfg.ckpt_root + "/122/mark"); }, 5000));
+  // Its content, not its existence: the shell creates the file before it writes to it.
+  REQUIRE(wait_until([&] { return slurp(n.cfg.ckpt_root + "/122/mark") == "one\n"; }, 5000));
   REQUIRE(n.L->requeue(122) == "");
   e = n.wait_end(122, 5000);
   REQUIRE(e);
